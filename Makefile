@@ -1,0 +1,67 @@
+# SPDX-License-Identifier: GPL-2.0
+# rprof: top-level Makefile.  In-kernel-tree builds use Kbuild and Kconfig
+# directly; this file drives the out-of-tree build, the test kernel and the
+# tests.  `make help` lists the targets.
+
+ifneq ($(KERNELRELEASE),)
+# Invoked by Kbuild: everything is in ./Kbuild.
+CONFIG_RPROF ?= m
+include $(src)/Kbuild
+else
+
+KDIR ?= /lib/modules/$(shell uname -r)/build
+RUSTC ?= /usr/bin/rustc
+BINDGEN ?= $(firstword $(wildcard $(or $(RPROF_CACHE),$(HOME)/.cache/rprof)/bindgen-*/bin/bindgen) bindgen)
+export RPROF_CACHE
+
+.PHONY: all modules clean help vm-kernel vm-module check demo bench tools host-test clean-cache
+
+all: modules
+
+modules:
+	@if ! [ -f "$(KDIR)/Makefile" ]; then \
+		echo "rprof: no kernel build tree at KDIR=$(KDIR); build the test kernel with 'make vm-kernel' and use 'make check' / 'make demo', or pass KDIR=<a Rust-enabled 6.12 build tree>"; exit 1; fi
+	@if ! grep -qs '^CONFIG_RUST=y' "$(KDIR)/.config"; then \
+		echo "rprof: the kernel at KDIR=$(KDIR) has no CONFIG_RUST=y; rprof needs a Rust-enabled 6.12 kernel ('make vm-kernel' builds one)"; exit 1; fi
+	$(MAKE) -C $(KDIR) M=$(CURDIR) RUSTC=$(RUSTC) BINDGEN=$(BINDGEN) modules
+
+# The test kernel, built once into the cache ($(HOME)/.cache/rprof).
+vm-kernel:
+	scripts/kernel.sh
+
+# Release and KUnit modules against the test kernel, under build/.
+vm-module:
+	scripts/module.sh
+
+tools:
+	scripts/tools.sh
+
+host-test:
+	tests/harness/host.sh
+
+check:
+	tests/harness/check.sh
+
+demo:
+	tests/harness/demo.sh
+
+bench:
+	tests/harness/bench.sh
+
+clean:
+	rm -rf build
+	$(if $(wildcard $(KDIR)/Makefile),-$(MAKE) -C $(KDIR) M=$(CURDIR) clean)
+	cd tools && cargo clean 2>/dev/null || true
+
+clean-cache:
+	rm -rf $(or $(RPROF_CACHE),$(HOME)/.cache/rprof)
+
+help:
+	@echo "make            build rprof.ko against KDIR (default: the running kernel)"
+	@echo "make check      install what is missing, build, run every test suite"
+	@echo "make demo       boot the test VM, load rprof and show what it does"
+	@echo "make bench      ring-write cost of rprof against the kernel's ring buffer"
+	@echo "make vm-kernel  build (or reuse) the cached test kernel"
+	@echo "make clean-cache  remove the cache (test kernel, bindgen)"
+
+endif

@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * rprof: the C glue's interface (src/helpers.c).
+ *
+ * Only what Rust for Linux 6.12 cannot reach lives in C: module parameters
+ * (module_param is a macro and 6.12's module! takes none), structures that
+ * kernel::bindings lacks (miscdevice, irq_work, delayed_work) and static
+ * inline functions or macros (user_mode(), instruction_pointer(),
+ * vmalloc_user(), poll_wait(), wait_event_interruptible()).  Every object
+ * is opaque to Rust.  src/ffi.rs declares the same functions for Rust; keep
+ * the two in step.
+ */
+#ifndef RPROF_HELPERS_H
+#define RPROF_HELPERS_H
+
+#include <linux/types.h>
+
+struct file;
+struct file_operations;
+struct perf_event;
+struct poll_table_struct;
+struct vm_area_struct;
+struct kunit;
+
+/* Module parameters, as loaded (validated by Rust at init). */
+unsigned int rprof_param_ring_records(void);
+unsigned int rprof_param_buffer_pages(void);
+
+/* Misc device: registered with a context pointer Rust gets back in open(). */
+struct rprof_misc;
+struct rprof_misc *rprof_misc_register(const char *name,
+				       const struct file_operations *fops,
+				       void *ctx);
+void rprof_misc_deregister(struct rprof_misc *misc);
+void *rprof_misc_ctx(struct file *file);
+void *rprof_file_private(struct file *file);
+void rprof_file_set_private(struct file *file, void *data);
+unsigned int rprof_file_flags(struct file *file);
+bool rprof_perfmon_capable(void);
+
+/*
+ * A sample as the overflow handler hands it to Rust.  Filled in NMI or IRQ
+ * context from the interrupted registers and current.
+ */
+struct rprof_raw_sample {
+	__u64 time_ns;
+	__u64 ip;
+	__u64 period;
+	__u32 pid;
+	__u32 tid;
+	__u32 cpu;
+	__u32 flags; /* RPROF_RAW_* */
+};
+#define RPROF_RAW_USER (1U << 0)
+#define RPROF_RAW_THROTTLED (1U << 1)
+
+/* Called by the overflow handler; implemented in Rust (src/sampler.rs). */
+void rprof_on_sample(void *ctx, const struct rprof_raw_sample *sample);
+
+/* perf_event kernel counters. */
+struct rprof_counter_attr {
+	__u32 type;   /* PERF_TYPE_* */
+	__u32 freq;   /* period is a frequency */
+	__u64 config; /* PERF_COUNT_* */
+	__u64 period;
+	__u32 exclude_user;
+	__u32 exclude_kernel;
+};
+/* Returns the counter, or an ERR_PTR (check with rprof_is_err). */
+struct perf_event *rprof_counter_create(int cpu,
+					const struct rprof_counter_attr *attr,
+					void *ctx);
+void rprof_counter_release(struct perf_event *event);
+long rprof_ptr_err(const void *ptr);
+
+/* Deferred work: an irq_work (NMI-safe kick) feeding a delayed work. */
+struct rprof_kicker;
+struct rprof_kicker *rprof_kicker_create(void (*fn)(void *ctx), void *ctx);
+void rprof_kicker_kick(struct rprof_kicker *k);
+void rprof_kicker_schedule(struct rprof_kicker *k, unsigned int delay_ms);
+void rprof_kicker_destroy(struct rprof_kicker *k);
+
+/* Wait queue for read() and poll(). */
+struct rprof_waitq;
+struct rprof_waitq *rprof_waitq_create(void);
+void rprof_waitq_destroy(struct rprof_waitq *wq);
+void rprof_waitq_wake(struct rprof_waitq *wq);
+/* Waits until cond(ctx) is true; -ERESTARTSYS on a signal. */
+int rprof_waitq_wait(struct rprof_waitq *wq, bool (*cond)(void *ctx), void *ctx);
+void rprof_poll_wait(struct file *file, struct rprof_waitq *wq,
+		     struct poll_table_struct *pt);
+
+/* Event buffer memory and its mapping. */
+void *rprof_vmalloc_user(unsigned long size);
+void rprof_vfree(void *addr);
+/* Maps [pgoff, pgoff + pages) of buf; read_only forbids write and exec. */
+int rprof_mmap_buffer(struct vm_area_struct *vma, void *buf,
+		      unsigned long buf_pages, bool data_area);
+
+/* CPUs and time. */
+unsigned int rprof_nr_cpu_ids(void);
+bool rprof_cpu_online(unsigned int cpu);
+unsigned int rprof_this_cpu(void);
+__u64 rprof_local_clock(void);
+
+/* KUnit: record a failure of the current case with its Rust location. */
+void rprof_kunit_fail(struct kunit *test, const char *file, unsigned int line,
+		      const void *fmt_args);
+
+#endif /* RPROF_HELPERS_H */

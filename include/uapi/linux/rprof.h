@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * rprof: system-wide statistical profiler, userspace ABI.
+ *
+ * This header is the single source of truth for everything that crosses
+ * /dev/rprof: ioctl numbers and arguments, the mmap control page and the
+ * records of the event stream.  The module (Rust) and the userspace crates
+ * get their definitions from it with bindgen.
+ *
+ * Conventions:
+ *  - Fixed-width types only; every structure is naturally aligned, has no
+ *    implicit padding and a size that is a multiple of 8.
+ *  - Structures passed by ioctl that may grow start with a __u32 size field
+ *    (as perf_event_attr does): the kernel accepts a smaller size from old
+ *    userspace (missing fields read as zero) and a larger one from new
+ *    userspace as long as the bytes it does not know are zero (-E2BIG
+ *    otherwise).  Reserved fields and flag bits must be zero (-EINVAL).
+ *  - Every record in the event stream starts with struct rprof_record_header
+ *    whose size covers the whole record and is a multiple of 8, so a reader
+ *    can skip record types it does not know.
+ */
+#ifndef _UAPI_LINUX_RPROF_H
+#define _UAPI_LINUX_RPROF_H
+
+#include <linux/types.h>
+#include <linux/ioctl.h>
+
+/*
+ * The ABI version returned by RPROF_IOC_GET_VERSION.  It changes only when a
+ * change is not backwards compatible; additions grow structures by size.
+ */
+#define RPROF_ABI_VERSION 1
+
+/*
+ * ioctl magic, registered as free in
+ * Documentation/userspace-api/ioctl/ioctl-number.rst (0xB9, 00-1F).
+ */
+#define RPROF_IOC_MAGIC 0xB9
+
+/* Limits. */
+#define RPROF_MAX_EVENTS 8 /* events sampled at once in one session */
+
+/* ------------------------------------------------------------------------ */
+/* Configuration (RPROF_IOC_SET_CONFIG)                                      */
+/* ------------------------------------------------------------------------ */
+
+/* What an event counts.  Values are rprof's own, not perf's. */
+enum rprof_event_kind {
+	RPROF_EVENT_CPU_CLOCK = 1,    /* software, hrtimer driven */
+	RPROF_EVENT_TASK_CLOCK = 2,   /* software, only while tasks run */
+	RPROF_EVENT_CYCLES = 3,       /* hardware (PMU NMI) */
+	RPROF_EVENT_INSTRUCTIONS = 4, /* hardware */
+	RPROF_EVENT_CACHE_MISSES = 5, /* hardware */
+	RPROF_EVENT_BRANCH_MISSES = 6 /* hardware */
+};
+
+/* rprof_event_config.flags */
+#define RPROF_EVENT_FREQ (1U << 0) /* period is a frequency in Hz */
+#define RPROF_EVENT_FLAGS_ALL (RPROF_EVENT_FREQ)
+
+struct rprof_event_config {
+	__u32 kind;   /* enum rprof_event_kind */
+	__u32 flags;  /* RPROF_EVENT_* */
+	__u64 period; /* events per sample, or Hz with RPROF_EVENT_FREQ; != 0 */
+};
+
+/* rprof_config.flags */
+#define RPROF_CONFIG_EXCLUDE_USER (1U << 0)
+#define RPROF_CONFIG_EXCLUDE_KERNEL (1U << 1)
+#define RPROF_CONFIG_PID_FILTER (1U << 2) /* only samples of config.pid */
+#define RPROF_CONFIG_FLAGS_ALL                                                 \
+	(RPROF_CONFIG_EXCLUDE_USER | RPROF_CONFIG_EXCLUDE_KERNEL |             \
+	 RPROF_CONFIG_PID_FILTER)
+
+struct rprof_config {
+	__u32 size;              /* sizeof(struct rprof_config) of the caller */
+	__u32 flags;             /* RPROF_CONFIG_* */
+	__u32 nr_events;         /* 1..RPROF_MAX_EVENTS entries of events[] */
+	__s32 pid;               /* thread group id, with PID_FILTER */
+	__u32 ring_records;      /* per-CPU ring slots, power of 2; 0: default */
+	__u32 drain_interval_ms; /* periodic drain; 0: default (10 ms) */
+	__u32 wakeup_bytes;      /* wake readers at this much data; 0: 1/4 */
+	__u32 reserved;          /* must be 0 */
+	struct rprof_event_config events[RPROF_MAX_EVENTS];
+};
+#define RPROF_CONFIG_SIZE_VER0 160 /* first published size */
+
+/* ------------------------------------------------------------------------ */
+/* Statistics (RPROF_IOC_GET_STATS)                                          */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Counters of one CPU, or their sums.  At STOP, for every CPU and in total:
+ *   samples == delivered + lost_ring + lost_buffer
+ */
+struct rprof_cpu_stats {
+	__u64 samples;          /* records written by the sampling handler */
+	__u64 lost_ring;        /* dropped: this CPU's ring was full */
+	__u64 lost_buffer;      /* dropped: the event buffer was full */
+	__u64 delivered;        /* put into the event buffer */
+	__u64 ring_high_water;  /* highest ring fill seen, in records */
+	__u64 throttled;        /* times perf throttled a counter */
+};
+
+struct rprof_stats {
+	__u32 size;      /* sizeof(struct rprof_stats) of the caller */
+	__u32 nr_cpus;   /* in: entries at cpus; out: CPUs the kernel has */
+	__u64 cpus;      /* user pointer to nr_cpus struct rprof_cpu_stats, or 0 */
+	__u64 drains;    /* drain passes run */
+	__u64 wakeups;   /* reader wakeups issued */
+	__u64 reserved[4];
+	struct rprof_cpu_stats total;
+};
+#define RPROF_STATS_SIZE_VER0 112
+
+/* ------------------------------------------------------------------------ */
+/* ioctls                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* The ABI version (RPROF_ABI_VERSION of the module), into a __u32. */
+#define RPROF_IOC_GET_VERSION _IOR(RPROF_IOC_MAGIC, 0x00, __u32)
+/* Configure a session; the caller becomes its owner.  -EBUSY if another
+ * file owns one, or if this one is running. */
+#define RPROF_IOC_SET_CONFIG _IOW(RPROF_IOC_MAGIC, 0x01, struct rprof_config)
+/* Start / stop sampling of the configured session. */
+#define RPROF_IOC_START _IO(RPROF_IOC_MAGIC, 0x02)
+#define RPROF_IOC_STOP _IO(RPROF_IOC_MAGIC, 0x03)
+/* Drain every CPU's ring into the event buffer now. */
+#define RPROF_IOC_FLUSH _IO(RPROF_IOC_MAGIC, 0x04)
+/* Read statistics (struct rprof_stats, size-versioned). */
+#define RPROF_IOC_GET_STATS _IOWR(RPROF_IOC_MAGIC, 0x05, struct rprof_stats)
+
+/*
+ * bindgen cannot evaluate _IOR() and friends; the ioctl command numbers are
+ * spelled out for it here and checked against the macros above by the
+ * module (a static assertion in C) and by userspace tests.
+ */
+enum rprof_ioctl_nr {
+	RPROF_IOC_NR_GET_VERSION = 0x00,
+	RPROF_IOC_NR_SET_CONFIG = 0x01,
+	RPROF_IOC_NR_START = 0x02,
+	RPROF_IOC_NR_STOP = 0x03,
+	RPROF_IOC_NR_FLUSH = 0x04,
+	RPROF_IOC_NR_GET_STATS = 0x05
+};
+
+/* ------------------------------------------------------------------------ */
+/* mmap layout                                                               */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * mmap(fd, offset 0, length (1 + 2^n) pages) maps the control page followed
+ * by the 2^n data pages of the event buffer.  The control page may be mapped
+ * writable (only data_tail is read back by the kernel); the data pages must
+ * be mapped read-only.
+ *
+ * Protocol (as perf's):
+ *   reader: head = load_acquire(&page->data_head);
+ *           read records in [data_tail, head) at data[pos % data_size];
+ *           store_release(&page->data_tail, head);
+ * The kernel never writes data the reader has not released through
+ * data_tail.  Records may wrap around the end of the data area.
+ */
+struct rprof_mmap_page {
+	__u32 version;     /* RPROF_ABI_VERSION */
+	__u32 reserved0;
+	__u64 data_offset; /* offset of the data area in the mapping */
+	__u64 data_size;   /* bytes, power of 2 */
+	__u64 reserved1[13];
+	/* Written by the kernel; on a cache line of its own. */
+	__u64 data_head;
+	__u64 reserved2[7];
+	/* Written by the reader; on a cache line of its own. */
+	__u64 data_tail;
+	__u64 reserved3[7];
+};
+
+/* ------------------------------------------------------------------------ */
+/* Records                                                                   */
+/* ------------------------------------------------------------------------ */
+
+enum rprof_record_type {
+	RPROF_RECORD_SAMPLE = 1,
+	RPROF_RECORD_LOST = 2,
+	RPROF_RECORD_START = 3,
+	RPROF_RECORD_STOP = 4,
+	RPROF_RECORD_THROTTLE = 5,
+	RPROF_RECORD_UNTHROTTLE = 6
+};
+
+struct rprof_record_header {
+	__u16 type;  /* enum rprof_record_type */
+	__u16 flags; /* per type; for samples RPROF_SAMPLE_* */
+	__u32 size;  /* whole record in bytes, multiple of 8 */
+};
+
+/* rprof_sample.header.flags */
+#define RPROF_SAMPLE_USER (1U << 0) /* ip is a user address */
+
+/*
+ * One sample.  cookie and offset are 0 until the resolution stage fills
+ * them (a later ABI revision adds records for them).
+ */
+struct rprof_sample {
+	struct rprof_record_header header;
+	__u64 time_ns; /* local_clock() of the sampling CPU */
+	__u64 ip;
+	__u32 pid;     /* thread group id (0 for the idle task) */
+	__u32 tid;
+	__u32 cpu;
+	__u16 event;   /* index into rprof_config.events */
+	__u16 reserved;
+	__u64 period;  /* events this sample stands for */
+};
+
+/* rprof_lost.stage */
+enum rprof_lost_stage {
+	RPROF_LOST_RING = 1,   /* a CPU's ring was full */
+	RPROF_LOST_BUFFER = 2  /* the event buffer was full */
+};
+
+/* Records dropped, reported in-band once space returns.  Exact. */
+struct rprof_lost {
+	struct rprof_record_header header;
+	__u32 stage; /* enum rprof_lost_stage */
+	__u32 cpu;   /* CPU whose samples were lost */
+	__u64 count;
+};
+
+/* START and STOP: the session's configuration and the time. */
+struct rprof_session {
+	struct rprof_record_header header;
+	__u64 time_ns;
+	struct rprof_config config;
+};
+
+/* THROTTLE / UNTHROTTLE of one counter by perf. */
+struct rprof_throttle {
+	struct rprof_record_header header;
+	__u64 time_ns;
+	__u32 cpu;
+	__u32 event;
+};
+
+#endif /* _UAPI_LINUX_RPROF_H */

@@ -1,0 +1,39 @@
+# shellcheck shell=bash
+# Shared settings for rprof's build and test scripts. Source it; do not run it.
+#
+# Everything expensive (the test kernel, bindgen) lives in a cache outside the
+# checkout so that a second `make check` takes seconds.  Override the location
+# with RPROF_CACHE; `make clean-cache` removes it.
+
+set -euo pipefail
+
+RPROF_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+RPROF_CACHE=${RPROF_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rprof}
+RPROF_BUILD=${RPROF_BUILD:-$RPROF_TOP/build}
+
+# The kernel's Rust must be built by Debian's rustc, whose library source
+# (rust-web-src) matches it; rustup's toolchain has no rust-src.
+KERNEL_RUSTC=/usr/bin/rustc
+BINDGEN_VERSION=0.73.2
+BINDGEN_ROOT=$RPROF_CACHE/bindgen-$BINDGEN_VERSION
+KERNEL_BINDGEN=$BINDGEN_ROOT/bin/bindgen
+
+msg() { printf '[rprof] %s\n' "$*" >&2; }
+die() { printf '[rprof] error: %s\n' "$*" >&2; exit 1; }
+
+# kernel_dir prints the cache directory of the test kernel for the current
+# linux-source version and configuration fragment.
+kernel_dir() {
+	local ver hash
+	ver=$(dpkg-query -W -f='${Version}' linux-source-6.12 2>/dev/null) ||
+		die "linux-source-6.12 is not installed (run scripts/deps.sh)"
+	hash=$(cat "$RPROF_TOP/tests/kernel/rprof.config" "$RPROF_TOP/scripts/kernel.sh" |
+		sha256sum | cut -c1-12)
+	printf '%s/linux-%s-%s\n' "$RPROF_CACHE" "$ver" "$hash"
+}
+
+# kmake runs make in the kernel tree (or against it, with M=) with the
+# toolchain the test kernel was built with.
+kmake() {
+	make RUSTC="$KERNEL_RUSTC" BINDGEN="$KERNEL_BINDGEN" "$@"
+}

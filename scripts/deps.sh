@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what building and testing rprof needs on a Debian 12 machine:
+# Debian packages (kernel source, Rust for the kernel, QEMU, busybox) and
+# bindgen from crates.io (Debian's is too old for Linux 6.12).
+# Idempotent: installs only what is missing.
+. "$(dirname "$0")/common.sh"
+
+PKGS=(linux-source-6.12 rustc-web rust-web-src libclang-dev clang lld
+	qemu-system-x86 busybox-static cpio flex bison bc libelf-dev libssl-dev
+	kmod xz-utils python3 gcc make)
+
+missing=()
+for p in "${PKGS[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+		missing+=("$p")
+done
+if ((${#missing[@]})); then
+	msg "installing Debian packages: ${missing[*]}"
+	SUDO=
+	[ "$(id -u)" = 0 ] || SUDO=sudo
+	$SUDO apt-get update -q
+	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+if ! [ -x "$KERNEL_BINDGEN" ]; then
+	msg "installing bindgen-cli $BINDGEN_VERSION into $BINDGEN_ROOT"
+	cargo install --locked --quiet --root "$BINDGEN_ROOT" bindgen-cli --version "$BINDGEN_VERSION"
+fi

@@ -1,0 +1,360 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rprof: C glue for what Rust for Linux 6.12 cannot reach.
+ *
+ * Why each piece is C and not a binding, per case:
+ *  - Module parameters: module_param() is a macro emitting section data, and
+ *    6.12's module! macro takes no parameters.
+ *  - The misc device, irq_work and delayed_work: their structures are not in
+ *    kernel::bindings and their initialisers are macros (INIT_DELAYED_WORK,
+ *    init_irq_work with lockdep keys); C owns them, Rust holds opaque
+ *    pointers and the safe wrappers in src/ release them in Drop.
+ *  - The overflow handler's view of the registers: user_mode() and
+ *    instruction_pointer() are static inlines on struct pt_regs.
+ *  - vmalloc_user() is a macro over vmalloc_user_noprof() in 6.12
+ *    (allocation tagging); poll_wait() and wait_event_interruptible() are a
+ *    static inline and a macro.
+ * Nothing here holds rprof's logic: each helper does one kernel call.
+ */
+#include <linux/capability.h>
+#include <linux/err.h>
+#include <linux/fs.h>
+#include <linux/irq_work.h>
+#include <linux/miscdevice.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/perf_event.h>
+#include <linux/poll.h>
+#include <linux/sched.h>
+#include <linux/sched/clock.h>
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
+#include <kunit/test.h>
+
+#include <uapi/linux/rprof.h>
+#include "rprof_helpers.h"
+
+/* The ioctl numbers bindgen sees must be the ones the macros define. */
+static_assert(RPROF_IOC_GET_VERSION ==
+	      _IOR(RPROF_IOC_MAGIC, RPROF_IOC_NR_GET_VERSION, __u32));
+static_assert(RPROF_IOC_SET_CONFIG ==
+	      _IOW(RPROF_IOC_MAGIC, RPROF_IOC_NR_SET_CONFIG, struct rprof_config));
+static_assert(RPROF_IOC_GET_STATS ==
+	      _IOWR(RPROF_IOC_MAGIC, RPROF_IOC_NR_GET_STATS, struct rprof_stats));
+static_assert(sizeof(struct rprof_config) == RPROF_CONFIG_SIZE_VER0);
+static_assert(sizeof(struct rprof_stats) == RPROF_STATS_SIZE_VER0);
+static_assert(sizeof(struct rprof_mmap_page) <= PAGE_SIZE);
+
+/* ---- module parameters -------------------------------------------------- */
+
+static unsigned int ring_records = 4096;
+module_param(ring_records, uint, 0444);
+MODULE_PARM_DESC(ring_records,
+		 "Default slots of each per-CPU ring, a power of 2 in [64, 1048576] (4096)");
+
+static unsigned int buffer_pages = 256;
+module_param(buffer_pages, uint, 0444);
+MODULE_PARM_DESC(buffer_pages,
+		 "Data pages of the event buffer, a power of 2 in [1, 65536] (256)");
+
+unsigned int rprof_param_ring_records(void)
+{
+	return ring_records;
+}
+
+unsigned int rprof_param_buffer_pages(void)
+{
+	return buffer_pages;
+}
+
+/* ---- misc device -------------------------------------------------------- */
+
+struct rprof_misc {
+	struct miscdevice misc;
+	void *ctx;
+};
+
+struct rprof_misc *rprof_misc_register(const char *name,
+				       const struct file_operations *fops,
+				       void *ctx)
+{
+	struct rprof_misc *m = kzalloc(sizeof(*m), GFP_KERNEL);
+	int ret;
+
+	if (!m)
+		return ERR_PTR(-ENOMEM);
+	m->misc.minor = MISC_DYNAMIC_MINOR;
+	m->misc.name = name;
+	m->misc.fops = fops;
+	m->misc.mode = 0600;
+	m->ctx = ctx;
+	ret = misc_register(&m->misc);
+	if (ret) {
+		kfree(m);
+		return ERR_PTR(ret);
+	}
+	return m;
+}
+
+void rprof_misc_deregister(struct rprof_misc *m)
+{
+	misc_deregister(&m->misc);
+	kfree(m);
+}
+
+/* In open(): misc_open() left the miscdevice in private_data. */
+void *rprof_misc_ctx(struct file *file)
+{
+	struct miscdevice *misc = file->private_data;
+
+	return container_of(misc, struct rprof_misc, misc)->ctx;
+}
+
+void *rprof_file_private(struct file *file)
+{
+	return file->private_data;
+}
+
+void rprof_file_set_private(struct file *file, void *data)
+{
+	file->private_data = data;
+}
+
+unsigned int rprof_file_flags(struct file *file)
+{
+	return file->f_flags;
+}
+
+bool rprof_perfmon_capable(void)
+{
+	return perfmon_capable();
+}
+
+/* ---- perf counters -------------------------------------------------------- */
+
+/*
+ * The overflow handler.  Runs in NMI context for PMU counters and in hard
+ * IRQ context (hrtimer) for software clocks: it reads the registers and
+ * current, then hands over to Rust, and calls nothing that sleeps, locks or
+ * allocates.
+ */
+static void rprof_overflow(struct perf_event *event,
+			   struct perf_sample_data *data, struct pt_regs *regs)
+{
+	struct rprof_raw_sample s;
+
+	s.time_ns = local_clock();
+	s.ip = instruction_pointer(regs);
+	s.period = data->period;
+	s.pid = task_tgid_nr(current);
+	s.tid = task_pid_nr(current);
+	s.cpu = smp_processor_id();
+	s.flags = user_mode(regs) ? RPROF_RAW_USER : 0;
+	/*
+	 * When perf throttles a counter it sets hw.interrupts to its private
+	 * MAX_INTERRUPTS, (~0ULL) in kernel/events/core.c, before calling us.
+	 */
+	if (event->hw.interrupts == ~0ULL)
+		s.flags |= RPROF_RAW_THROTTLED;
+	rprof_on_sample(event->overflow_handler_context, &s);
+}
+
+struct perf_event *rprof_counter_create(int cpu,
+					const struct rprof_counter_attr *a,
+					void *ctx)
+{
+	struct perf_event_attr attr = {
+		.type = a->type,
+		.size = sizeof(attr),
+		.config = a->config,
+		.sample_period = a->period,
+		.freq = !!a->freq,
+		.exclude_user = !!a->exclude_user,
+		.exclude_kernel = !!a->exclude_kernel,
+		.exclude_hv = 1,
+		.disabled = 0,
+		.pinned = 1,
+	};
+
+	return perf_event_create_kernel_counter(&attr, cpu, NULL,
+						rprof_overflow, ctx);
+}
+
+void rprof_counter_release(struct perf_event *event)
+{
+	perf_event_release_kernel(event);
+}
+
+long rprof_ptr_err(const void *ptr)
+{
+	return IS_ERR(ptr) ? PTR_ERR(ptr) : 0;
+}
+
+/* ---- deferred work -------------------------------------------------------- */
+
+struct rprof_kicker {
+	struct irq_work irq_work;
+	struct delayed_work work;
+	void (*fn)(void *ctx);
+	void *ctx;
+};
+
+static void rprof_kicker_irq_work(struct irq_work *iw)
+{
+	struct rprof_kicker *k = container_of(iw, struct rprof_kicker, irq_work);
+
+	mod_delayed_work(system_wq, &k->work, 0);
+}
+
+static void rprof_kicker_work(struct work_struct *w)
+{
+	struct rprof_kicker *k =
+		container_of(to_delayed_work(w), struct rprof_kicker, work);
+
+	k->fn(k->ctx);
+}
+
+struct rprof_kicker *rprof_kicker_create(void (*fn)(void *ctx), void *ctx)
+{
+	struct rprof_kicker *k = kzalloc(sizeof(*k), GFP_KERNEL);
+
+	if (!k)
+		return NULL;
+	init_irq_work(&k->irq_work, rprof_kicker_irq_work);
+	INIT_DELAYED_WORK(&k->work, rprof_kicker_work);
+	k->fn = fn;
+	k->ctx = ctx;
+	return k;
+}
+
+/* NMI-safe: irq_work_queue() is the kernel's way out of NMI context. */
+void rprof_kicker_kick(struct rprof_kicker *k)
+{
+	irq_work_queue(&k->irq_work);
+}
+
+void rprof_kicker_schedule(struct rprof_kicker *k, unsigned int delay_ms)
+{
+	queue_delayed_work(system_wq, &k->work, msecs_to_jiffies(delay_ms));
+}
+
+/* Caller guarantees nothing kicks or schedules k any more. */
+void rprof_kicker_destroy(struct rprof_kicker *k)
+{
+	irq_work_sync(&k->irq_work);
+	cancel_delayed_work_sync(&k->work);
+	kfree(k);
+}
+
+/* ---- wait queue ----------------------------------------------------------- */
+
+struct rprof_waitq {
+	wait_queue_head_t head;
+};
+
+struct rprof_waitq *rprof_waitq_create(void)
+{
+	struct rprof_waitq *wq = kzalloc(sizeof(*wq), GFP_KERNEL);
+
+	if (wq)
+		init_waitqueue_head(&wq->head);
+	return wq;
+}
+
+void rprof_waitq_destroy(struct rprof_waitq *wq)
+{
+	kfree(wq);
+}
+
+void rprof_waitq_wake(struct rprof_waitq *wq)
+{
+	wake_up_interruptible_poll(&wq->head, EPOLLIN | EPOLLRDNORM);
+}
+
+int rprof_waitq_wait(struct rprof_waitq *wq, bool (*cond)(void *ctx), void *ctx)
+{
+	return wait_event_interruptible(wq->head, cond(ctx));
+}
+
+void rprof_poll_wait(struct file *file, struct rprof_waitq *wq,
+		     struct poll_table_struct *pt)
+{
+	poll_wait(file, &wq->head, pt);
+}
+
+/* ---- event buffer memory ------------------------------------------------- */
+
+void *rprof_vmalloc_user(unsigned long size)
+{
+	return vmalloc_user(size);
+}
+
+void rprof_vfree(void *addr)
+{
+	vfree(addr);
+}
+
+/*
+ * The buffer is one control page followed by buf_pages - 1 data pages.
+ * data_area false: offset 0, exactly the control page, any protection (the
+ * kernel only ever reads data_tail from it).  data_area true: offset
+ * PAGE_SIZE, exactly the data pages, read-only for good: no VM_WRITE, and
+ * VM_MAYWRITE/VM_MAYEXEC cleared so mprotect() cannot add them later.
+ * Both refuse to grow (VM_DONTEXPAND) and are not dumped.
+ */
+int rprof_mmap_buffer(struct vm_area_struct *vma, void *buf,
+		      unsigned long buf_pages, bool data_area)
+{
+	unsigned long pgoff = data_area ? 1 : 0;
+	unsigned long pages = data_area ? buf_pages - 1 : 1;
+
+	if (vma->vm_pgoff != pgoff || vma_pages(vma) != pages)
+		return -EINVAL;
+	if (data_area) {
+		if (vma->vm_flags & (VM_WRITE | VM_EXEC))
+			return -EPERM;
+		vm_flags_clear(vma, VM_MAYWRITE | VM_MAYEXEC);
+	} else {
+		if (vma->vm_flags & VM_EXEC)
+			return -EPERM;
+		vm_flags_clear(vma, VM_MAYEXEC);
+	}
+	vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
+	return remap_vmalloc_range(vma, buf, pgoff);
+}
+
+/* ---- CPUs and time ------------------------------------------------------- */
+
+unsigned int rprof_nr_cpu_ids(void)
+{
+	return nr_cpu_ids;
+}
+
+bool rprof_cpu_online(unsigned int cpu)
+{
+	return cpu_online(cpu);
+}
+
+/* Only meaningful where the caller cannot migrate (IRQ, NMI, preempt off). */
+unsigned int rprof_this_cpu(void)
+{
+	return raw_smp_processor_id();
+}
+
+u64 rprof_local_clock(void)
+{
+	return local_clock();
+}
+
+/* ---- KUnit --------------------------------------------------------------- */
+
+#ifdef RPROF_KUNIT
+void rprof_kunit_fail(struct kunit *test, const char *file, unsigned int line,
+		      const void *fmt_args)
+{
+	KUNIT_FAIL(test, "at %s:%u: %pA", file, line, fmt_args);
+}
+#endif

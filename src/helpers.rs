@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Declarations of the C glue in `src/helpers.c`.
+//!
+//! C header: [`include/rprof_helpers.h`](../include/rprof_helpers.h), which
+//! says why each helper is C.  Every object behind these pointers is opaque
+//! to Rust; the safe wrappers (`miscdev`, `counter`, `kicker`, `waitq`,
+//! `evbuf`) own them and release them in `Drop`.  Nothing outside those
+//! wrappers calls into this module, except the sampling entry point.
+
+use kernel::ffi::{c_char, c_int, c_long, c_uint, c_void};
+use kernel::bindings;
+
+/// Opaque `struct rprof_misc`.
+#[repr(C)]
+pub(crate) struct RprofMisc {
+    _private: [u8; 0],
+}
+
+/// Opaque `struct rprof_kicker`.
+#[repr(C)]
+pub(crate) struct RprofKicker {
+    _private: [u8; 0],
+}
+
+/// Opaque `struct rprof_waitq`.
+#[repr(C)]
+pub(crate) struct RprofWaitq {
+    _private: [u8; 0],
+}
+
+/// `struct rprof_raw_sample`: what the overflow handler saw.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub(crate) struct RawSample {
+    pub(crate) time_ns: u64,
+    pub(crate) ip: u64,
+    pub(crate) period: u64,
+    pub(crate) pid: u32,
+    pub(crate) tid: u32,
+    pub(crate) cpu: u32,
+    pub(crate) flags: u32,
+}
+
+/// `RPROF_RAW_USER`: the interrupted context was user mode.
+pub(crate) const RAW_USER: u32 = 1 << 0;
+/// `RPROF_RAW_THROTTLED`: perf throttled the counter with this sample.
+pub(crate) const RAW_THROTTLED: u32 = 1 << 1;
+
+/// `struct rprof_counter_attr`.
+#[repr(C)]
+pub(crate) struct CounterAttr {
+    pub(crate) type_: u32,
+    pub(crate) freq: u32,
+    pub(crate) config: u64,
+    pub(crate) period: u64,
+    pub(crate) exclude_user: u32,
+    pub(crate) exclude_kernel: u32,
+}
+
+extern "C" {
+    pub(crate) fn rprof_param_ring_records() -> c_uint;
+    pub(crate) fn rprof_param_buffer_pages() -> c_uint;
+
+    pub(crate) fn rprof_misc_register(
+        name: *const c_char,
+        fops: *const bindings::file_operations,
+        ctx: *mut c_void,
+    ) -> *mut RprofMisc;
+    pub(crate) fn rprof_misc_deregister(misc: *mut RprofMisc);
+    pub(crate) fn rprof_misc_ctx(file: *mut bindings::file) -> *mut c_void;
+    pub(crate) fn rprof_file_private(file: *mut bindings::file) -> *mut c_void;
+    pub(crate) fn rprof_file_set_private(file: *mut bindings::file, data: *mut c_void);
+    pub(crate) fn rprof_file_flags(file: *mut bindings::file) -> c_uint;
+    pub(crate) fn rprof_perfmon_capable() -> bool;
+
+    pub(crate) fn rprof_counter_create(
+        cpu: c_int,
+        attr: *const CounterAttr,
+        ctx: *mut c_void,
+    ) -> *mut bindings::perf_event;
+    pub(crate) fn rprof_counter_release(event: *mut bindings::perf_event);
+    pub(crate) fn rprof_ptr_err(ptr: *const c_void) -> c_long;
+
+    pub(crate) fn rprof_kicker_create(
+        f: unsafe extern "C" fn(ctx: *mut c_void),
+        ctx: *mut c_void,
+    ) -> *mut RprofKicker;
+    pub(crate) fn rprof_kicker_kick(k: *mut RprofKicker);
+    pub(crate) fn rprof_kicker_schedule(k: *mut RprofKicker, delay_ms: c_uint);
+    pub(crate) fn rprof_kicker_destroy(k: *mut RprofKicker);
+
+    pub(crate) fn rprof_waitq_create() -> *mut RprofWaitq;
+    pub(crate) fn rprof_waitq_destroy(wq: *mut RprofWaitq);
+    pub(crate) fn rprof_waitq_wake(wq: *mut RprofWaitq);
+    pub(crate) fn rprof_waitq_wait(
+        wq: *mut RprofWaitq,
+        cond: unsafe extern "C" fn(ctx: *mut c_void) -> bool,
+        ctx: *mut c_void,
+    ) -> c_int;
+    pub(crate) fn rprof_poll_wait(
+        file: *mut bindings::file,
+        wq: *mut RprofWaitq,
+        pt: *mut bindings::poll_table_struct,
+    );
+
+    pub(crate) fn rprof_vmalloc_user(size: usize) -> *mut c_void;
+    pub(crate) fn rprof_vfree(addr: *mut c_void);
+    pub(crate) fn rprof_mmap_buffer(
+        vma: *mut bindings::vm_area_struct,
+        buf: *mut c_void,
+        buf_pages: usize,
+        data_area: bool,
+    ) -> c_int;
+
+    pub(crate) fn rprof_nr_cpu_ids() -> c_uint;
+    pub(crate) fn rprof_cpu_online(cpu: c_uint) -> bool;
+    pub(crate) fn rprof_this_cpu() -> c_uint;
+    pub(crate) fn rprof_local_clock() -> u64;
+}
+
+#[cfg(rprof_kunit)]
+extern "C" {
+    pub(crate) fn rprof_kunit_fail(
+        test: *mut bindings::kunit,
+        file: *const c_char,
+        line: c_uint,
+        fmt_args: *const c_void,
+    );
+}

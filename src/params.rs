@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Module parameters (declared with `module_param()` in `src/helpers.c`),
+//! validated once at load time.
+
+use crate::helpers;
+use kernel::prelude::*;
+
+/// Smallest and largest per-CPU ring, in slots.
+pub(crate) const RING_RECORDS_MIN: u32 = 64;
+pub(crate) const RING_RECORDS_MAX: u32 = 1 << 20;
+/// Largest event buffer, in data pages.
+pub(crate) const BUFFER_PAGES_MAX: u32 = 1 << 16;
+
+/// The validated parameters.
+///
+/// # Invariants
+///
+/// `ring_records` is a power of two in
+/// [`RING_RECORDS_MIN`, `RING_RECORDS_MAX`]; `buffer_pages` is a power of two
+/// in [1, `BUFFER_PAGES_MAX`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Params {
+    pub(crate) ring_records: u32,
+    pub(crate) buffer_pages: u32,
+}
+
+/// Checks a ring size, in slots.
+pub(crate) fn ring_records_valid(n: u32) -> bool {
+    n.is_power_of_two() && (RING_RECORDS_MIN..=RING_RECORDS_MAX).contains(&n)
+}
+
+impl Params {
+    /// Reads and checks the parameters given to insmod.  A bad value fails
+    /// the load with `EINVAL` and one line naming the parameter.
+    pub(crate) fn from_module() -> Result<Self> {
+        // SAFETY: Plain reads of integers the C glue owns.
+        let (ring_records, buffer_pages) =
+            unsafe { (helpers::rprof_param_ring_records(), helpers::rprof_param_buffer_pages()) };
+        Self::new(ring_records, buffer_pages)
+    }
+
+    /// Checks explicit values (also used by the KUnit suite).
+    pub(crate) fn new(ring_records: u32, buffer_pages: u32) -> Result<Self> {
+        if !ring_records_valid(ring_records) {
+            pr_err!(
+                "ring_records={} is invalid: need a power of 2 in [{}, {}]\n",
+                ring_records,
+                RING_RECORDS_MIN,
+                RING_RECORDS_MAX
+            );
+            return Err(EINVAL);
+        }
+        if !buffer_pages.is_power_of_two() || buffer_pages > BUFFER_PAGES_MAX {
+            pr_err!(
+                "buffer_pages={} is invalid: need a power of 2 in [1, {}]\n",
+                buffer_pages,
+                BUFFER_PAGES_MAX
+            );
+            return Err(EINVAL);
+        }
+        // INVARIANT: both checked above.
+        Ok(Self { ring_records, buffer_pages })
+    }
+}

@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The per-CPU sample ring: lock-free, fixed-size slots, drop when full.
+//!
+//! **NMI context**: [`Ring::push`] runs in the perf overflow handler, which
+//! may be an NMI.  It takes no lock, never sleeps, never allocates and
+//! never loops unboundedly except to retry a compare-and-swap that an
+//! interrupting writer made fail (each retry means a nested writer
+//! completed a reservation, and nesting is bounded by the context levels).
+//!
+//! This file depends only on `core` (or on `loom` when built with
+//! `cfg(loom)`), so that the host crate `tools/ring-model` compiles this very
+//! file and model-checks it with concurrent writers and a reader.
+//!
+//! # Design
+//!
+//! The ring has `capacity` slots, a power of two, and three counters that
+//! only grow: `head` (slots reserved by writers), `tail` (slots consumed by
+//! the reader) and `lost` (records dropped because the ring was full).
+//! Position `p` lives in slot `p % capacity`.  Each slot carries a sequence
+//! word `seq`; a writer that has filled position `p` publishes it by storing
+//! `seq = p + 1` with release ordering.
+//!
+//! ```text
+//!   writer (this CPU: task, softirq, hardirq, NMI, nested in any order)
+//!     1. h = head; t = tail (acquire)
+//!     2. if h - t == capacity: lost += 1, return Full
+//!     3. CAS head: h -> h + 1, else go to 1 (an interrupting writer won)
+//!     4. write the value into slot h % capacity
+//!     5. slot.seq = h + 1 (release)             -- commit
+//!
+//!   reader (the drain, any CPU, one at a time)
+//!     1. t = tail (only the reader writes it)
+//!     2. if slot(t).seq (acquire) != t + 1: nothing complete at t, stop
+//!     3. copy the value out of slot t % capacity
+//!     4. tail = t + 1 (release)                 -- frees the slot
+//! ```
+//!
+//! Why this is correct under nesting: a writer interrupted between 3 and 5
+//! leaves its slot uncommitted; a nested writer reserves the next position,
+//! fills and commits it, and returns.  The reader stops at the first
+//! uncommitted position, so it never sees a partial record, and it sees the
+//! nested record only after the outer one commits, in position order.
+//! Records are never overwritten: a writer reserves position `h` only when
+//! `h - tail < capacity`, and the tail it read was released by the reader
+//! after it finished copying position `h - capacity` out of that slot.  The
+//! `seq` of a slot for position `p` is `p + 1`, and a stale slot still holds
+//! `p + 1 - capacity`, so the reader cannot mistake an old lap for a new one.
+//!
+//! Counters are `u64`: at 10^9 records a second they wrap after 584 years.
+//! The compare-and-swap is a locked instruction on x86 (about 6 ns); all
+//! writers of a ring are on one CPU, so a `local_t`-style unlocked one would
+//! do, but `core` has none, and the model checker needs the atomic one.
+
+#[cfg(loom)]
+use loom::{cell::UnsafeCell, sync::atomic::AtomicU64};
+
+#[cfg(not(loom))]
+use core::{cell::UnsafeCell, sync::atomic::AtomicU64};
+
+use core::mem::MaybeUninit;
+use core::ops::Deref;
+use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+
+/// One slot of a ring.
+///
+/// # Invariants
+///
+/// `value` is initialised whenever `seq == p + 1` for a position `p` that
+/// maps to this slot and the reader has not yet consumed `p`.
+pub struct Slot<T> {
+    seq: AtomicU64,
+    value: UnsafeCell<MaybeUninit<T>>,
+}
+
+impl<T> Slot<T> {
+    /// An empty slot.
+    pub fn new() -> Self {
+        Self { seq: AtomicU64::new(0), value: UnsafeCell::new(MaybeUninit::uninit()) }
+    }
+}
+
+impl<T> Default for Slot<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// What [`Ring::push`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Push {
+    /// Stored; the ring now holds this many records (including it).
+    Stored(u64),
+    /// The ring was full; the record was dropped and counted in `lost`.
+    Full,
+}
+
+/// A ring of `T` over the slot storage `S` (a slice of [`Slot`]).
+///
+/// # Invariants
+///
+/// - `slots.len()` is a power of two, at least 2, and `mask == len - 1`.
+/// - `tail <= head <= tail + capacity` at all times.
+/// - Only one reader runs at a time (callers of [`Ring::pop`] promise it).
+pub struct Ring<T: Copy, S: Deref<Target = [Slot<T>]>> {
+    head: AtomicU64,
+    tail: AtomicU64,
+    lost: AtomicU64,
+    high_water: AtomicU64,
+    mask: u64,
+    slots: S,
+}
+
+// SAFETY: Slots are handed between writers and the reader through the
+// `seq`/`tail` protocol described in the module doc, which gives every
+// access to a slot's value a happens-before edge with the previous one.
+// `T: Send` because values move from the writer's context to the reader's.
+unsafe impl<T: Copy + Send, S: Deref<Target = [Slot<T>]> + Sync> Sync for Ring<T, S> {}
+// SAFETY: As above; moving the ring moves owned storage.
+unsafe impl<T: Copy + Send, S: Deref<Target = [Slot<T>]> + Send> Send for Ring<T, S> {}
+
+impl<T: Copy, S: Deref<Target = [Slot<T>]>> Ring<T, S> {
+    /// Makes a ring over `slots`, whose length must be a power of two of at
+    /// least 2; otherwise the storage is given back.
+    pub fn new(slots: S) -> Result<Self, S> {
+        let n = slots.len();
+        if n < 2 || !n.is_power_of_two() {
+            return Err(slots);
+        }
+        // INVARIANT: length checked; all counters start at 0.
+        Ok(Self {
+            head: AtomicU64::new(0),
+            tail: AtomicU64::new(0),
+            lost: AtomicU64::new(0),
+            high_water: AtomicU64::new(0),
+            mask: n as u64 - 1,
+            slots,
+        })
+    }
+
+    /// The number of slots.
+    pub fn capacity(&self) -> u64 {
+        self.mask + 1
+    }
+
+    /// Appends `value`, or drops it and counts it when the ring is full.
+    ///
+    /// NMI-safe; may nest with itself on one CPU and may even run
+    /// concurrently on several CPUs.
+    pub fn push(&self, value: T) -> Push {
+        let mut head = self.head.load(Relaxed);
+        loop {
+            let tail = self.tail.load(Acquire);
+            if head.wrapping_sub(tail) >= self.capacity() {
+                self.lost.fetch_add(1, Relaxed);
+                return Push::Full;
+            }
+            match self.head.compare_exchange_weak(head, head + 1, Relaxed, Relaxed) {
+                Ok(_) => break,
+                Err(now) => head = now,
+            }
+        }
+        let slot = &self.slots[(head & self.mask) as usize];
+        // SAFETY: Position `head` is ours alone: we reserved it with the
+        // CAS, and the reader finished with the slot's previous position
+        // (`head - capacity`) before releasing the tail we checked.
+        #[cfg(not(loom))]
+        unsafe {
+            (*slot.value.get()).write(value)
+        };
+        #[cfg(loom)]
+        // SAFETY: As above.
+        slot.value.with_mut(|v| unsafe { (*v).write(value) });
+        slot.seq.store(head + 1, Release);
+
+        let fill = head + 1 - self.tail.load(Relaxed).min(head + 1);
+        if fill > self.high_water.load(Relaxed) {
+            self.high_water.fetch_max(fill, Relaxed);
+        }
+        Push::Stored(fill)
+    }
+
+    /// Removes the oldest complete record, if any.
+    ///
+    /// # Safety
+    ///
+    /// No other `pop` on this ring may run concurrently.
+    pub unsafe fn pop(&self) -> Option<T> {
+        let tail = self.tail.load(Relaxed);
+        let slot = &self.slots[(tail & self.mask) as usize];
+        if slot.seq.load(Acquire) != tail + 1 {
+            return None;
+        }
+        // SAFETY: `seq == tail + 1` (acquire) means the writer of position
+        // `tail` initialised the value and published it (slot invariant);
+        // no writer touches the slot again until we release the tail.
+        #[cfg(not(loom))]
+        let value = unsafe { (*slot.value.get()).assume_init() };
+        #[cfg(loom)]
+        // SAFETY: As above.
+        let value = slot.value.with(|v| unsafe { (*v).assume_init() });
+        self.tail.store(tail + 1, Release);
+        Some(value)
+    }
+
+    /// Records dropped because the ring was full.
+    pub fn lost(&self) -> u64 {
+        self.lost.load(Relaxed)
+    }
+
+    /// Records stored so far (consumed or not).
+    pub fn stored(&self) -> u64 {
+        self.head.load(Relaxed)
+    }
+
+    /// The highest fill seen by a writer, in records.
+    pub fn high_water(&self) -> u64 {
+        self.high_water.load(Relaxed)
+    }
+
+    /// Records reserved but not yet consumed (a snapshot).
+    pub fn len(&self) -> u64 {
+        let tail = self.tail.load(Acquire);
+        self.head.load(Acquire).saturating_sub(tail)
+    }
+
+    /// Whether the ring holds nothing (a snapshot).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}

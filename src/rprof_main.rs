@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! rprof: a system-wide statistical profiler.
+//!
+//! Samples from perf_event counters on every CPU go into lock-free per-CPU
+//! rings, a workqueue drains them into one event buffer, and `/dev/rprof`
+//! hands the buffer to userspace through `read()`, `mmap()` and `poll()`.
+//! See `docs/design.md` for where each piece lives and why.
+//!
+//! This file holds only the module type and the list of modules.
+
+use kernel::c_str;
+use kernel::prelude::*;
+
+mod device;
+mod helpers;
+mod miscdev;
+mod params;
+mod ring;
+mod sampler;
+mod uapi;
+
+#[cfg(rprof_kunit)]
+mod kunit;
+#[cfg(rprof_kunit)]
+mod tests;
+
+module! {
+    type: RprofModule,
+    name: "rprof",
+    author: "rprof developers",
+    description: "rprof system-wide statistical profiler",
+    license: "GPL",
+}
+
+/// The loaded module: the misc device and, through it, everything else.
+/// Dropping it deregisters `/dev/rprof`; no file can be open by then
+/// because every open file holds a reference on the module.
+struct RprofModule {
+    _device: miscdev::Registration<device::RprofFile>,
+}
+
+impl kernel::Module for RprofModule {
+    fn init(module: &'static ThisModule) -> Result<Self> {
+        let params = params::Params::from_module()?;
+        let ctx = device::Rprof::new(params)?;
+        let device = miscdev::Registration::register(c_str!("rprof"), module, ctx)?;
+        pr_info!(
+            "/dev/rprof ready (ABI {}, ring_records={}, buffer_pages={})\n",
+            uapi::RPROF_ABI_VERSION,
+            params.ring_records,
+            params.buffer_pages
+        );
+        Ok(Self { _device: device })
+    }
+}

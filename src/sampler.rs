@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The sampling side: what the perf overflow handler does.
+//!
+//! **NMI context**: everything reachable from [`rprof_on_sample`] may run in
+//! NMI context (PMU counters) or hard IRQ context (the hrtimer of software
+//! clocks), nested over task, softirq or hardirq code on the same CPU.  It
+//! takes no lock, never sleeps and never allocates: it copies one
+//! fixed-size record into this CPU's [`Ring`] and, past a watermark, kicks
+//! the drain with an irq_work (the kernel's NMI-safe way out).
+
+use crate::helpers::{self, RawSample};
+use crate::ring::{Push, Ring, Slot};
+use core::ffi::c_void;
+use kernel::prelude::*;
+
+/// A per-CPU ring record: the raw sample and which configured event took it.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct RingRecord {
+    pub(crate) sample: RawSample,
+    pub(crate) event: u16,
+}
+
+/// The per-CPU ring type.
+pub(crate) type SampleRing = Ring<RingRecord, KVVec<Slot<RingRecord>>>;
+
+/// Allocates a ring of `records` slots (a power of two).
+pub(crate) fn new_ring(records: u32) -> Result<SampleRing> {
+    let mut slots = KVVec::with_capacity(records as usize, GFP_KERNEL)?;
+    for _ in 0..records {
+        slots.push(Slot::new(), GFP_KERNEL)?;
+    }
+    Ring::new(slots).map_err(|_| EINVAL)
+}
+
+/// What one counter's overflow handler needs, at a stable address for the
+/// counter's lifetime.
+///
+/// # Invariants
+///
+/// `ring` and `kicker` point to objects of the session that outlive the
+/// counter: the session releases its counters (after which perf runs no
+/// more handlers for them) before it frees rings and kicker.
+pub(crate) struct HandlerCtx {
+    pub(crate) ring: *const SampleRing,
+    pub(crate) kicker: *mut helpers::RprofKicker,
+    pub(crate) event: u16,
+    /// Kick the drain when the ring holds at least this many records.
+    pub(crate) kick_at: u64,
+}
+
+/// The overflow handler's Rust half, called by `rprof_overflow()` in
+/// `src/helpers.c`.  NMI context: see the module doc.
+///
+/// # Safety
+///
+/// `ctx` must be the `HandlerCtx` the counter was created with, and
+/// `sample` a valid sample.
+#[no_mangle]
+pub unsafe extern "C" fn rprof_on_sample(ctx: *mut c_void, sample: *const RawSample) {
+    // SAFETY: The caller passes the context registered with the counter,
+    // which is alive while the counter exists (`HandlerCtx` invariant).
+    let ctx = unsafe { &*(ctx as *const HandlerCtx) };
+    // SAFETY: `ring` outlives the counter (`HandlerCtx` invariant).
+    let ring = unsafe { &*ctx.ring };
+    // SAFETY: The C caller passes a sample on its stack.
+    let record = RingRecord { sample: unsafe { *sample }, event: ctx.event };
+    let kick = match ring.push(record) {
+        Push::Stored(fill) => fill >= ctx.kick_at,
+        Push::Full => true,
+    };
+    if kick {
+        // SAFETY: The kicker outlives the counter; `irq_work_queue()` is
+        // NMI-safe and a no-op when the work is already pending.
+        unsafe { helpers::rprof_kicker_kick(ctx.kicker) };
+    }
+}

@@ -1,0 +1,18 @@
+#!/bin/sh
+# /dev/rprof basics: version, unknown ioctls, privilege.
+. /tests/e2e/lib.sh
+
+load
+check "GET_VERSION returns RPROF_ABI_VERSION" rprof-e2e version
+check "rprof version (the CLI) reports the module's ABI" sh -c 'rprof version | grep -q "ABI 1"'
+check "unknown ioctls get ENOTTY" rprof-e2e ioctl-unknown
+# Let the VFS allow everyone, so that the capability check is what refuses.
+chmod 0666 /dev/rprof
+check "uid 65534 (no capabilities) gets EPERM" rprof-e2e open-as-uid 65534
+check "root opens it" rprof-e2e open-as-uid 0 --expect-ok
+chmod 0600 /dev/rprof
+check "rprof as non-root says what is wrong, exits non-zero" sh -c '
+	out=$(rprof-e2e run-as-uid 65534 rprof version 2>&1); rc=$?
+	echo "$out"; [ $rc -ne 0 ] && echo "$out" | grep -q "rprof:"'
+unload
+done_testing

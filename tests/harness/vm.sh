@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Boots rprof's test guest once and collects its two logs.
+#   tests/harness/vm.sh MODE OUTDIR
+# MODE is check, demo or bench (see guest-init.sh).  Needs the kernel, the
+# modules and the static tools built (check.sh does that).  Writes
+# OUTDIR/console.log (kernel console) and OUTDIR/results.log (test channel).
+. "$(dirname "$0")/../../scripts/common.sh"
+
+MODE=${1:?mode}
+OUT=${2:?outdir}
+TIMEOUT=${RPROF_VM_TIMEOUT:-900}
+KDIR=$(kernel_dir)
+TOOLS=$RPROF_TOP/tools/target/x86_64-unknown-linux-gnu/release
+
+root=$OUT/initramfs
+rm -rf "$root"
+mkdir -p "$root"/{bin,sbin,lib,proc,sys,dev,tmp,etc,tests/e2e}
+cp /bin/busybox "$root/bin/busybox"
+cp "$RPROF_TOP/tests/harness/guest-init.sh" "$root/init"
+cp "$RPROF_BUILD/module/rprof.ko" "$root/lib/rprof.ko"
+cp "$RPROF_BUILD/module-kunit/rprof.ko" "$root/lib/rprof-kunit.ko"
+for b in rprof rprof-e2e; do
+	cp "$TOOLS/$b" "$root/bin/$b"
+done
+cp "$RPROF_TOP"/tests/e2e/*.sh "$root/tests/e2e/"
+cp "$RPROF_TOP"/tests/harness/demo-guest.sh "$root/tests/demo.sh"
+[ ! -f "$RPROF_BUILD/bench/rprof_bench.ko" ] || cp "$RPROF_BUILD/bench/rprof_bench.ko" "$root/lib/"
+cp "$RPROF_TOP"/tests/harness/bench-guest.sh "$root/tests/bench.sh"
+echo 'root:x:0:0:root:/:/bin/sh' >"$root/etc/passwd"
+echo 'nobody:x:65534:65534:nobody:/:/bin/sh' >>"$root/etc/passwd"
+chmod +x "$root/init"
+(cd "$root" && find . -print0 | cpio --null -o -H newc --quiet | gzip -1) >"$OUT/initramfs.cpio.gz"
+
+rm -f "$OUT/console.log" "$OUT/results.log"
+msg "booting the guest ($MODE; console: $OUT/console.log)"
+set +e
+timeout -k 10 "$TIMEOUT" qemu-system-x86_64 -machine q35 -cpu max -m 1024 -smp 2 \
+	-display none -monitor none -no-reboot \
+	-serial "file:$OUT/console.log" -serial "file:$OUT/results.log" \
+	-kernel "$KDIR/arch/x86/boot/bzImage" -initrd "$OUT/initramfs.cpio.gz" \
+	-append "console=ttyS0 panic=-1 rprof_mode=$MODE" </dev/null
+rc=$?
+set -e
+[ $rc -eq 0 ] || msg "qemu exited with $rc (124: timed out after ${TIMEOUT}s)"
+exit 0
