@@ -59,23 +59,24 @@ void rprof_on_sample(void *ctx, const struct rprof_raw_sample *sample);
 
 /* perf_event kernel counters. */
 struct rprof_counter_attr {
-	__u32 type;   /* PERF_TYPE_* */
+	__u32 kind;   /* enum rprof_event_kind */
 	__u32 freq;   /* period is a frequency */
-	__u64 config; /* PERF_COUNT_* */
 	__u64 period;
 	__u32 exclude_user;
 	__u32 exclude_kernel;
 };
-/* Returns the counter, or an ERR_PTR (check with rprof_is_err). */
+/* Returns a disabled counter, or an ERR_PTR (see rprof_ptr_err). */
 struct perf_event *rprof_counter_create(int cpu,
 					const struct rprof_counter_attr *attr,
 					void *ctx);
+void rprof_counter_enable(struct perf_event *event);
 void rprof_counter_release(struct perf_event *event);
 long rprof_ptr_err(const void *ptr);
 
 /* Deferred work: an irq_work (NMI-safe kick) feeding a delayed work. */
 struct rprof_kicker;
-struct rprof_kicker *rprof_kicker_create(void (*fn)(void *ctx), void *ctx);
+struct rprof_kicker *rprof_kicker_create(void (*fn)(void *ctx));
+void rprof_kicker_bind(struct rprof_kicker *k, void *ctx);
 void rprof_kicker_kick(struct rprof_kicker *k);
 void rprof_kicker_schedule(struct rprof_kicker *k, unsigned int delay_ms);
 void rprof_kicker_destroy(struct rprof_kicker *k);
@@ -89,6 +90,7 @@ void rprof_waitq_wake(struct rprof_waitq *wq);
 int rprof_waitq_wait(struct rprof_waitq *wq, bool (*cond)(void *ctx), void *ctx);
 void rprof_poll_wait(struct file *file, struct rprof_waitq *wq,
 		     struct poll_table_struct *pt);
+unsigned int rprof_poll_mask(bool readable, bool error);
 
 /* Event buffer memory and its mapping. */
 void *rprof_vmalloc_user(unsigned long size);
@@ -100,11 +102,23 @@ int rprof_mmap_buffer(struct vm_area_struct *vma, void *buf,
 /* CPUs and time. */
 unsigned int rprof_nr_cpu_ids(void);
 bool rprof_cpu_online(unsigned int cpu);
-unsigned int rprof_this_cpu(void);
 __u64 rprof_local_clock(void);
 
 /* KUnit: record a failure of the current case with its Rust location. */
 void rprof_kunit_fail(struct kunit *test, const char *file, unsigned int line,
 		      const void *fmt_args);
+
+/* Stress-test writers (test builds only). */
+#define RPROF_TEST_SRC_TASK 0
+#define RPROF_TEST_SRC_TIMER 1
+#define RPROF_TEST_SRC_IRQ_WORK 2
+struct rprof_test;
+struct rprof_test *rprof_test_start(void (*fn)(void *ctx, unsigned int cpu, unsigned int src),
+				    void *ctx, __u64 period_ns);
+void rprof_test_stop(struct rprof_test *t);
+struct rprof_test_thread;
+struct rprof_test_thread *rprof_test_spawn(void (*fn)(void *ctx), void *ctx);
+void rprof_test_join(struct rprof_test_thread *th);
+void rprof_test_cpu_relax(void);
 
 #endif /* RPROF_HELPERS_H */

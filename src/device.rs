@@ -1,32 +1,186 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! `/dev/rprof`: the file operations.
+//! `/dev/rprof`: the file operations and the one-session-at-a-time rule.
 //!
 //! Only privileged users may open the device (`CAP_PERFMON` or
 //! `CAP_SYS_ADMIN`, as `perfmon_capable()` says).  Each open file is an
 //! [`RprofFile`]; the device-wide state is one [`Rprof`].
+//!
+//! The file that configures a session owns it: only that file may start,
+//! stop, flush, read or map it; another configurer gets `EBUSY`.  Closing
+//! the owner stops the session and frees everything.  Any open file may read
+//! the statistics.
 
+use crate::config::Config;
+use crate::counter::Counter;
 use crate::miscdev::{File, FileOps};
 use crate::params::Params;
+use crate::session::{Phase, Session};
 use crate::{helpers, uapi};
+use core::mem::size_of;
+use kernel::bindings;
+use kernel::new_mutex;
 use kernel::prelude::*;
-use kernel::sync::Arc;
-use kernel::uaccess::UserSlice;
+use kernel::sync::{Arc, Mutex};
+use kernel::uaccess::{UserSlice, UserSliceWriter};
+
+/// The session slot.
+///
+/// # Invariants
+///
+/// `owner` is non-zero exactly when `session` is `Some`; `counters` is
+/// non-empty only while the session is running; while `stopping`, a STOP is
+/// releasing counters outside the lock and the session must not change.
+struct Slot {
+    owner: usize,
+    session: Option<Arc<Session>>,
+    counters: KVec<Counter>,
+    stopping: bool,
+}
 
 /// Device-wide state.
+#[pin_data]
 pub(crate) struct Rprof {
-    pub(crate) params: Params,
+    params: Params,
+    #[pin]
+    slot: Mutex<Slot>,
 }
 
 impl Rprof {
     pub(crate) fn new(params: Params) -> Result<Arc<Self>> {
-        Ok(Arc::new(Self { params }, GFP_KERNEL)?)
+        let slot = Slot { owner: 0, session: None, counters: KVec::new(), stopping: false };
+        Arc::pin_init(pin_init!(Self { params, slot <- new_mutex!(slot) }), GFP_KERNEL)
+    }
+
+    fn buffer_bytes(&self) -> u64 {
+        self.params.buffer_pages as u64 * bindings::PAGE_SIZE as u64
+    }
+
+    /// The session `file` owns.
+    fn owned(&self, file: usize) -> Result<Arc<Session>> {
+        let slot = self.slot.lock();
+        match &slot.session {
+            Some(s) if slot.owner == file => Ok(s.clone()),
+            Some(_) => Err(EBUSY),
+            None => Err(EINVAL),
+        }
+    }
+
+    fn set_config(&self, file: usize, arg: usize) -> Result {
+        let old;
+        {
+            let mut slot = self.slot.lock();
+            if slot.owner != 0 && slot.owner != file {
+                return Err(EBUSY);
+            }
+            if slot.stopping || slot.session.as_ref().is_some_and(|s| s.phase() == Phase::Running) {
+                return Err(EBUSY);
+            }
+            let config = Config::from_user(arg, &self.params, self.buffer_bytes())?;
+            let session = Session::new(config, self.params.buffer_pages)?;
+            old = slot.session.replace(session);
+            slot.owner = file;
+        }
+        // The old session's kicker may wait for its work: drop it unlocked.
+        drop(old);
+        Ok(())
+    }
+
+    fn start(&self, file: usize) -> Result {
+        let mut slot = self.slot.lock();
+        if slot.owner != file {
+            return Err(if slot.owner == 0 { EINVAL } else { EBUSY });
+        }
+        let session = slot.session.clone().ok_or(EINVAL)?;
+        if slot.stopping || session.phase() == Phase::Running {
+            return Err(EBUSY);
+        }
+        slot.counters = session.start()?;
+        Ok(())
+    }
+
+    fn stop(&self, file: usize) -> Result {
+        let (session, counters) = {
+            let mut slot = self.slot.lock();
+            if slot.owner != file {
+                return Err(if slot.owner == 0 { EINVAL } else { EBUSY });
+            }
+            let session = slot.session.clone().ok_or(EINVAL)?;
+            if slot.stopping || session.phase() != Phase::Running {
+                return Err(EINVAL);
+            }
+            slot.stopping = true;
+            (session, core::mem::take(&mut slot.counters))
+        };
+        // Releasing a counter waits until its handler cannot run any more.
+        drop(counters);
+        session.finish();
+        self.slot.lock().stopping = false;
+        Ok(())
+    }
+
+    fn stats(&self, arg: usize) -> Result {
+        let mut hdr = UserSlice::new(arg, size_of::<uapi::rprof_stats>()).reader();
+        let size: u32 = UserSlice::new(arg, 4).reader().read()?;
+        if (size as usize) < uapi::RPROF_STATS_SIZE_VER0 as usize {
+            return Err(EINVAL);
+        }
+        let mut req: uapi::rprof_stats = hdr.read()?;
+        if req.reserved.iter().any(|&r| r != 0) {
+            return Err(EINVAL);
+        }
+        // SAFETY: Reads a boot-time constant.
+        let nr = unsafe { helpers::rprof_nr_cpu_ids() };
+        let want = (req.nr_cpus.min(nr)) as usize;
+        let mut cpus = KVec::new();
+        if req.cpus != 0 {
+            cpus.extend_with(want, uapi::rprof_cpu_stats::default(), GFP_KERNEL)?;
+        }
+        let session = self.slot.lock().session.clone();
+        let (total, drains, wakeups) = match &session {
+            Some(s) => s.stats(&mut cpus),
+            None => (Default::default(), 0, 0),
+        };
+        if req.cpus != 0 && want > 0 {
+            let mut w = UserSlice::new(req.cpus as usize, want * size_of::<uapi::rprof_cpu_stats>()).writer();
+            for c in cpus.iter() {
+                w.write(c)?;
+            }
+        }
+        req.size = size_of::<uapi::rprof_stats>() as u32;
+        req.nr_cpus = nr;
+        req.drains = drains;
+        req.wakeups = wakeups;
+        req.total = total;
+        UserSlice::new(arg, size_of::<uapi::rprof_stats>()).writer().write(&req)?;
+        Ok(())
+    }
+
+    /// The owner is gone: stop and free its session.
+    fn release(&self, file: usize) {
+        let running = {
+            let slot = self.slot.lock();
+            slot.owner == file && slot.session.as_ref().is_some_and(|s| s.phase() == Phase::Running)
+        };
+        if running {
+            // Only the owner stops, and the owner is in release: no race.
+            let _ = self.stop(file);
+        }
+        let old = {
+            let mut slot = self.slot.lock();
+            if slot.owner != file {
+                return;
+            }
+            slot.owner = 0;
+            slot.session.take()
+        };
+        drop(old);
     }
 }
 
 /// One open file of `/dev/rprof`.
 pub(crate) struct RprofFile {
-    _dev: Arc<Rprof>,
+    dev: Arc<Rprof>,
 }
 
 impl FileOps for RprofFile {
@@ -37,17 +191,48 @@ impl FileOps for RprofFile {
         if !unsafe { helpers::rprof_perfmon_capable() } {
             return Err(EPERM);
         }
-        Ok(Self { _dev: ctx.clone() })
+        Ok(Self { dev: ctx.clone() })
     }
 
-    fn ioctl(&self, _file: &File<'_>, cmd: u32, arg: usize) -> Result<isize> {
+    fn release(&self, file: &File<'_>) {
+        self.dev.release(file.id());
+    }
+
+    fn read(&self, file: &File<'_>, mut out: UserSliceWriter) -> Result<usize> {
+        let session = self.dev.owned(file.id())?;
+        session.read(&mut out, file.nonblock())
+    }
+
+    fn poll(&self, file: &File<'_>, pt: *mut bindings::poll_table_struct) -> u32 {
+        let (readable, error) = match self.dev.owned(file.id()) {
+            Ok(s) => {
+                s.waitq().poll_wait(file, pt);
+                (s.readable(), false)
+            }
+            Err(_) => (false, true),
+        };
+        // SAFETY: Pure function.
+        unsafe { helpers::rprof_poll_mask(readable, error) }
+    }
+
+    fn ioctl(&self, file: &File<'_>, cmd: u32, arg: usize) -> Result<isize> {
+        let me = file.id();
         match cmd {
             uapi::IOC_GET_VERSION => {
-                let mut w = UserSlice::new(arg, core::mem::size_of::<u32>()).writer();
+                let mut w = UserSlice::new(arg, size_of::<u32>()).writer();
                 w.write(&uapi::RPROF_ABI_VERSION)?;
-                Ok(0)
             }
-            _ => Err(ENOTTY),
+            uapi::IOC_SET_CONFIG => self.dev.set_config(me, arg)?,
+            uapi::IOC_START => self.dev.start(me)?,
+            uapi::IOC_STOP => self.dev.stop(me)?,
+            uapi::IOC_FLUSH => self.dev.owned(me)?.drain_now(),
+            uapi::IOC_GET_STATS => self.dev.stats(arg)?,
+            _ => return Err(ENOTTY),
         }
+        Ok(0)
+    }
+
+    fn mmap(&self, file: &File<'_>, vma: *mut bindings::vm_area_struct) -> Result {
+        self.dev.owned(file.id())?.evbuf().mmap(file, vma)
     }
 }

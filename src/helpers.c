@@ -32,6 +32,9 @@
 #include <linux/vmalloc.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
+#include <linux/completion.h>
+#include <linux/hrtimer.h>
+#include <linux/kthread.h>
 #include <kunit/test.h>
 
 #include <uapi/linux/rprof.h>
@@ -162,25 +165,63 @@ static void rprof_overflow(struct perf_event *event,
 	rprof_on_sample(event->overflow_handler_context, &s);
 }
 
+/* rprof's event kinds (uapi) to perf's type and config. */
+static int rprof_perf_event(u32 kind, u32 *type, u64 *config)
+{
+	switch (kind) {
+	case RPROF_EVENT_CPU_CLOCK:
+		*type = PERF_TYPE_SOFTWARE;
+		*config = PERF_COUNT_SW_CPU_CLOCK;
+		return 0;
+	case RPROF_EVENT_TASK_CLOCK:
+		*type = PERF_TYPE_SOFTWARE;
+		*config = PERF_COUNT_SW_TASK_CLOCK;
+		return 0;
+	case RPROF_EVENT_CYCLES:
+		*type = PERF_TYPE_HARDWARE;
+		*config = PERF_COUNT_HW_CPU_CYCLES;
+		return 0;
+	case RPROF_EVENT_INSTRUCTIONS:
+		*type = PERF_TYPE_HARDWARE;
+		*config = PERF_COUNT_HW_INSTRUCTIONS;
+		return 0;
+	case RPROF_EVENT_CACHE_MISSES:
+		*type = PERF_TYPE_HARDWARE;
+		*config = PERF_COUNT_HW_CACHE_MISSES;
+		return 0;
+	case RPROF_EVENT_BRANCH_MISSES:
+		*type = PERF_TYPE_HARDWARE;
+		*config = PERF_COUNT_HW_BRANCH_MISSES;
+		return 0;
+	}
+	return -EINVAL;
+}
+
 struct perf_event *rprof_counter_create(int cpu,
 					const struct rprof_counter_attr *a,
 					void *ctx)
 {
 	struct perf_event_attr attr = {
-		.type = a->type,
 		.size = sizeof(attr),
-		.config = a->config,
 		.sample_period = a->period,
 		.freq = !!a->freq,
 		.exclude_user = !!a->exclude_user,
 		.exclude_kernel = !!a->exclude_kernel,
 		.exclude_hv = 1,
-		.disabled = 0,
 		.pinned = 1,
+		.disabled = 1, /* rprof_counter_enable() once all exist */
 	};
+	int ret = rprof_perf_event(a->kind, &attr.type, &attr.config);
 
+	if (ret)
+		return ERR_PTR(ret);
 	return perf_event_create_kernel_counter(&attr, cpu, NULL,
 						rprof_overflow, ctx);
+}
+
+void rprof_counter_enable(struct perf_event *event)
+{
+	perf_event_enable(event);
 }
 
 void rprof_counter_release(struct perf_event *event)
@@ -217,7 +258,7 @@ static void rprof_kicker_work(struct work_struct *w)
 	k->fn(k->ctx);
 }
 
-struct rprof_kicker *rprof_kicker_create(void (*fn)(void *ctx), void *ctx)
+struct rprof_kicker *rprof_kicker_create(void (*fn)(void *ctx))
 {
 	struct rprof_kicker *k = kzalloc(sizeof(*k), GFP_KERNEL);
 
@@ -226,8 +267,13 @@ struct rprof_kicker *rprof_kicker_create(void (*fn)(void *ctx), void *ctx)
 	init_irq_work(&k->irq_work, rprof_kicker_irq_work);
 	INIT_DELAYED_WORK(&k->work, rprof_kicker_work);
 	k->fn = fn;
-	k->ctx = ctx;
 	return k;
+}
+
+/* Before the first kick or schedule: the context fn gets. */
+void rprof_kicker_bind(struct rprof_kicker *k, void *ctx)
+{
+	k->ctx = ctx;
 }
 
 /* NMI-safe: irq_work_queue() is the kernel's way out of NMI context. */
@@ -285,6 +331,11 @@ void rprof_poll_wait(struct file *file, struct rprof_waitq *wq,
 	poll_wait(file, &wq->head, pt);
 }
 
+unsigned int rprof_poll_mask(bool readable, bool error)
+{
+	return (readable ? EPOLLIN | EPOLLRDNORM : 0) | (error ? EPOLLERR : 0);
+}
+
 /* ---- event buffer memory ------------------------------------------------- */
 
 void *rprof_vmalloc_user(unsigned long size)
@@ -338,12 +389,6 @@ bool rprof_cpu_online(unsigned int cpu)
 	return cpu_online(cpu);
 }
 
-/* Only meaningful where the caller cannot migrate (IRQ, NMI, preempt off). */
-unsigned int rprof_this_cpu(void)
-{
-	return raw_smp_processor_id();
-}
-
 u64 rprof_local_clock(void)
 {
 	return local_clock();
@@ -356,5 +401,160 @@ void rprof_kunit_fail(struct kunit *test, const char *file, unsigned int line,
 		      const void *fmt_args)
 {
 	KUNIT_FAIL(test, "at %s:%u: %pA", file, line, fmt_args);
+}
+
+/*
+ * Writers in every context for the stress tests: a pinned hard-IRQ hrtimer
+ * and an irq_work per CPU, and a kthread bound to each CPU.  Test builds
+ * only.
+ */
+struct rprof_test_cpu {
+	struct hrtimer timer;
+	struct irq_work irq_work;
+	struct task_struct *thread;
+	struct completion done;
+	struct rprof_test *t;
+	unsigned int cpu;
+};
+
+struct rprof_test {
+	void (*fn)(void *ctx, unsigned int cpu, unsigned int src);
+	void *ctx;
+	u64 period_ns;
+	bool stopping;
+	struct rprof_test_cpu cpus[];
+};
+
+static enum hrtimer_restart rprof_test_timer_fn(struct hrtimer *timer)
+{
+	struct rprof_test_cpu *c = container_of(timer, struct rprof_test_cpu, timer);
+
+	c->t->fn(c->t->ctx, c->cpu, RPROF_TEST_SRC_TIMER);
+	irq_work_queue(&c->irq_work);
+	if (READ_ONCE(c->t->stopping))
+		return HRTIMER_NORESTART;
+	hrtimer_forward_now(timer, ns_to_ktime(c->t->period_ns));
+	return HRTIMER_RESTART;
+}
+
+static void rprof_test_irq_work_fn(struct irq_work *iw)
+{
+	struct rprof_test_cpu *c = container_of(iw, struct rprof_test_cpu, irq_work);
+
+	c->t->fn(c->t->ctx, c->cpu, RPROF_TEST_SRC_IRQ_WORK);
+}
+
+static int rprof_test_thread_fn(void *data)
+{
+	struct rprof_test_cpu *c = data;
+
+	c->t->fn(c->t->ctx, c->cpu, RPROF_TEST_SRC_TASK);
+	complete(&c->done);
+	return 0;
+}
+
+static void rprof_test_start_timer(void *data)
+{
+	struct rprof_test_cpu *c = data;
+
+	hrtimer_start(&c->timer, ns_to_ktime(c->t->period_ns),
+		      HRTIMER_MODE_REL_PINNED_HARD);
+}
+
+struct rprof_test *rprof_test_start(void (*fn)(void *, unsigned int, unsigned int),
+				    void *ctx, u64 period_ns)
+{
+	struct rprof_test *t;
+	unsigned int cpu;
+
+	t = kzalloc(struct_size(t, cpus, nr_cpu_ids), GFP_KERNEL);
+	if (!t)
+		return NULL;
+	t->fn = fn;
+	t->ctx = ctx;
+	t->period_ns = period_ns;
+	cpus_read_lock();
+	for_each_online_cpu(cpu) {
+		struct rprof_test_cpu *c = &t->cpus[cpu];
+
+		c->t = t;
+		c->cpu = cpu;
+		init_completion(&c->done);
+		init_irq_work(&c->irq_work, rprof_test_irq_work_fn);
+		hrtimer_init(&c->timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_PINNED_HARD);
+		c->timer.function = rprof_test_timer_fn;
+		smp_call_function_single(cpu, rprof_test_start_timer, c, 1);
+		c->thread = kthread_create_on_cpu(rprof_test_thread_fn, c, cpu, "rprof_test/%u");
+		if (IS_ERR(c->thread))
+			c->thread = NULL;
+		else
+			wake_up_process(c->thread);
+	}
+	cpus_read_unlock();
+	return t;
+}
+
+/* Waits for the threads, stops the timers, flushes the irq_works. */
+void rprof_test_stop(struct rprof_test *t)
+{
+	unsigned int cpu;
+
+	for (cpu = 0; cpu < nr_cpu_ids; cpu++)
+		if (t->cpus[cpu].thread)
+			wait_for_completion(&t->cpus[cpu].done);
+	WRITE_ONCE(t->stopping, true);
+	for (cpu = 0; cpu < nr_cpu_ids; cpu++) {
+		if (!t->cpus[cpu].t)
+			continue;
+		hrtimer_cancel(&t->cpus[cpu].timer);
+		irq_work_sync(&t->cpus[cpu].irq_work);
+	}
+	kfree(t);
+}
+
+/* Runs fn(ctx) in a kthread (any CPU) and returns its completion handle. */
+struct rprof_test_thread {
+	struct completion done;
+	void (*fn)(void *ctx);
+	void *ctx;
+};
+
+static int rprof_test_bg_fn(void *data)
+{
+	struct rprof_test_thread *th = data;
+
+	th->fn(th->ctx);
+	complete(&th->done);
+	return 0;
+}
+
+struct rprof_test_thread *rprof_test_spawn(void (*fn)(void *ctx), void *ctx)
+{
+	struct rprof_test_thread *th = kzalloc(sizeof(*th), GFP_KERNEL);
+	struct task_struct *task;
+
+	if (!th)
+		return NULL;
+	init_completion(&th->done);
+	th->fn = fn;
+	th->ctx = ctx;
+	task = kthread_run(rprof_test_bg_fn, th, "rprof_test_bg");
+	if (IS_ERR(task)) {
+		kfree(th);
+		return NULL;
+	}
+	return th;
+}
+
+void rprof_test_join(struct rprof_test_thread *th)
+{
+	wait_for_completion(&th->done);
+	kfree(th);
+}
+
+void rprof_test_cpu_relax(void)
+{
+	cond_resched();
+	cpu_relax();
 }
 #endif

@@ -50,14 +50,16 @@ pub(crate) const RAW_THROTTLED: u32 = 1 << 1;
 /// `struct rprof_counter_attr`.
 #[repr(C)]
 pub(crate) struct CounterAttr {
-    pub(crate) type_: u32,
+    pub(crate) kind: u32,
     pub(crate) freq: u32,
-    pub(crate) config: u64,
     pub(crate) period: u64,
     pub(crate) exclude_user: u32,
     pub(crate) exclude_kernel: u32,
 }
 
+// Pointers to kernel structures are opaque handles here; rustc cannot tell
+// that some of them contain zero-sized fields.
+#[allow(improper_ctypes)]
 extern "C" {
     pub(crate) fn rprof_param_ring_records() -> c_uint;
     pub(crate) fn rprof_param_buffer_pages() -> c_uint;
@@ -79,13 +81,12 @@ extern "C" {
         attr: *const CounterAttr,
         ctx: *mut c_void,
     ) -> *mut bindings::perf_event;
+    pub(crate) fn rprof_counter_enable(event: *mut bindings::perf_event);
     pub(crate) fn rprof_counter_release(event: *mut bindings::perf_event);
     pub(crate) fn rprof_ptr_err(ptr: *const c_void) -> c_long;
 
-    pub(crate) fn rprof_kicker_create(
-        f: unsafe extern "C" fn(ctx: *mut c_void),
-        ctx: *mut c_void,
-    ) -> *mut RprofKicker;
+    pub(crate) fn rprof_kicker_create(f: unsafe extern "C" fn(ctx: *mut c_void)) -> *mut RprofKicker;
+    pub(crate) fn rprof_kicker_bind(k: *mut RprofKicker, ctx: *mut c_void);
     pub(crate) fn rprof_kicker_kick(k: *mut RprofKicker);
     pub(crate) fn rprof_kicker_schedule(k: *mut RprofKicker, delay_ms: c_uint);
     pub(crate) fn rprof_kicker_destroy(k: *mut RprofKicker);
@@ -103,6 +104,7 @@ extern "C" {
         wq: *mut RprofWaitq,
         pt: *mut bindings::poll_table_struct,
     );
+    pub(crate) fn rprof_poll_mask(readable: bool, error: bool) -> c_uint;
 
     pub(crate) fn rprof_vmalloc_user(size: usize) -> *mut c_void;
     pub(crate) fn rprof_vfree(addr: *mut c_void);
@@ -115,11 +117,11 @@ extern "C" {
 
     pub(crate) fn rprof_nr_cpu_ids() -> c_uint;
     pub(crate) fn rprof_cpu_online(cpu: c_uint) -> bool;
-    pub(crate) fn rprof_this_cpu() -> c_uint;
     pub(crate) fn rprof_local_clock() -> u64;
 }
 
 #[cfg(rprof_kunit)]
+#[allow(improper_ctypes)]
 extern "C" {
     pub(crate) fn rprof_kunit_fail(
         test: *mut bindings::kunit,
@@ -127,4 +129,21 @@ extern "C" {
         line: c_uint,
         fmt_args: *const c_void,
     );
+    pub(crate) fn rprof_test_start(
+        f: unsafe extern "C" fn(ctx: *mut c_void, cpu: c_uint, src: c_uint),
+        ctx: *mut c_void,
+        period_ns: u64,
+    ) -> *mut c_void;
+    pub(crate) fn rprof_test_stop(t: *mut c_void);
+    pub(crate) fn rprof_test_spawn(f: unsafe extern "C" fn(ctx: *mut c_void), ctx: *mut c_void) -> *mut c_void;
+    pub(crate) fn rprof_test_join(th: *mut c_void);
+    pub(crate) fn rprof_test_cpu_relax();
 }
+
+/// `RPROF_TEST_SRC_*`: which context a stress-test writer runs in.
+#[cfg(rprof_kunit)]
+pub(crate) const TEST_SRC_TASK: u32 = 0;
+#[cfg(rprof_kunit)]
+pub(crate) const TEST_SRC_TIMER: u32 = 1;
+#[cfg(rprof_kunit)]
+pub(crate) const TEST_SRC_IRQ_WORK: u32 = 2;

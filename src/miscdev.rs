@@ -134,12 +134,6 @@ impl<T: FileOps> Registration<T> {
         Ok(Self { misc, _fops: fops, ctx })
     }
 
-    /// The device-wide context.
-    pub(crate) fn context(&self) -> &T::Context {
-        // SAFETY: `ctx` owns a reference until `Drop` (type invariant).
-        unsafe { &*self.ctx }
-    }
-
     fn fops_table() -> bindings::file_operations {
         bindings::file_operations {
             open: Some(open_callback::<T>),

@@ -52,6 +52,9 @@
 //! writers of a ring are on one CPU, so a `local_t`-style unlocked one would
 //! do, but `core` has none, and the model checker needs the atomic one.
 
+// The items are `pub` for the host crate that model-checks this file.
+#![allow(unreachable_pub)]
+
 #[cfg(loom)]
 use loom::{cell::UnsafeCell, sync::atomic::AtomicU64};
 
@@ -72,6 +75,12 @@ pub struct Slot<T> {
     seq: AtomicU64,
     value: UnsafeCell<MaybeUninit<T>>,
 }
+
+// SAFETY: The fields are private to this file, and only `Ring` touches a
+// slot's value, following the protocol in the module doc, which orders
+// every access after the previous one (release/acquire on `seq` and
+// `tail`).  `T: Send` because values move from writer to reader.
+unsafe impl<T: Send> Sync for Slot<T> {}
 
 impl<T> Slot<T> {
     /// An empty slot.
@@ -218,14 +227,10 @@ impl<T: Copy, S: Deref<Target = [Slot<T>]>> Ring<T, S> {
         self.high_water.load(Relaxed)
     }
 
-    /// Records reserved but not yet consumed (a snapshot).
+    /// Records reserved but not yet consumed (a snapshot).  For tests.
+    #[allow(dead_code)]
     pub fn len(&self) -> u64 {
         let tail = self.tail.load(Acquire);
         self.head.load(Acquire).saturating_sub(tail)
-    }
-
-    /// Whether the ring holds nothing (a snapshot).
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }

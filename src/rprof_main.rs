@@ -12,13 +12,19 @@
 use kernel::c_str;
 use kernel::prelude::*;
 
+mod config;
+mod counter;
 mod device;
+mod evbuf;
 mod helpers;
+mod kicker;
 mod miscdev;
 mod params;
 mod ring;
 mod sampler;
+mod session;
 mod uapi;
+mod waitq;
 
 #[cfg(rprof_kunit)]
 mod kunit;

@@ -45,6 +45,8 @@ pub(crate) struct HandlerCtx {
     pub(crate) ring: *const SampleRing,
     pub(crate) kicker: *mut helpers::RprofKicker,
     pub(crate) event: u16,
+    /// Only samples of this thread group, or all if negative.
+    pub(crate) pid: i32,
     /// Kick the drain when the ring holds at least this many records.
     pub(crate) kick_at: u64,
 }
@@ -57,14 +59,18 @@ pub(crate) struct HandlerCtx {
 /// `ctx` must be the `HandlerCtx` the counter was created with, and
 /// `sample` a valid sample.
 #[no_mangle]
-pub unsafe extern "C" fn rprof_on_sample(ctx: *mut c_void, sample: *const RawSample) {
+pub(crate) unsafe extern "C" fn rprof_on_sample(ctx: *mut c_void, sample: *const RawSample) {
     // SAFETY: The caller passes the context registered with the counter,
     // which is alive while the counter exists (`HandlerCtx` invariant).
     let ctx = unsafe { &*(ctx as *const HandlerCtx) };
+    // SAFETY: The C caller passes a sample on its stack.
+    let sample = unsafe { *sample };
+    if ctx.pid >= 0 && sample.pid != ctx.pid as u32 {
+        return;
+    }
     // SAFETY: `ring` outlives the counter (`HandlerCtx` invariant).
     let ring = unsafe { &*ctx.ring };
-    // SAFETY: The C caller passes a sample on its stack.
-    let record = RingRecord { sample: unsafe { *sample }, event: ctx.event };
+    let record = RingRecord { sample, event: ctx.event };
     let kick = match ring.push(record) {
         Push::Stored(fill) => fill >= ctx.kick_at,
         Push::Full => true,

@@ -2,13 +2,23 @@
 
 //! KUnit suites of rprof (test builds only, see `src/kunit.rs`).
 
+use crate::config::Config;
+use crate::helpers::{self, RawSample, TEST_SRC_IRQ_WORK, TEST_SRC_TASK, TEST_SRC_TIMER};
 use crate::kunit::{kassert, kassert_eq, kunit_suite, Test};
 use crate::params::{self, Params};
+use crate::ring::{Push, Ring, Slot};
+use crate::sampler::{self, HandlerCtx, RingRecord, SampleRing};
+use crate::session::Session;
+use crate::uapi::*;
+use core::ffi::c_void;
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel::prelude::*;
+use kernel::sync::Arc;
+
+// ---- parameters ----------------------------------------------------------
 
 fn params_accept_powers_of_two(t: &mut Test) {
-    let p = Params::new(4096, 256);
-    kassert!(t, p.is_ok());
+    kassert!(t, Params::new(4096, 256).is_ok());
     kassert!(t, Params::new(params::RING_RECORDS_MIN, 1).is_ok());
     kassert!(t, Params::new(params::RING_RECORDS_MAX, params::BUFFER_PAGES_MAX).is_ok());
 }
@@ -22,11 +32,496 @@ fn params_reject_bad_values(t: &mut Test) {
     kassert_eq!(t, Params::new(4096, params::BUFFER_PAGES_MAX * 2).err(), Some(EINVAL));
 }
 
+kunit_suite!(PARAMS_SUITE, "rprof-params", [params_accept_powers_of_two, params_reject_bad_values]);
+
+// ---- the ring, single-threaded -------------------------------------------
+
+fn slots(n: usize) -> KVec<Slot<u64>> {
+    let mut v = KVec::new();
+    for _ in 0..n {
+        if v.push(Slot::new(), GFP_KERNEL).is_err() {
+            break;
+        }
+    }
+    v
+}
+
+fn ring_rejects_odd_sizes(t: &mut Test) {
+    for n in [0usize, 1, 3, 6, 100] {
+        kassert!(t, Ring::<u64, _>::new(slots(n)).is_err(), "size {} accepted", n);
+    }
+    for n in [2usize, 4, 64] {
+        kassert!(t, Ring::<u64, _>::new(slots(n)).is_ok(), "size {} refused", n);
+    }
+}
+
+fn ring_exact_fit_then_full(t: &mut Test) {
+    let Ok(r) = Ring::new(slots(8)) else {
+        kassert!(t, false);
+        return;
+    };
+    for i in 0..8u64 {
+        kassert_eq!(t, r.push(100 + i), Push::Stored(i + 1));
+    }
+    kassert_eq!(t, r.push(999), Push::Full);
+    kassert_eq!(t, r.push(999), Push::Full);
+    kassert_eq!(t, r.lost(), 2);
+    kassert_eq!(t, r.high_water(), 8);
+    for i in 0..8u64 {
+        // SAFETY: This test is the only consumer.
+        kassert_eq!(t, unsafe { r.pop() }, Some(100 + i));
+    }
+    // SAFETY: As above.
+    kassert_eq!(t, unsafe { r.pop() }, None);
+    // Room again after consuming: nothing was overwritten, nothing lost.
+    kassert_eq!(t, r.push(7), Push::Stored(1));
+    kassert_eq!(t, r.stored(), 9);
+    kassert_eq!(t, r.lost(), 2);
+}
+
+fn ring_wraps_around(t: &mut Test) {
+    let Ok(r) = Ring::new(slots(4)) else {
+        kassert!(t, false);
+        return;
+    };
+    let mut next_in = 0u64;
+    let mut next_out = 0u64;
+    // Batches of 3 on a ring of 4 cross the end on most laps.
+    for _ in 0..50 {
+        for _ in 0..3 {
+            kassert!(t, matches!(r.push(next_in), Push::Stored(_)));
+            next_in += 1;
+        }
+        // SAFETY: Only consumer.
+        while let Some(v) = unsafe { r.pop() } {
+            kassert_eq!(t, v, next_out);
+            next_out += 1;
+        }
+    }
+    kassert_eq!(t, next_out, 150);
+    kassert_eq!(t, r.lost(), 0);
+    kassert_eq!(t, r.len(), 0);
+}
+
+kunit_suite!(RING_SUITE, "rprof-ring", [ring_rejects_odd_sizes, ring_exact_fit_then_full, ring_wraps_around]);
+
+// ---- stress: writers in task, hrtimer and irq_work context ---------------
+
+const SOURCES: usize = 3;
+const TASK_RECORDS: u64 = 20_000;
+
+fn checksum(cpu: u32, src: u32, seq: u64) -> u64 {
+    seq.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ ((cpu as u64) << 40) ^ ((src as u64) << 32) ^ 0x5a5a
+}
+
+/// Shared state of a stress run; writers use only atomics and the rings.
+struct Stress {
+    /// What the handler path writes into: a session's rings, or bare rings.
+    session: Option<Arc<Session>>,
+    ctxs: KVec<HandlerCtx>,
+    rings: KVec<SampleRing>,
+    /// Next sequence number per (cpu, source); one writer each.
+    seq: KVec<[AtomicU64; SOURCES]>,
+    attempts: AtomicU64,
+    writers_done: AtomicBool,
+}
+
+// SAFETY: Shared between the test, its kthreads and interrupt handlers;
+// every mutable field is atomic, and `HandlerCtx` pointers are only used
+// through `rprof_on_sample`'s own contract.
+unsafe impl Sync for Stress {}
+
+impl Stress {
+    fn write(&self, cpu: u32, src: u32) {
+        let seq = self.seq[cpu as usize][src as usize].fetch_add(1, Ordering::Relaxed);
+        let sample = RawSample {
+            time_ns: seq,
+            ip: checksum(cpu, src, seq),
+            period: src as u64,
+            pid: cpu,
+            tid: src,
+            cpu,
+            flags: 0,
+        };
+        self.attempts.fetch_add(1, Ordering::Relaxed);
+        if self.session.is_some() {
+            // SAFETY: The context belongs to the live session; the sample
+            // is on our stack.
+            unsafe {
+                sampler::rprof_on_sample(&self.ctxs[cpu as usize] as *const HandlerCtx as *mut c_void, &sample)
+            };
+        } else {
+            let _ = self.rings[cpu as usize].push(RingRecord { sample, event: src as u16 });
+        }
+    }
+}
+
+unsafe extern "C" fn stress_writer(ctx: *mut c_void, cpu: u32, src: u32) {
+    // SAFETY: `ctx` is the `Stress` of the running test, alive until
+    // `rprof_test_stop` returned.
+    let s = unsafe { &*(ctx as *const Stress) };
+    if src == TEST_SRC_TASK {
+        for _ in 0..TASK_RECORDS {
+            s.write(cpu, src);
+            if s.seq[cpu as usize][0].load(Ordering::Relaxed) % 512 == 0 {
+                // SAFETY: Process context.
+                unsafe { helpers::rprof_test_cpu_relax() };
+            }
+        }
+    } else {
+        // The C side queues this CPU's irq_work after each timer write.
+        s.write(cpu, src);
+    }
+}
+
+/// What a checking consumer saw.
+#[derive(Default)]
+struct Seen {
+    records: u64,
+    lost: u64,
+    bad_payload: u64,
+    out_of_order: u64,
+    head_backwards: u64,
+    tail_past_head: u64,
+    start: u64,
+    stop: u64,
+    last: KVec<[u64; SOURCES]>,
+}
+
+impl Seen {
+    fn new(nr: usize) -> Self {
+        let mut s = Seen::default();
+        let _ = s.last.extend_with(nr, [0; SOURCES], GFP_KERNEL);
+        s
+    }
+
+    fn check(&mut self, cpu: u32, src: u32, seq: u64, sum: u64) {
+        self.records += 1;
+        if cpu as usize >= self.last.len() || src as usize >= SOURCES || sum != checksum(cpu, src, seq) {
+            self.bad_payload += 1;
+            return;
+        }
+        // Sequence numbers start at 0; store seq + 1 so 0 means "none yet".
+        let last = &mut self.last[cpu as usize][src as usize];
+        if seq + 1 <= *last {
+            self.out_of_order += 1;
+        }
+        *last = seq + 1;
+    }
+
+    fn record(&mut self, bytes: &[u8]) {
+        let word = |off: usize| -> u64 {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&bytes[off..off + 8]);
+            u64::from_ne_bytes(b)
+        };
+        let ty = u16::from_ne_bytes([bytes[0], bytes[1]]) as u32;
+        match ty {
+            RPROF_RECORD_SAMPLE if bytes.len() >= 48 => {
+                // time_ns holds seq, ip the checksum, pid the cpu, tid the source.
+                let seq = word(8);
+                let sum = word(16);
+                let cpu = u32::from_ne_bytes([bytes[24], bytes[25], bytes[26], bytes[27]]);
+                let src = u32::from_ne_bytes([bytes[28], bytes[29], bytes[30], bytes[31]]);
+                self.check(cpu, src, seq, sum);
+            }
+            RPROF_RECORD_LOST => self.lost += word(16),
+            RPROF_RECORD_START => self.start += 1,
+            RPROF_RECORD_STOP => self.stop += 1,
+            _ => self.bad_payload += 1,
+        }
+    }
+}
+
+fn new_stress(session: Option<Arc<Session>>, ring_records: u32) -> Result<KBox<Stress>> {
+    // SAFETY: Reads a boot-time constant.
+    let nr = unsafe { helpers::rprof_nr_cpu_ids() } as usize;
+    let mut ctxs = KVec::new();
+    let mut rings = KVec::new();
+    let mut seq = KVec::new();
+    for cpu in 0..nr {
+        match &session {
+            Some(s) => ctxs.push(s.handler_ctx(cpu), GFP_KERNEL)?,
+            None => rings.push(sampler::new_ring(ring_records)?, GFP_KERNEL)?,
+        }
+        seq.push([AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)], GFP_KERNEL)?;
+    }
+    Ok(KBox::new(
+        Stress {
+            session,
+            ctxs,
+            rings,
+            seq,
+            attempts: AtomicU64::new(0),
+            writers_done: AtomicBool::new(false),
+        },
+        GFP_KERNEL,
+    )?)
+}
+
+/// The ring consumer of the bare-ring stress run, in its own kthread.
+struct RingDrain<'a> {
+    stress: &'a Stress,
+    seen: Seen,
+}
+
+unsafe extern "C" fn ring_drain_thread(ctx: *mut c_void) {
+    // SAFETY: `ctx` is the test's `RingDrain`, alive until joined.
+    let d = unsafe { &mut *(ctx as *mut RingDrain<'_>) };
+    loop {
+        let done = d.stress.writers_done.load(Ordering::Acquire);
+        for r in d.stress.rings.iter() {
+            // SAFETY: This thread is the only consumer.
+            while let Some(rec) = unsafe { r.pop() } {
+                d.seen.check(rec.sample.cpu, rec.sample.tid, rec.sample.time_ns, rec.sample.ip);
+            }
+        }
+        if done {
+            break;
+        }
+        // SAFETY: Process context.
+        unsafe { helpers::rprof_test_cpu_relax() };
+    }
+}
+
+/// Runs the writers of every context on every CPU until the task writers
+/// are done, then stops the timers and irq_works.
+fn run_writers(stress: &Stress, period_ns: u64) -> bool {
+    let ptr = stress as *const Stress as *mut c_void;
+    // SAFETY: `stress` outlives the writers (stopped below).
+    let test = unsafe { helpers::rprof_test_start(stress_writer, ptr, period_ns) };
+    let started = !test.is_null();
+    if started {
+        // SAFETY: `test` came from `rprof_test_start`; waits for the
+        // threads, cancels the timers and flushes the irq_works.
+        unsafe { helpers::rprof_test_stop(test) };
+    }
+    stress.writers_done.store(true, Ordering::Release);
+    started
+}
+
+fn ring_stress_all_contexts(t: &mut Test) {
+    let Ok(stress) = new_stress(None, 256) else {
+        kassert!(t, false, "allocation failed");
+        return;
+    };
+    // SAFETY: Reads a boot-time constant.
+    let nr = unsafe { helpers::rprof_nr_cpu_ids() } as usize;
+    let mut drain = RingDrain { stress: &stress, seen: Seen::new(nr) };
+    // SAFETY: `drain` is alive until the join below; it only reads
+    // `stress` through atomics and the rings' consumer side.
+    let th = unsafe { helpers::rprof_test_spawn(ring_drain_thread, &mut drain as *mut RingDrain<'_> as *mut c_void) };
+    kassert!(t, !th.is_null());
+    let started = run_writers(&stress, 20_000);
+    // SAFETY: `th` came from `rprof_test_spawn`.
+    unsafe { helpers::rprof_test_join(th) };
+    kassert!(t, started);
+
+    let attempts = stress.attempts.load(Ordering::Relaxed);
+    let lost: u64 = stress.rings.iter().map(|r| r.lost()).sum();
+    let seen = &drain.seen;
+    pr_info!("ring stress: {} written, {} read, {} dropped\n", attempts, seen.records, lost);
+    kassert_eq!(t, attempts, seen.records + lost);
+    kassert_eq!(t, seen.bad_payload, 0);
+    kassert_eq!(t, seen.out_of_order, 0);
+    // Every context wrote: the task writers alone wrote TASK_RECORDS each.
+    let timer: u64 = stress.seq.iter().map(|s| s[TEST_SRC_TIMER as usize].load(Ordering::Relaxed)).sum();
+    let irq_work: u64 = stress.seq.iter().map(|s| s[TEST_SRC_IRQ_WORK as usize].load(Ordering::Relaxed)).sum();
+    kassert!(t, timer > 0 && irq_work > 0, "timer {} irq_work {}", timer, irq_work);
+    kassert!(t, attempts >= TASK_RECORDS);
+}
+
+// ---- the whole path: handler -> rings -> drain -> event buffer -> reader ---
+
+fn test_config(ring_records: u32, buffer_bytes: u64) -> Result<Config> {
+    let mut raw = rprof_config::default();
+    raw.size = core::mem::size_of::<rprof_config>() as u32;
+    raw.nr_events = 1;
+    raw.ring_records = ring_records;
+    raw.events[0] = rprof_event_config { kind: RPROF_EVENT_CPU_CLOCK, flags: 0, period: 1_000_000 };
+    Config::check(raw, &Params::new(4096, 1)?, buffer_bytes)
+}
+
+fn test_session(ring_records: u32, buffer_pages: u32) -> Result<Arc<Session>> {
+    let config = test_config(ring_records, buffer_pages as u64 * 4096)?;
+    let s = Session::new(config, buffer_pages)?;
+    s.test_start();
+    Ok(s)
+}
+
+/// The reader of the pipeline stress run: consumes the event buffer on
+/// another CPU as hard as it can, checking head and tail as it goes.
+struct Reader<'a> {
+    session: &'a Session,
+    seen: Seen,
+}
+
+unsafe extern "C" fn reader_thread(ctx: *mut c_void) {
+    // SAFETY: `ctx` is the test's `Reader`, alive until joined.
+    let r = unsafe { &mut *(ctx as *mut Reader<'_>) };
+    let mut last_head = 0;
+    let mut idle_after_stop = 0;
+    loop {
+        let mut seen = core::mem::take(&mut r.seen);
+        let (head, tail) = r.session.evbuf().consume_with(|rec| seen.record(rec));
+        r.seen = seen;
+        if head < last_head {
+            r.seen.head_backwards += 1;
+        }
+        if tail > head {
+            r.seen.tail_past_head += 1;
+        }
+        last_head = head;
+        if r.seen.stop > 0 {
+            break;
+        }
+        if r.session.test_finished() {
+            idle_after_stop += 1;
+            if idle_after_stop > 1000 {
+                break;
+            }
+        }
+        // Space came free: let the drain write what it owes.
+        r.session.drain_now();
+        // SAFETY: Process context.
+        unsafe { helpers::rprof_test_cpu_relax() };
+    }
+}
+
+fn pipeline_stress_exact_counts(t: &mut Test) {
+    // A small ring and a 2-page buffer: both stages drop under load.
+    let Ok(session) = test_session(64, 2) else {
+        kassert!(t, false, "session allocation failed");
+        return;
+    };
+    let Ok(stress) = new_stress(Some(session.clone()), 64) else {
+        kassert!(t, false, "allocation failed");
+        return;
+    };
+    // SAFETY: Reads a boot-time constant.
+    let nr = unsafe { helpers::rprof_nr_cpu_ids() } as usize;
+    let mut reader = Reader { session: &session, seen: Seen::new(nr) };
+    // SAFETY: `reader` lives until the join below.
+    let th = unsafe { helpers::rprof_test_spawn(reader_thread, &mut reader as *mut Reader<'_> as *mut c_void) };
+    kassert!(t, !th.is_null());
+    let started = run_writers(&stress, 50_000);
+    session.finish();
+    // SAFETY: `th` came from `rprof_test_spawn`.
+    unsafe { helpers::rprof_test_join(th) };
+    kassert!(t, started);
+
+    let seen = &reader.seen;
+    let attempts = stress.attempts.load(Ordering::Relaxed);
+    let mut cpus = KVec::new();
+    let _ = cpus.extend_with(nr, rprof_cpu_stats::default(), GFP_KERNEL);
+    let (total, drains, _) = session.stats(&mut cpus);
+    pr_info!(
+        "pipeline stress: {} written, {} delivered, {} lost in ring, {} lost in buffer, {} drains\n",
+        attempts,
+        total.delivered,
+        total.lost_ring,
+        total.lost_buffer,
+        drains
+    );
+    kassert_eq!(t, seen.start, 1);
+    kassert_eq!(t, seen.stop, 1);
+    kassert_eq!(t, seen.head_backwards, 0);
+    kassert_eq!(t, seen.tail_past_head, 0);
+    kassert_eq!(t, seen.bad_payload, 0);
+    kassert_eq!(t, seen.out_of_order, 0);
+    kassert_eq!(t, total.samples, attempts);
+    kassert_eq!(t, total.samples, total.delivered + total.lost_ring + total.lost_buffer);
+    kassert_eq!(t, seen.records, total.delivered);
+    kassert_eq!(t, seen.lost, total.lost_ring + total.lost_buffer);
+    for (cpu, c) in cpus.iter().enumerate() {
+        kassert!(t, c.samples == c.delivered + c.lost_ring + c.lost_buffer, "cpu {}", cpu);
+    }
+}
+
+/// Drives `n` samples through the handler's write path on CPU 0, draining
+/// every `batch`, then stops; returns what a reader consuming only at the
+/// end sees, and the stats.
+fn write_then_read(session: &Session, n: u64, batch: u64) -> (Seen, rprof_cpu_stats) {
+    let ctx = session.handler_ctx(0);
+    for i in 0..n {
+        let sample = RawSample { time_ns: i, ip: checksum(0, 0, i), cpu: 0, ..Default::default() };
+        // SAFETY: The context belongs to the live session.
+        unsafe { sampler::rprof_on_sample(&ctx as *const HandlerCtx as *mut c_void, &sample) };
+        if (i + 1) % batch == 0 {
+            session.drain_now();
+        }
+    }
+    session.finish();
+    let mut seen = Seen::new(1);
+    // Consume, let the drain write what it owes, until STOP.
+    for _ in 0..100 {
+        let mut s = core::mem::take(&mut seen);
+        session.evbuf().consume_with(|rec| s.record(rec));
+        seen = s;
+        if seen.stop > 0 {
+            break;
+        }
+        session.drain_now();
+    }
+    let (total, _, _) = session.stats(&mut []);
+    (seen, total)
+}
+
+fn exact_count_no_loss(t: &mut Test) {
+    let Ok(session) = test_session(4096, 16) else {
+        kassert!(t, false);
+        return;
+    };
+    let (seen, total) = write_then_read(&session, 1000, 100);
+    kassert_eq!(t, seen.records, 1000);
+    kassert_eq!(t, seen.lost, 0);
+    kassert_eq!(t, seen.stop, 1);
+    kassert_eq!(t, total.delivered, 1000);
+}
+
+fn exact_count_one_page_buffer(t: &mut Test) {
+    // 4096 bytes hold at most 85 samples of 48 bytes: most of the 1000
+    // are lost, and the LOST records must say exactly how many.
+    let Ok(session) = test_session(4096, 1) else {
+        kassert!(t, false);
+        return;
+    };
+    let (seen, total) = write_then_read(&session, 1000, 50);
+    kassert!(t, seen.records < 100, "{} records in one page", seen.records);
+    kassert_eq!(t, seen.records + seen.lost, 1000);
+    kassert_eq!(t, seen.lost, total.lost_buffer);
+    kassert_eq!(t, total.lost_ring, 0);
+    kassert_eq!(t, seen.stop, 1);
+}
+
+fn exact_count_small_ring(t: &mut Test) {
+    // A 64-slot ring drained every 1000 samples: the ring drops, exactly.
+    let Ok(session) = test_session(64, 64) else {
+        kassert!(t, false);
+        return;
+    };
+    let (seen, total) = write_then_read(&session, 1000, 1000);
+    kassert_eq!(t, seen.records, 64);
+    kassert_eq!(t, seen.lost, 1000 - 64);
+    kassert_eq!(t, total.lost_ring, 1000 - 64);
+}
+
+kunit_suite!(
+    PIPELINE_SUITE,
+    "rprof-pipeline",
+    [
+        ring_stress_all_contexts,
+        pipeline_stress_exact_counts,
+        exact_count_no_loss,
+        exact_count_one_page_buffer,
+        exact_count_small_ring
+    ]
+);
+
 #[cfg(rprof_inject_kunit_fail)]
 fn injected_failure(t: &mut Test) {
     kassert_eq!(t, 1 + 1, 3);
 }
 
-kunit_suite!(PARAMS_SUITE, "rprof-params", [params_accept_powers_of_two, params_reject_bad_values]);
 #[cfg(rprof_inject_kunit_fail)]
 kunit_suite!(INJECT_SUITE, "rprof-injected", [injected_failure]);

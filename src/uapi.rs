@@ -34,3 +34,17 @@ pub(crate) const IOC_GET_STATS: u32 = _IOWR::<rprof_stats>(MAGIC, RPROF_IOC_NR_G
 
 const _: () = assert!(core::mem::size_of::<rprof_config>() == RPROF_CONFIG_SIZE_VER0 as usize);
 const _: () = assert!(core::mem::size_of::<rprof_stats>() == RPROF_STATS_SIZE_VER0 as usize);
+
+// SAFETY: These uapi structures are `#[repr(C)]`, made of fixed-width
+// integers (and arrays and structures of them) with no padding, as the
+// header's conventions require: every byte pattern is a valid value, and
+// every byte of a value is initialised.
+macro_rules! plain_old_data {
+    ($($t:ty),*) => {$(
+        // SAFETY: See above.
+        unsafe impl kernel::types::FromBytes for $t {}
+        // SAFETY: See above.
+        unsafe impl kernel::types::AsBytes for $t {}
+    )*};
+}
+plain_old_data!(rprof_config, rprof_event_config, rprof_stats, rprof_cpu_stats);

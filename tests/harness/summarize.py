@@ -25,11 +25,11 @@ import sys
 # Kernel log lines that fail a run whatever the tests said.
 KERNEL_ERRORS = re.compile(
     r"WARNING:|BUG:|Oops|Kernel panic|general protection fault|"
-    r"possible recursive locking|possible circular locking|"
-    r"inconsistent lock state|lockdep|INFO: task .* blocked|"
-    r"sleeping function called from invalid context|KASAN:|UBSAN:|"
-    r"list_add corruption|list_del corruption|refcount_t:|"
-    r"Call Trace:|RIP: |stack-protector|Unable to handle"
+    r"possible recursive locking|circular locking|inconsistent lock state|"
+    r"suspicious RCU usage|bad unlock balance|held lock freed|"
+    r"INFO: task .* blocked|sleeping function called from invalid context|"
+    r"KASAN:|UBSAN:|list_add corruption|list_del corruption|refcount_t:|"
+    r"Call Trace:|stack-protector|Unable to handle"
 )
 TIMESTAMP = re.compile(r"^\[\s*\d+\.\d+\]\s?")
 TAP_RESULT = re.compile(r"^(\s*)(not ok|ok)\s+(\d+)\b\s*(?:-\s*)?(.*)$")

@@ -79,6 +79,11 @@ class KtapTests(unittest.TestCase):
         (_, f), _ = run(console=log)
         self.assertEqual(f, 1)
 
+    def test_boot_banner_is_not_an_error(self):
+        log = KTAP_OK + "[ 0.1] rcu: \tRCU lockdep checking is enabled.\n"
+        (_, f), _ = run(console=log)
+        self.assertEqual(f, 0)
+
     def test_lockdep_fails(self):
         log = KTAP_OK + "[ 2.0] WARNING: possible circular locking dependency detected\n"
         (_, f), _ = run(console=log)

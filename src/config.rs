@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `RPROF_IOC_SET_CONFIG`: reading and checking a session configuration.
+//!
+//! The structure carries its own size, as `perf_event_attr` does: a caller
+//! built against an older header passes a smaller size and gets zeros for
+//! the fields it does not know; a newer one passes a larger size, accepted
+//! only when every byte this module does not know is zero (`E2BIG`
+//! otherwise).  Every error has one errno and one reason in dmesg at debug
+//! level, and changes nothing.
+
+use crate::params::{ring_records_valid, Params};
+use crate::uapi::*;
+use core::mem::size_of;
+use kernel::prelude::*;
+use kernel::uaccess::UserSlice;
+
+/// The largest configuration size accepted at all.
+const CONFIG_SIZE_MAX: usize = 4096;
+/// The fastest frequency an event may ask for, in Hz.
+pub(crate) const FREQ_MAX: u64 = 100_000;
+/// Default and bounds of the periodic drain, in milliseconds.
+const DRAIN_MS_DEFAULT: u32 = 10;
+const DRAIN_MS_MAX: u32 = 1000;
+
+/// A checked configuration, with defaults filled in.
+///
+/// # Invariants
+///
+/// `raw` passed [`Config::check`]: 1..=`RPROF_MAX_EVENTS` events of known
+/// kinds with non-zero periods, no reserved bits or fields set.
+/// `ring_records` is a valid ring size; `drain_ms` is in 1..=1000;
+/// `wakeup_bytes` is in 1..=the event buffer size.
+#[derive(Clone, Copy)]
+pub(crate) struct Config {
+    pub(crate) raw: rprof_config,
+    pub(crate) ring_records: u32,
+    pub(crate) drain_ms: u32,
+    pub(crate) wakeup_bytes: u64,
+}
+
+impl Config {
+    /// Reads a configuration from userspace at `arg`.
+    pub(crate) fn from_user(arg: usize, params: &Params, buffer_bytes: u64) -> Result<Self> {
+        let mut r = UserSlice::new(arg, CONFIG_SIZE_MAX).reader();
+        let size: u32 = UserSlice::new(arg, 4).reader().read()?;
+        let size = size as usize;
+        let known = size_of::<rprof_config>();
+        if size < RPROF_CONFIG_SIZE_VER0 as usize || size > CONFIG_SIZE_MAX {
+            pr_debug!("SET_CONFIG: size {} not in [{}, {}]\n", size, RPROF_CONFIG_SIZE_VER0, CONFIG_SIZE_MAX);
+            return Err(if size > CONFIG_SIZE_MAX { E2BIG } else { EINVAL });
+        }
+        let mut raw = rprof_config::default();
+        // SAFETY: `rprof_config` is plain old data without padding; any
+        // bytes form a valid value.
+        let bytes = unsafe {
+            core::slice::from_raw_parts_mut(&mut raw as *mut rprof_config as *mut u8, known)
+        };
+        let take = size.min(known);
+        r.read_slice(&mut bytes[..take])?;
+        // Trailing bytes from a newer userspace must be zero.
+        let mut rest = size - take;
+        let mut chunk = [0u8; 64];
+        while rest > 0 {
+            let n = rest.min(chunk.len());
+            r.read_slice(&mut chunk[..n])?;
+            if chunk[..n].iter().any(|&b| b != 0) {
+                pr_debug!("SET_CONFIG: non-zero bytes past the known size {}\n", known);
+                return Err(E2BIG);
+            }
+            rest -= n;
+        }
+        Self::check(raw, params, buffer_bytes)
+    }
+
+    /// Checks `raw` and fills in defaults.
+    pub(crate) fn check(raw: rprof_config, params: &Params, buffer_bytes: u64) -> Result<Self> {
+        let bad = |why: &str| {
+            pr_debug!("SET_CONFIG: {}\n", why);
+            Err(EINVAL)
+        };
+        if raw.flags & !RPROF_CONFIG_FLAGS_ALL != 0 || raw.reserved != 0 {
+            return bad("reserved flags or fields set");
+        }
+        let n = raw.nr_events as usize;
+        if n == 0 || n > RPROF_MAX_EVENTS as usize {
+            return bad("nr_events out of range");
+        }
+        for (i, ev) in raw.events.iter().enumerate() {
+            if i >= n {
+                if ev.kind != 0 || ev.flags != 0 || ev.period != 0 {
+                    return bad("unused event slots must be zero");
+                }
+                continue;
+            }
+            if !(RPROF_EVENT_CPU_CLOCK..=RPROF_EVENT_BRANCH_MISSES).contains(&ev.kind) {
+                return bad("unknown event kind");
+            }
+            if ev.flags & !RPROF_EVENT_FLAGS_ALL != 0 {
+                return bad("reserved event flags set");
+            }
+            if ev.period == 0 {
+                return bad("zero period or frequency");
+            }
+            if ev.flags & RPROF_EVENT_FREQ != 0 && ev.period > FREQ_MAX {
+                return bad("frequency above 100 kHz");
+            }
+        }
+        if raw.flags & RPROF_CONFIG_PID_FILTER != 0 && raw.pid <= 0 {
+            return bad("pid filter without a pid");
+        }
+        if raw.flags & RPROF_CONFIG_PID_FILTER == 0 && raw.pid != 0 {
+            return bad("pid set without the pid filter flag");
+        }
+        let both = RPROF_CONFIG_EXCLUDE_USER | RPROF_CONFIG_EXCLUDE_KERNEL;
+        if raw.flags & both == both {
+            return bad("excluding both user and kernel leaves nothing");
+        }
+        let ring_records = match raw.ring_records {
+            0 => params.ring_records,
+            r if ring_records_valid(r) => r,
+            _ => return bad("ring_records is not a power of 2 in range"),
+        };
+        let drain_ms = match raw.drain_interval_ms {
+            0 => DRAIN_MS_DEFAULT,
+            ms if ms <= DRAIN_MS_MAX => ms,
+            _ => return bad("drain interval above 1000 ms"),
+        };
+        let wakeup_bytes = match raw.wakeup_bytes as u64 {
+            0 => (buffer_bytes / 4).max(1),
+            b if b <= buffer_bytes => b,
+            _ => return bad("wakeup_bytes larger than the event buffer"),
+        };
+        // INVARIANT: all checked above.
+        Ok(Self { raw, ring_records, drain_ms, wakeup_bytes })
+    }
+
+    /// The configured events.
+    pub(crate) fn events(&self) -> &[rprof_event_config] {
+        &self.raw.events[..self.raw.nr_events as usize]
+    }
+}

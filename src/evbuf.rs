@@ -1,0 +1,298 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The global event buffer: one control page and 2^n data pages of
+//! `vmalloc_user()` memory, shared with userspace by `mmap()`.
+//!
+//! # Protocol (as perf's `data_head`/`data_tail`)
+//!
+//! ```text
+//!   producer (the drain, process context, under the session's producer
+//!   lock, which owns the `Producer`; the only writer of data and data_head)
+//!     t = load_acquire(data_tail)          pairs with the reader's release
+//!     free = size - (head - t)             (0 if the reader wrote nonsense)
+//!     copy records to data[head % size ...]; head += len
+//!     store_release(data_head, head)       publishes the records
+//!
+//!   consumer (userspace via mmap, or read() in the kernel; one at a time)
+//!     h = load_acquire(data_head)
+//!     consume [data_tail, h)
+//!     store_release(data_tail, h)          returns the space
+//! ```
+//!
+//! The producer never writes bytes the consumer has not released, so unread
+//! data is never overwritten; what does not fit is counted by the caller and
+//! reported in-band later.  Positions are free-running `u64`s, so `data_head`
+//! never goes backwards.  Every record is a multiple of 8 bytes and the data
+//! area a power-of-two number of pages, so a record header never straddles
+//! the end, though a record body may wrap around it.
+//!
+//! The memory is freed with `vfree()` when the buffer is dropped; pages
+//! still mapped by a process keep their own reference until it unmaps them.
+
+use crate::helpers;
+use crate::miscdev::File;
+use crate::uapi::{rprof_mmap_page, rprof_record_header, RPROF_ABI_VERSION};
+use core::ffi::c_void;
+use core::mem::{offset_of, size_of};
+use core::sync::atomic::{AtomicU64, Ordering};
+use kernel::bindings;
+use kernel::prelude::*;
+use kernel::uaccess::UserSliceWriter;
+
+const PAGE_SIZE: usize = bindings::PAGE_SIZE;
+
+/// A record type of the uapi header, writable as raw bytes.
+///
+/// # Safety
+///
+/// Implementors are `#[repr(C)]` structures without padding bytes, whose
+/// size is a multiple of 8 and that start with a `rprof_record_header`.
+pub(crate) unsafe trait Record: Sized {
+    /// The bytes of the record.
+    fn as_bytes(&self) -> &[u8] {
+        // SAFETY: No padding (trait contract), so every byte is initialised.
+        unsafe { core::slice::from_raw_parts(self as *const Self as *const u8, size_of::<Self>()) }
+    }
+
+    /// A header for `Self` with `type_` and `flags`.
+    fn header(type_: u32, flags: u16) -> rprof_record_header {
+        rprof_record_header { type_: type_ as u16, flags, size: size_of::<Self>() as u32 }
+    }
+}
+
+/// The event buffer.
+///
+/// # Invariants
+///
+/// - `base` is a `vmalloc_user()` allocation of `(1 + data_pages)` pages;
+///   the first is a `rprof_mmap_page`, the rest the data area of
+///   `data_pages * PAGE_SIZE` bytes, a power of two.
+///
+/// The producer position is not part of this object: it belongs to the
+/// single producer ([`Producer`]), so that the consumer side can share the
+/// buffer by reference while the producer writes.
+pub(crate) struct EventBuffer {
+    base: *mut u8,
+    data_pages: usize,
+}
+
+/// The producer's side of an [`EventBuffer`].
+///
+/// # Invariants
+///
+/// `head` is the producer position: all bytes in `[data_tail, head)` are
+/// complete records, and `head - data_tail <= data size` as long as the
+/// consumer follows the protocol.  There is one `Producer` per buffer.
+pub(crate) struct Producer {
+    head: u64,
+}
+
+// SAFETY: The buffer is plain memory; the protocol above orders accesses.
+unsafe impl Send for EventBuffer {}
+// SAFETY: `&self` methods only read the data area and use atomics on the
+// control page.
+unsafe impl Sync for EventBuffer {}
+
+impl EventBuffer {
+    /// Allocates a zeroed buffer of `data_pages` (a power of two) data pages.
+    pub(crate) fn new(data_pages: usize) -> Result<Self> {
+        if !data_pages.is_power_of_two() {
+            return Err(EINVAL);
+        }
+        let bytes = (1 + data_pages).checked_mul(PAGE_SIZE).ok_or(EINVAL)?;
+        // SAFETY: Plain allocation; `vmalloc_user()` zeroes the memory.
+        let base = unsafe { helpers::rprof_vmalloc_user(bytes) } as *mut u8;
+        if base.is_null() {
+            return Err(ENOMEM);
+        }
+        // INVARIANT: sized as documented.
+        let buf = Self { base, data_pages };
+        // SAFETY: The control page is ours and zeroed; nobody maps it yet.
+        unsafe {
+            let page = base as *mut rprof_mmap_page;
+            (*page).version = RPROF_ABI_VERSION;
+            (*page).data_offset = PAGE_SIZE as u64;
+            (*page).data_size = buf.size();
+        }
+        Ok(buf)
+    }
+
+    /// Bytes in the data area.
+    pub(crate) fn size(&self) -> u64 {
+        (self.data_pages * PAGE_SIZE) as u64
+    }
+
+    fn control_u64(&self, offset: usize) -> &AtomicU64 {
+        // SAFETY: `offset` is the offset of an 8-byte aligned `__u64` field
+        // of the control page, which lives as long as `self`; userspace may
+        // write it concurrently, hence atomic accesses only.
+        unsafe { &*(self.base.add(offset) as *const AtomicU64) }
+    }
+
+    fn data_tail(&self) -> &AtomicU64 {
+        self.control_u64(offset_of!(rprof_mmap_page, data_tail))
+    }
+
+    fn data_head(&self) -> &AtomicU64 {
+        self.control_u64(offset_of!(rprof_mmap_page, data_head))
+    }
+
+    fn data(&self) -> *mut u8 {
+        // SAFETY: The data area starts one page in (type invariant).
+        unsafe { self.base.add(PAGE_SIZE) }
+    }
+
+    /// Bytes unread by the consumer, as published.  `None` if the consumer
+    /// wrote a `data_tail` outside the published data.
+    fn unread(&self) -> Option<u64> {
+        let tail = self.data_tail().load(Ordering::Acquire);
+        let head = self.data_head().load(Ordering::Acquire);
+        let used = head.wrapping_sub(tail);
+        (used <= self.size()).then_some(used)
+    }
+
+    /// Bytes published and not yet consumed (0 if the consumer is confused).
+    pub(crate) fn available(&self) -> u64 {
+        self.unread().unwrap_or(0)
+    }
+
+    /// The producer of this buffer; call once.
+    pub(crate) fn producer(&self) -> Producer {
+        // INVARIANT: the buffer starts empty.
+        Producer { head: 0 }
+    }
+
+    /// Space the producer may fill now.
+    pub(crate) fn free(&self, p: &Producer) -> u64 {
+        let tail = self.data_tail().load(Ordering::Acquire);
+        let used = p.head.wrapping_sub(tail);
+        // A tail ahead of head or too far behind: the consumer broke the
+        // protocol; write nothing rather than overwrite what it may read.
+        self.size().checked_sub(used).unwrap_or(0)
+    }
+
+    /// Appends `rec` if it fits; the caller publishes with [`Self::publish`].
+    /// `reserve` bytes must stay free after it.
+    pub(crate) fn write<R: Record>(&self, p: &mut Producer, rec: &R, reserve: u64) -> bool {
+        let bytes = rec.as_bytes();
+        let len = bytes.len() as u64;
+        if len + reserve > self.free(p) {
+            return false;
+        }
+        let mask = self.size() - 1;
+        let start = (p.head & mask) as usize;
+        let first = bytes.len().min(self.size() as usize - start);
+        // SAFETY: `[start, start + first)` and `[0, len - first)` lie in
+        // the data area; the consumer released these bytes (checked with
+        // `free()` above), so nobody reads them while we write.
+        unsafe {
+            core::ptr::copy_nonoverlapping(bytes.as_ptr(), self.data().add(start), first);
+            core::ptr::copy_nonoverlapping(bytes.as_ptr().add(first), self.data(), bytes.len() - first);
+        }
+        p.head += len;
+        true
+    }
+
+    /// Makes everything written so far visible to the consumer.
+    pub(crate) fn publish(&self, p: &Producer) {
+        self.data_head().store(p.head, Ordering::Release);
+    }
+
+    /// The consumer side of `read()`: copies whole records to `out` and
+    /// returns the space.  `EINVAL` if the first record does not fit in
+    /// `out` or the consumer position is corrupt; `Ok(0)` if nothing is
+    /// there.  The caller excludes concurrent consumers.
+    pub(crate) fn read_to_user(&self, out: &mut UserSliceWriter) -> Result<usize> {
+        let tail = self.data_tail().load(Ordering::Relaxed);
+        let avail = self.unread().ok_or(EINVAL)?;
+        let mask = self.size() - 1;
+        let mut done = 0u64;
+        while done < avail {
+            let pos = ((tail + done) & mask) as usize;
+            // SAFETY: Headers are 8-byte aligned and never straddle the end
+            // (module doc); `pos` is inside the published data.
+            let size = unsafe { (*(self.data().add(pos) as *const rprof_record_header)).size } as u64;
+            if size < 8 || size % 8 != 0 || size > avail - done {
+                // Cannot happen with our own producer; refuse to go on.
+                return Err(EIO);
+            }
+            if size as usize > out.len() {
+                if done == 0 {
+                    return Err(EINVAL);
+                }
+                break;
+            }
+            let first = (size as usize).min(self.size() as usize - pos);
+            // SAFETY: Both ranges lie in the data area, published to us
+            // by the acquire load of data_head in `unread()`.
+            let (a, b) = unsafe {
+                (
+                    core::slice::from_raw_parts(self.data().add(pos), first),
+                    core::slice::from_raw_parts(self.data(), size as usize - first),
+                )
+            };
+            out.write_slice(a)?;
+            out.write_slice(b)?;
+            done += size;
+        }
+        self.data_tail().store(tail + done, Ordering::Release);
+        Ok(done as usize)
+    }
+
+    /// Maps the control page (offset 0, one page) or the data area (offset
+    /// one page, exactly the data size, read-only) into `vma`.
+    pub(crate) fn mmap(&self, _file: &File<'_>, vma: *mut bindings::vm_area_struct) -> Result {
+        // SAFETY: `vma` is the area being mapped, in `mmap()` under the
+        // mmap lock; the C helper checks offset and size first.
+        let pgoff = unsafe { (*vma).vm_pgoff };
+        let data_area = pgoff != 0;
+        // SAFETY: As above; `base` covers `1 + data_pages` pages.
+        let ret = unsafe {
+            helpers::rprof_mmap_buffer(vma, self.base as *mut c_void, 1 + self.data_pages, data_area)
+        };
+        if ret != 0 {
+            return Err(Error::from_errno(ret));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(rprof_kunit)]
+impl EventBuffer {
+    /// Test consumer: hands each published record to `f` (at most 256
+    /// bytes are copied out; longer records are cut) and releases the
+    /// space.  Returns the `(data_head, data_tail)` it saw before
+    /// consuming.
+    pub(crate) fn consume_with(&self, mut f: impl FnMut(&[u8])) -> (u64, u64) {
+        let head = self.data_head().load(Ordering::Acquire);
+        let tail = self.data_tail().load(Ordering::Relaxed);
+        let mask = self.size() - 1;
+        let mut pos = tail;
+        let mut rec = [0u8; 256];
+        while pos < head {
+            let off = (pos & mask) as usize;
+            // SAFETY: Published data, 8-byte aligned header (module doc).
+            let size = unsafe { (*(self.data().add(off) as *const rprof_record_header)).size } as usize;
+            if size < 8 || pos + size as u64 > head {
+                break;
+            }
+            let n = size.min(rec.len());
+            for (i, b) in rec[..n].iter_mut().enumerate() {
+                // SAFETY: Inside the data area (masked), published.
+                *b = unsafe { *self.data().add((off + i) & mask as usize) };
+            }
+            f(&rec[..n]);
+            pos += size as u64;
+        }
+        self.data_tail().store(pos, Ordering::Release);
+        (head, tail)
+    }
+}
+
+impl Drop for EventBuffer {
+    fn drop(&mut self) {
+        // SAFETY: `base` came from `vmalloc_user()`; mapped pages keep their
+        // own references.
+        unsafe { helpers::rprof_vfree(self.base as *mut c_void) };
+    }
+}
