@@ -99,6 +99,14 @@ void rprof_vfree(void *addr);
 int rprof_mmap_buffer(struct vm_area_struct *vma, void *buf,
 		      unsigned long buf_pages, bool data_area);
 
+/* CPU hotplug: one registration; callbacks implemented in Rust. */
+int rprof_cpu_up(void *ctx, unsigned int cpu);
+int rprof_cpu_down(void *ctx, unsigned int cpu);
+int rprof_hotplug_register(void *ctx);
+void rprof_hotplug_unregister(void);
+void rprof_cpus_read_lock(void);
+void rprof_cpus_read_unlock(void);
+
 /* CPUs and time. */
 unsigned int rprof_nr_cpu_ids(void);
 bool rprof_cpu_online(unsigned int cpu);
@@ -120,5 +128,11 @@ struct rprof_test_thread;
 struct rprof_test_thread *rprof_test_spawn(void (*fn)(void *ctx), void *ctx);
 void rprof_test_join(struct rprof_test_thread *th);
 void rprof_test_cpu_relax(void);
+
+/* RPROF_INJECT=warn trial builds only. */
+void rprof_inject_warn(void);
+
+/* Benchmark reference: the ftrace ring buffer (bench builds only). */
+__u64 rprof_bench_ftrace(__u64 records, __u64 batch, __u32 size, __u64 *dropped);
 
 #endif /* RPROF_HELPERS_H */

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds rprof.ko twice against the cached test kernel: the release module
 # (build/module/rprof.ko) and the test module with the KUnit suites
-# (build/module-kunit/rprof.ko).  Each build runs in a copy of the sources
+# (build/module-kunit/rprof.ko); `module.sh bench` builds the benchmark
+# module (build/module-bench/rprof.ko).  Each build runs in a copy of the sources
 # so the two configurations never share objects.  RPROF_INJECT=kunit-fail
 # or warn builds trial modules that must make `make check` fail.
 . "$(dirname "$0")/common.sh"
@@ -24,6 +25,11 @@ build_one() { # <dir> [make args...]
 	grep -E 'warning|error' "$dir/build.log" >&2 || true
 }
 
-build_one "$RPROF_BUILD/module"
+if [ "${1:-}" = bench ]; then
+	build_one "$RPROF_BUILD/module-bench" RPROF_BENCH=y RPROF_INJECT=
+	msg "built $RPROF_BUILD/module-bench/rprof.ko"
+	exit 0
+fi
+build_one "$RPROF_BUILD/module" RPROF_INJECT=
 build_one "$RPROF_BUILD/module-kunit" RPROF_KUNIT=y RPROF_INJECT="${RPROF_INJECT:-}"
 msg "built $RPROF_BUILD/module/rprof.ko and $RPROF_BUILD/module-kunit/rprof.ko"

@@ -13,6 +13,7 @@
 
 use crate::config::Config;
 use crate::counter::Counter;
+use crate::hotplug::CpusReadGuard;
 use crate::miscdev::{File, FileOps};
 use crate::params::Params;
 use crate::session::{Phase, Session};
@@ -26,15 +27,19 @@ use kernel::uaccess::{UserSlice, UserSliceWriter};
 
 /// The session slot.
 ///
+/// Never copy to or from userspace while holding the slot lock: `mmap()`
+/// takes it under `mmap_lock`, which a page fault takes too.
+///
 /// # Invariants
 ///
-/// `owner` is non-zero exactly when `session` is `Some`; `counters` is
-/// non-empty only while the session is running; while `stopping`, a STOP is
-/// releasing counters outside the lock and the session must not change.
+/// `owner` is non-zero exactly when `session` is `Some`; `counters` (one
+/// list per CPU id) is non-empty only while the session is running; while
+/// `stopping`, a STOP is releasing counters outside the lock and the
+/// session must not change.
 struct Slot {
     owner: usize,
     session: Option<Arc<Session>>,
-    counters: KVec<Counter>,
+    counters: KVec<KVec<Counter>>,
     stopping: bool,
 }
 
@@ -67,6 +72,9 @@ impl Rprof {
     }
 
     fn set_config(&self, file: usize, arg: usize) -> Result {
+        // Copy from userspace before taking `slot`: a fault takes mmap_lock,
+        // and mmap() takes `slot` under mmap_lock.
+        let config = Config::from_user(arg, &self.params, self.buffer_bytes())?;
         let old;
         {
             let mut slot = self.slot.lock();
@@ -76,7 +84,6 @@ impl Rprof {
             if slot.stopping || slot.session.as_ref().is_some_and(|s| s.phase() == Phase::Running) {
                 return Err(EBUSY);
             }
-            let config = Config::from_user(arg, &self.params, self.buffer_bytes())?;
             let session = Session::new(config, self.params.buffer_pages)?;
             old = slot.session.replace(session);
             slot.owner = file;
@@ -87,6 +94,8 @@ impl Rprof {
     }
 
     fn start(&self, file: usize) -> Result {
+        // Lock order: the CPU hotplug lock, then `slot` (as in `cpu_up`).
+        let _cpus = CpusReadGuard::new();
         let mut slot = self.slot.lock();
         if slot.owner != file {
             return Err(if slot.owner == 0 { EINVAL } else { EBUSY });
@@ -154,6 +163,41 @@ impl Rprof {
         req.total = total;
         UserSlice::new(arg, size_of::<uapi::rprof_stats>()).writer().write(&req)?;
         Ok(())
+    }
+
+    /// A CPU came online: a running session samples it too.
+    pub(crate) fn cpu_up(&self, cpu: u32) {
+        let mut slot = self.slot.lock();
+        let Some(session) = slot.session.clone() else { return };
+        if slot.stopping || session.phase() != Phase::Running {
+            return;
+        }
+        let Some(list) = slot.counters.get_mut(cpu as usize) else { return };
+        if !list.is_empty() {
+            return;
+        }
+        match session.open_cpu(cpu as usize) {
+            Ok(counters) => {
+                for c in counters.iter() {
+                    c.enable();
+                }
+                *list = counters;
+            }
+            Err(e) => pr_warn!("CPU {} came online but cannot be sampled: error {}\n", cpu, e.to_errno()),
+        }
+    }
+
+    /// A CPU is going offline: release its counters.  Its ring keeps what
+    /// it holds until the next drain; the session's counts stay exact.
+    pub(crate) fn cpu_down(&self, cpu: u32) {
+        let counters = {
+            let mut slot = self.slot.lock();
+            match slot.counters.get_mut(cpu as usize) {
+                Some(list) => core::mem::take(list),
+                None => return,
+            }
+        };
+        drop(counters);
     }
 
     /// The owner is gone: stop and free its session.

@@ -26,6 +26,7 @@
 #include <linux/moduleparam.h>
 #include <linux/perf_event.h>
 #include <linux/poll.h>
+#include <linux/ring_buffer.h>
 #include <linux/sched.h>
 #include <linux/sched/clock.h>
 #include <linux/slab.h>
@@ -33,6 +34,8 @@
 #include <linux/wait.h>
 #include <linux/workqueue.h>
 #include <linux/completion.h>
+#include <linux/cpu.h>
+#include <linux/cpuhotplug.h>
 #include <linux/hrtimer.h>
 #include <linux/kthread.h>
 #include <kunit/test.h>
@@ -377,6 +380,55 @@ int rprof_mmap_buffer(struct vm_area_struct *vma, void *buf,
 	return remap_vmalloc_range(vma, buf, pgoff);
 }
 
+/* ---- CPU hotplug ---------------------------------------------------------- */
+
+/*
+ * One dynamic AP_ONLINE state.  Its callbacks run in the CPU's hotplug
+ * thread (process context) with the hotplug lock held for writing: they
+ * call rprof_cpu_up/down (src/hotplug.rs).  cpuhp_setup_state_nocalls()
+ * is a static inline, hence C.
+ */
+static enum cpuhp_state rprof_hp_state;
+static void *rprof_hp_ctx;
+
+static int rprof_hp_online(unsigned int cpu)
+{
+	return rprof_cpu_up(rprof_hp_ctx, cpu);
+}
+
+static int rprof_hp_offline(unsigned int cpu)
+{
+	return rprof_cpu_down(rprof_hp_ctx, cpu);
+}
+
+int rprof_hotplug_register(void *ctx)
+{
+	int ret;
+
+	rprof_hp_ctx = ctx;
+	ret = cpuhp_setup_state_nocalls(CPUHP_AP_ONLINE_DYN, "rprof:online",
+					rprof_hp_online, rprof_hp_offline);
+	if (ret < 0)
+		return ret;
+	rprof_hp_state = ret;
+	return 0;
+}
+
+void rprof_hotplug_unregister(void)
+{
+	cpuhp_remove_state_nocalls(rprof_hp_state);
+}
+
+void rprof_cpus_read_lock(void)
+{
+	cpus_read_lock();
+}
+
+void rprof_cpus_read_unlock(void)
+{
+	cpus_read_unlock();
+}
+
 /* ---- CPUs and time ------------------------------------------------------- */
 
 unsigned int rprof_nr_cpu_ids(void)
@@ -556,5 +608,57 @@ void rprof_test_cpu_relax(void)
 {
 	cond_resched();
 	cpu_relax();
+}
+#endif
+
+#ifdef RPROF_INJECT_WARN
+/* A trial run's deliberate kernel warning: `make check` must fail on it. */
+void rprof_inject_warn(void)
+{
+	WARN(1, "rprof: injected warning (RPROF_INJECT=warn)");
+}
+#endif
+
+/* ---- benchmark ----------------------------------------------------------- */
+
+#ifdef RPROF_BENCH
+/*
+ * The reference side of `make bench`: records written through the ftrace
+ * ring buffer (ring_buffer_lock_reserve + copy + ring_buffer_unlock_commit)
+ * in batches, the buffer reset between batches (untimed).  Returns the
+ * nanoseconds spent writing, 0 if the buffer could not be allocated.
+ */
+u64 rprof_bench_ftrace(u64 records, u64 batch, u32 size, u64 *dropped)
+{
+	struct trace_buffer *rb;
+	u64 payload[8] = { 0 };
+	u64 ns = 0, n, i;
+
+	if (size > sizeof(payload))
+		return 0;
+	/* Non-overwriting, so a full buffer drops like rprof's ring. */
+	rb = ring_buffer_alloc(2 * batch * (size + 16), 0);
+	if (!rb)
+		return 0;
+	for (n = 0; n < records; n += batch) {
+		u64 t0 = local_clock();
+
+		for (i = 0; i < batch; i++) {
+			struct ring_buffer_event *ev = ring_buffer_lock_reserve(rb, size);
+
+			if (!ev) {
+				(*dropped)++;
+				continue;
+			}
+			payload[0] = i;
+			payload[1] = n + i;
+			memcpy(ring_buffer_event_data(ev), payload, size);
+			ring_buffer_unlock_commit(rb);
+		}
+		ns += local_clock() - t0;
+		ring_buffer_reset(rb);
+	}
+	ring_buffer_free(rb);
+	return ns;
 }
 #endif

@@ -115,6 +115,11 @@ extern "C" {
         data_area: bool,
     ) -> c_int;
 
+    pub(crate) fn rprof_hotplug_register(ctx: *mut c_void) -> c_int;
+    pub(crate) fn rprof_hotplug_unregister();
+    pub(crate) fn rprof_cpus_read_lock();
+    pub(crate) fn rprof_cpus_read_unlock();
+
     pub(crate) fn rprof_nr_cpu_ids() -> c_uint;
     pub(crate) fn rprof_cpu_online(cpu: c_uint) -> bool;
     pub(crate) fn rprof_local_clock() -> u64;
@@ -147,3 +152,13 @@ pub(crate) const TEST_SRC_TASK: u32 = 0;
 pub(crate) const TEST_SRC_TIMER: u32 = 1;
 #[cfg(rprof_kunit)]
 pub(crate) const TEST_SRC_IRQ_WORK: u32 = 2;
+
+#[cfg(rprof_bench)]
+extern "C" {
+    pub(crate) fn rprof_bench_ftrace(records: u64, batch: u64, size: u32, dropped: *mut u64) -> u64;
+}
+
+#[cfg(rprof_inject_warn)]
+extern "C" {
+    pub(crate) fn rprof_inject_warn();
+}

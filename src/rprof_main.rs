@@ -17,6 +17,7 @@ mod counter;
 mod device;
 mod evbuf;
 mod helpers;
+mod hotplug;
 mod kicker;
 mod miscdev;
 mod params;
@@ -26,6 +27,8 @@ mod session;
 mod uapi;
 mod waitq;
 
+#[cfg(rprof_bench)]
+mod bench;
 #[cfg(rprof_kunit)]
 mod kunit;
 #[cfg(rprof_kunit)]
@@ -39,17 +42,27 @@ module! {
     license: "GPL",
 }
 
-/// The loaded module: the misc device and, through it, everything else.
-/// Dropping it deregisters `/dev/rprof`; no file can be open by then
-/// because every open file holds a reference on the module.
+/// The loaded module: the misc device and, through it, everything else,
+/// and the CPU hotplug state.  Dropping it deregisters both (fields drop in
+/// order); no file can be open by then because every open file holds a
+/// reference on the module, so no session exists either.
 struct RprofModule {
     _device: miscdev::Registration<device::RprofFile>,
+    _hotplug: hotplug::Registration,
 }
 
 impl kernel::Module for RprofModule {
     fn init(module: &'static ThisModule) -> Result<Self> {
         let params = params::Params::from_module()?;
+        #[cfg(rprof_bench)]
+        bench::run();
+        // SAFETY: Trial builds only: prints a WARN and returns.
+        #[cfg(rprof_inject_warn)]
+        unsafe {
+            helpers::rprof_inject_warn()
+        };
         let ctx = device::Rprof::new(params)?;
+        let hotplug = hotplug::Registration::register(ctx.clone())?;
         let device = miscdev::Registration::register(c_str!("rprof"), module, ctx)?;
         pr_info!(
             "/dev/rprof ready (ABI {}, ring_records={}, buffer_pages={})\n",
@@ -57,6 +70,6 @@ impl kernel::Module for RprofModule {
             params.ring_records,
             params.buffer_pages
         );
-        Ok(Self { _device: device })
+        Ok(Self { _device: device, _hotplug: hotplug })
     }
 }

@@ -180,49 +180,52 @@ impl Session {
         self.phase.store(p as u8, Ordering::Release);
     }
 
-    /// Creates one counter per online CPU and configured event, then enables
-    /// them all.  On error nothing is left running: the counters made so far
-    /// are released (they never ran) and dmesg names the event.
-    pub(crate) fn start(&self) -> Result<KVec<Counter>> {
+    /// Creates this session's counters on `cpu`, one per configured event,
+    /// disabled.  On error the ones made are released (they never ran) and
+    /// dmesg names the event.
+    pub(crate) fn open_cpu(&self, cpu: usize) -> Result<KVec<Counter>> {
         let events = self.config.events();
-        let mut counters = KVec::with_capacity(nr_cpu_ids() * events.len(), GFP_KERNEL)?;
-        let pid = if self.config.raw.flags & RPROF_CONFIG_PID_FILTER != 0 { self.config.raw.pid } else { -1 };
-        for (cpu, ring) in self.rings.iter().enumerate() {
-            // SAFETY: Reads the online mask.
-            if !unsafe { helpers::rprof_cpu_online(cpu as u32) } {
-                continue;
-            }
-            for (i, ev) in events.iter().enumerate() {
-                let attr = CounterAttr {
-                    kind: ev.kind,
-                    freq: (ev.flags & RPROF_EVENT_FREQ != 0) as u32,
-                    period: ev.period,
-                    exclude_user: (self.config.raw.flags & RPROF_CONFIG_EXCLUDE_USER != 0) as u32,
-                    exclude_kernel: (self.config.raw.flags & RPROF_CONFIG_EXCLUDE_KERNEL != 0) as u32,
-                };
-                // INVARIANT (HandlerCtx): the ring and kicker live in this
-                // session, which the device drops only after the counters.
-                let ctx = HandlerCtx {
-                    ring: ring as *const SampleRing,
-                    kicker: self.kicker.as_ptr(),
-                    event: i as u16,
-                    pid,
-                    kick_at: ring.capacity() / 2,
-                };
-                match Counter::new(cpu as u32, &attr, ctx) {
-                    Ok(c) => counters.push(c, GFP_KERNEL)?,
-                    Err(e) => {
-                        pr_err!(
-                            "cannot open event {} ({}) on CPU {}: error {}\n",
-                            i,
-                            event_name(ev.kind),
-                            cpu,
-                            e.to_errno()
-                        );
-                        return Err(e);
-                    }
+        let ring = self.rings.get(cpu).ok_or(EINVAL)?;
+        let mut counters = KVec::with_capacity(events.len(), GFP_KERNEL)?;
+        let flags = self.config.raw.flags;
+        let pid = if flags & RPROF_CONFIG_PID_FILTER != 0 { self.config.raw.pid } else { -1 };
+        for (i, ev) in events.iter().enumerate() {
+            let attr = CounterAttr {
+                kind: ev.kind,
+                freq: (ev.flags & RPROF_EVENT_FREQ != 0) as u32,
+                period: ev.period,
+                exclude_user: (flags & RPROF_CONFIG_EXCLUDE_USER != 0) as u32,
+                exclude_kernel: (flags & RPROF_CONFIG_EXCLUDE_KERNEL != 0) as u32,
+            };
+            // INVARIANT (HandlerCtx): the ring and kicker live in this
+            // session, which the device drops only after the counters.
+            let ctx = HandlerCtx {
+                ring: ring as *const SampleRing,
+                kicker: self.kicker.as_ptr(),
+                event: i as u16,
+                pid,
+                kick_at: ring.capacity() / 2,
+            };
+            match Counter::new(cpu as u32, &attr, ctx) {
+                Ok(c) => counters.push(c, GFP_KERNEL)?,
+                Err(e) => {
+                    pr_err!("cannot open event {} ({}) on CPU {}: error {}\n", i, event_name(ev.kind), cpu, e.to_errno());
+                    return Err(e);
                 }
             }
+        }
+        Ok(counters)
+    }
+
+    /// Opens counters on every online CPU (indexed by CPU id), then
+    /// enables them all and starts the periodic drain.  On error nothing is
+    /// left running.  The caller holds the CPU hotplug lock for reading.
+    pub(crate) fn start(&self) -> Result<KVec<KVec<Counter>>> {
+        let mut all = KVec::with_capacity(self.rings.len(), GFP_KERNEL)?;
+        for cpu in 0..self.rings.len() {
+            // SAFETY: Reads the online mask (stable: hotplug lock held).
+            let online = unsafe { helpers::rprof_cpu_online(cpu as u32) };
+            all.push(if online { self.open_cpu(cpu)? } else { KVec::new() }, GFP_KERNEL)?;
         }
         {
             let mut d = self.drain.lock();
@@ -230,11 +233,11 @@ impl Session {
             self.pending.store(true, Ordering::Relaxed);
         }
         self.set_phase(Phase::Running);
-        for c in counters.iter() {
+        for c in all.iter().flat_map(|v| v.iter()) {
             c.enable();
         }
         self.kicker.schedule(self.config.drain_ms);
-        Ok(counters)
+        Ok(all)
     }
 
     /// Ends sampling: the caller has released the counters (no handler runs

@@ -4,7 +4,7 @@
 
 load
 check "GET_VERSION returns RPROF_ABI_VERSION" rprof-e2e version
-check "rprof version (the CLI) reports the module's ABI" sh -c 'rprof version | grep -q "ABI 1"'
+check "rprof version (the CLI) reports the module's ABI" sh -c 'rprof version | grep -q "module ABI version 1"'
 check "unknown ioctls get ENOTTY" rprof-e2e ioctl-unknown
 # Let the VFS allow everyone, so that the capability check is what refuses.
 chmod 0666 /dev/rprof

@@ -1,1 +1,14 @@
-echo "demo"
+#!/bin/sh
+# In the guest: what rprof shows today.
+set -x
+insmod /lib/rprof.ko
+ls -l /dev/rprof
+rprof version
+rprof-e2e run-as-uid 65534 rprof version
+taskset -c 1 sh -c 'while :; do :; done' &
+busy=$!
+rprof dump -e cpu-clock@1000 -d 1 | head -n 12
+rprof dump -e cpu-clock@1000 -d 1 --quiet
+kill $busy
+rprof stat
+rmmod rprof

@@ -24,7 +24,7 @@ for b in rprof rprof-e2e; do
 done
 cp "$RPROF_TOP"/tests/e2e/*.sh "$root/tests/e2e/"
 cp "$RPROF_TOP"/tests/harness/demo-guest.sh "$root/tests/demo.sh"
-[ ! -f "$RPROF_BUILD/bench/rprof_bench.ko" ] || cp "$RPROF_BUILD/bench/rprof_bench.ko" "$root/lib/"
+[ ! -f "$RPROF_BUILD/module-bench/rprof.ko" ] || cp "$RPROF_BUILD/module-bench/rprof.ko" "$root/lib/rprof-bench.ko"
 cp "$RPROF_TOP"/tests/harness/bench-guest.sh "$root/tests/bench.sh"
 echo 'root:x:0:0:root:/:/bin/sh' >"$root/etc/passwd"
 echo 'nobody:x:65534:65534:nobody:/:/bin/sh' >>"$root/etc/passwd"

@@ -149,17 +149,22 @@ enum rprof_ioctl_nr {
 /* ------------------------------------------------------------------------ */
 
 /*
- * mmap(fd, offset 0, length (1 + 2^n) pages) maps the control page followed
- * by the 2^n data pages of the event buffer.  The control page may be mapped
- * writable (only data_tail is read back by the kernel); the data pages must
- * be mapped read-only.
+ * The event buffer is mapped in two parts, by the file that configured the
+ * session:
+ *   mmap(fd, offset 0, length one page): the control page below, which may
+ *     be mapped writable (the kernel only ever reads data_tail from it);
+ *   mmap(fd, offset one page, length data_size): the data area, read-only
+ *     for good (PROT_WRITE or PROT_EXEC: -EPERM; mprotect cannot add them).
+ * Any other offset or length gets -EINVAL; neither mapping can grow.
  *
  * Protocol (as perf's):
  *   reader: head = load_acquire(&page->data_head);
  *           read records in [data_tail, head) at data[pos % data_size];
  *           store_release(&page->data_tail, head);
  * The kernel never writes data the reader has not released through
- * data_tail.  Records may wrap around the end of the data area.
+ * data_tail.  Records may wrap around the end of the data area.  After
+ * STOP, and whenever the buffer was full, RPROF_IOC_FLUSH once space is
+ * free lets the kernel write the LOST and STOP records it still owes.
  */
 struct rprof_mmap_page {
 	__u32 version;     /* RPROF_ABI_VERSION */

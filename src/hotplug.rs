@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! CPU hotplug: counters follow CPUs going offline and online.
+//!
+//! C header: [`include/linux/cpuhotplug.h`](srctree/include/linux/cpuhotplug.h)
+//!
+//! One dynamic `CPUHP_AP_ONLINE_DYN` state.  Its callbacks run in the
+//! hotplug thread of the CPU concerned, in process context, with the CPU
+//! hotplug lock held for writing, so the device's own locks come after the
+//! hotplug lock; [`CpusReadGuard`] takes it for reading where code needs a
+//! stable set of online CPUs (starting a session).
+
+use crate::device::Rprof;
+use crate::helpers;
+use core::ffi::{c_int, c_uint, c_void};
+use kernel::prelude::*;
+use kernel::sync::Arc;
+
+/// The registered hotplug state.  Only one may exist: the C glue keeps a
+/// single context pointer.
+///
+/// # Invariants
+///
+/// The state is registered with `ctx`, which came from [`Arc::into_raw`] and
+/// owns one reference, until `Drop`.
+pub(crate) struct Registration {
+    ctx: *const Rprof,
+}
+
+// SAFETY: The registration only holds an `Arc` in raw form.
+unsafe impl Send for Registration {}
+// SAFETY: As above.
+unsafe impl Sync for Registration {}
+
+impl Registration {
+    /// Registers the state; no callback runs for CPUs already online.
+    pub(crate) fn register(dev: Arc<Rprof>) -> Result<Self> {
+        let ctx = Arc::into_raw(dev);
+        // SAFETY: `ctx` stays valid until `Drop` unregisters the state.
+        let ret = unsafe { helpers::rprof_hotplug_register(ctx as *mut c_void) };
+        if ret < 0 {
+            // SAFETY: From `into_raw` above; not shared.
+            drop(unsafe { Arc::from_raw(ctx) });
+            return Err(Error::from_errno(ret));
+        }
+        // INVARIANT: registered with `ctx`.
+        Ok(Self { ctx })
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        // SAFETY: Registered (type invariant); after this no callback runs.
+        unsafe { helpers::rprof_hotplug_unregister() };
+        // SAFETY: The reference `ctx` owned.
+        drop(unsafe { Arc::from_raw(self.ctx) });
+    }
+}
+
+/// `cpu` came online.  Called by the C glue.
+///
+/// # Safety
+///
+/// `ctx` is the context of the live [`Registration`].
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rprof_cpu_up(ctx: *mut c_void, cpu: c_uint) -> c_int {
+    // SAFETY: Alive while registered (the caller's contract).
+    let dev = unsafe { &*(ctx as *const Rprof) };
+    // Profiling must never stop a CPU from coming up: errors are logged.
+    dev.cpu_up(cpu);
+    0
+}
+
+/// `cpu` is going offline (it still runs).  Called by the C glue.
+///
+/// # Safety
+///
+/// As [`rprof_cpu_up`].
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rprof_cpu_down(ctx: *mut c_void, cpu: c_uint) -> c_int {
+    // SAFETY: Alive while registered (the caller's contract).
+    let dev = unsafe { &*(ctx as *const Rprof) };
+    dev.cpu_down(cpu);
+    0
+}
+
+/// Holds the CPU hotplug lock for reading: no CPU comes or goes meanwhile.
+pub(crate) struct CpusReadGuard(());
+
+impl CpusReadGuard {
+    pub(crate) fn new() -> Self {
+        // SAFETY: Process context; released in `Drop`.
+        unsafe { helpers::rprof_cpus_read_lock() };
+        Self(())
+    }
+}
+
+impl Drop for CpusReadGuard {
+    fn drop(&mut self) {
+        // SAFETY: Taken in `new`.
+        unsafe { helpers::rprof_cpus_read_unlock() };
+    }
+}

@@ -1,0 +1,9 @@
+#!/bin/sh
+# The event buffer's mapping resists misuse (as perf's and the BPF ring
+# buffer's selftests check).
+. /tests/e2e/lib.sh
+
+load
+check "mmap hardening: protections, sizes, mremap, munmap, fork, close" rprof-e2e mmap-hardening
+unload
+done_testing

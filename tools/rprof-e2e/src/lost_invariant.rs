@@ -1,0 +1,332 @@
+//! `lost-invariant`: the loss accounting of a finished session, checked on
+//! the `rprof dump --quiet --summary-json` line read from standard input.
+//!
+//! The header promises, at STOP, for every CPU and in total:
+//! `samples == delivered + lost_ring + lost_buffer`.  The stream must agree
+//! with the module's counters: every delivered sample is a SAMPLE record
+//! (in total and per CPU), and the LOST records add up to the counters of
+//! each stage.  A complete stream has exactly one START and one STOP.
+
+use crate::checks::Outcome;
+use crate::json::{lookup, parse};
+use serde_json::Value;
+use std::io::Read;
+
+/// The unsigned integer at `path`.
+fn uint(root: &Value, path: &str) -> Result<u64, String> {
+    let v = lookup(root, path)?;
+    v.as_u64()
+        .ok_or_else(|| format!("expected an unsigned integer at '{path}', got {v}"))
+}
+
+/// The array at `path`.
+fn array<'a>(root: &'a Value, path: &str) -> Result<&'a [Value], String> {
+    let v = lookup(root, path)?;
+    v.as_array()
+        .map(Vec::as_slice)
+        .ok_or_else(|| format!("expected an array at '{path}', got {v}"))
+}
+
+/// One CPU's (or the total) counters of `stats`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Counters {
+    samples: u64,
+    delivered: u64,
+    lost_ring: u64,
+    lost_buffer: u64,
+}
+
+impl Counters {
+    fn from_json(v: &Value, path: &str) -> Result<Counters, String> {
+        let field = |name: &str| uint(v, name).map_err(|e| format!("{path}: {e}"));
+        Ok(Counters {
+            samples: field("samples")?,
+            delivered: field("delivered")?,
+            lost_ring: field("lost_ring")?,
+            lost_buffer: field("lost_buffer")?,
+        })
+    }
+
+    /// Checks `samples == delivered + lost_ring + lost_buffer`.
+    fn check(&self, what: &str) -> Result<(), String> {
+        let sum = self
+            .delivered
+            .checked_add(self.lost_ring)
+            .and_then(|s| s.checked_add(self.lost_buffer));
+        if sum == Some(self.samples) {
+            return Ok(());
+        }
+        let sum = sum.map_or_else(|| "more than 2^64".to_string(), |s| s.to_string());
+        Err(format!(
+            "expected {what}: samples == delivered + lost_ring + lost_buffer, \
+             got {} != {} + {} + {} = {sum}",
+            self.samples, self.delivered, self.lost_ring, self.lost_buffer
+        ))
+    }
+}
+
+/// Checks one summary line; says what holds, or the first violation.
+pub fn check(text: &str) -> Outcome {
+    let root = parse(text)?;
+    let total = Counters::from_json(lookup(&root, "stats.total")?, "stats.total")?;
+    total.check("in stats.total")?;
+
+    let per_cpu = array(&root, "stats.per_cpu")?;
+    let stream_per_cpu = array(&root, "samples_per_cpu")?;
+    let mut sum = Counters::default();
+    for (cpu, v) in per_cpu.iter().enumerate() {
+        let c = Counters::from_json(v, &format!("stats.per_cpu.{cpu}"))?;
+        c.check(&format!("on CPU {cpu}"))?;
+        let stream = match stream_per_cpu.get(cpu) {
+            Some(v) => v.as_u64().ok_or_else(|| {
+                format!("expected an unsigned integer at 'samples_per_cpu.{cpu}', got {v}")
+            })?,
+            None => 0,
+        };
+        if stream != c.delivered {
+            return Err(format!(
+                "expected the stream's samples on CPU {cpu} == stats.per_cpu.{cpu}.delivered, \
+                 got {stream} != {}",
+                c.delivered
+            ));
+        }
+        for (s, x) in [
+            (&mut sum.samples, c.samples),
+            (&mut sum.delivered, c.delivered),
+            (&mut sum.lost_ring, c.lost_ring),
+            (&mut sum.lost_buffer, c.lost_buffer),
+        ] {
+            *s = s.saturating_add(x);
+        }
+    }
+    if sum != total {
+        return Err(format!(
+            "expected stats.total to be the sum of stats.per_cpu, got total {total:?}, sum {sum:?}"
+        ));
+    }
+    if let Some(extra) = stream_per_cpu
+        .iter()
+        .enumerate()
+        .skip(per_cpu.len())
+        .find(|(_, v)| v.as_u64() != Some(0))
+    {
+        return Err(format!(
+            "expected no samples from CPUs without statistics ({} CPUs), got samples_per_cpu.{} = {}",
+            per_cpu.len(),
+            extra.0,
+            extra.1
+        ));
+    }
+
+    let equal = |stream_path: &str, stats_path: &str| -> Result<u64, String> {
+        let (a, b) = (uint(&root, stream_path)?, uint(&root, stats_path)?);
+        if a == b {
+            Ok(a)
+        } else {
+            Err(format!(
+                "expected the stream's {stream_path} == {stats_path}, got {a} != {b}"
+            ))
+        }
+    };
+    let samples = equal("samples", "stats.total.delivered")?;
+    let ring = equal("lost_by_stage.ring", "stats.total.lost_ring")?;
+    let buffer = equal("lost_by_stage.buffer", "stats.total.lost_buffer")?;
+    for t in ["start", "stop"] {
+        let n = uint(&root, &format!("types.{t}"))?;
+        if n != 1 {
+            return Err(format!(
+                "expected exactly one {} record, got {n}",
+                t.to_uppercase()
+            ));
+        }
+    }
+    Ok(format!(
+        "samples {} = delivered {} + lost_ring {} + lost_buffer {} (in total and on each of {} CPUs); \
+         the stream has {samples} samples, LOST ring {ring}, buffer {buffer}, one START, one STOP",
+        total.samples,
+        total.delivered,
+        total.lost_ring,
+        total.lost_buffer,
+        per_cpu.len()
+    ))
+}
+
+/// Runs `lost-invariant` on standard input.
+pub fn run() -> Outcome {
+    let mut text = String::new();
+    std::io::stdin()
+        .read_to_string(&mut text)
+        .map_err(|e| format!("cannot read standard input: {e}"))?;
+    check(&text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rprof::summary::Summary;
+    use rprof_abi::*;
+    use rprof_decode::Record;
+
+    /// A summary line as `rprof dump` prints it: 2 CPUs, CPU 0 lost 2 to
+    /// the ring, CPU 1 lost 3 to the buffer.
+    fn good() -> String {
+        let mut s = Summary::default();
+        s.add(&Record::Start {
+            time_ns: 0,
+            config: rprof_config::new(),
+        });
+        for cpu in [0, 0, 1, 1, 1, 1] {
+            s.add(&Record::Sample {
+                flags: 0,
+                time_ns: 0,
+                ip: 0,
+                pid: 0,
+                tid: 0,
+                cpu,
+                event: 0,
+                period: 1,
+            });
+        }
+        s.add(&Record::Lost {
+            stage: RPROF_LOST_RING,
+            cpu: 0,
+            count: 2,
+        });
+        s.add(&Record::Lost {
+            stage: RPROF_LOST_BUFFER,
+            cpu: 1,
+            count: 3,
+        });
+        s.add(&Record::Stop {
+            time_ns: 1,
+            config: rprof_config::new(),
+        });
+        let cpus = [
+            rprof_cpu_stats {
+                samples: 4,
+                lost_ring: 2,
+                delivered: 2,
+                ..Default::default()
+            },
+            rprof_cpu_stats {
+                samples: 7,
+                lost_buffer: 3,
+                delivered: 4,
+                ..Default::default()
+            },
+        ];
+        let mut stats = rprof_stats::new();
+        stats.nr_cpus = 2;
+        stats.total = rprof_cpu_stats {
+            samples: 11,
+            lost_ring: 2,
+            lost_buffer: 3,
+            delivered: 6,
+            ..Default::default()
+        };
+        s.to_json(Some((&stats, &cpus)))
+    }
+
+    #[test]
+    fn accepts_consistent_figures() {
+        let msg = check(&good()).unwrap();
+        assert!(
+            msg.contains("samples 11 = delivered 6 + lost_ring 2 + lost_buffer 3"),
+            "{msg}"
+        );
+        assert!(msg.contains("on each of 2 CPUs"), "{msg}");
+        assert!(msg.contains("LOST ring 2, buffer 3"), "{msg}");
+        // As printed, with a newline.
+        assert!(check(&format!("{}\n", good())).is_ok());
+    }
+
+    /// `good()` with the first `from` replaced by `to`, which must exist.
+    fn broken(from: &str, to: &str) -> String {
+        let g = good();
+        assert!(g.contains(from), "{from} not in {g}");
+        g.replacen(from, to, 1)
+    }
+
+    #[test]
+    fn reports_violations() {
+        for (from, to, says) in [
+            // Total identity.
+            (
+                "\"total\":{\"samples\":11",
+                "\"total\":{\"samples\":12",
+                "in stats.total: samples == delivered + lost_ring + lost_buffer, got 12 != 6 + 2 + 3 = 11",
+            ),
+            // A CPU's identity (the total still adds up).
+            (
+                "\"per_cpu\":[{\"samples\":4,\"lost_ring\":2",
+                "\"per_cpu\":[{\"samples\":4,\"lost_ring\":1",
+                "on CPU 0: samples == delivered + lost_ring + lost_buffer, got 4 != 2 + 1 + 0 = 3",
+            ),
+            // Stream vs delivered, per CPU.
+            (
+                "\"samples_per_cpu\":[2,4]",
+                "\"samples_per_cpu\":[3,3]",
+                "samples on CPU 0 == stats.per_cpu.0.delivered, got 3 != 2",
+            ),
+            // Stream total vs delivered.
+            (
+                "\"samples\":6,",
+                "\"samples\":5,",
+                "the stream's samples == stats.total.delivered, got 5 != 6",
+            ),
+            // LOST records vs counters.
+            (
+                "\"lost_by_stage\":{\"ring\":2",
+                "\"lost_by_stage\":{\"ring\":1",
+                "lost_by_stage.ring == stats.total.lost_ring, got 1 != 2",
+            ),
+            (
+                "\"buffer\":3,\"other\"",
+                "\"buffer\":0,\"other\"",
+                "lost_by_stage.buffer == stats.total.lost_buffer, got 0 != 3",
+            ),
+            // START and STOP.
+            ("\"start\":1", "\"start\":0", "exactly one START record, got 0"),
+            ("\"stop\":1", "\"stop\":2", "exactly one STOP record, got 2"),
+            // Samples from a CPU the statistics do not know.
+            (
+                "\"samples_per_cpu\":[2,4]",
+                "\"samples_per_cpu\":[2,4,1]",
+                "samples_per_cpu.2 = 1",
+            ),
+            // Malformed or missing figures.
+            (
+                "\"delivered\":6",
+                "\"delivered\":-6",
+                "expected an unsigned integer at 'delivered', got -6",
+            ),
+            ("\"stats\":", "\"statistics\":", "no 'stats' at the top level"),
+            ("\"types\":", "\"kinds\":", "no 'types' at the top level"),
+        ] {
+            match check(&broken(from, to)) {
+                Err(e) => assert!(e.contains(says), "{from} -> {to}: {e}"),
+                Ok(m) => panic!("{from} -> {to}: expected a violation, got ok: {m}"),
+            }
+        }
+    }
+
+    #[test]
+    fn total_must_be_the_sum_of_the_cpus() {
+        // Both identities hold, but the total is not the sum.
+        let j = broken(
+            "\"total\":{\"samples\":11,\"lost_ring\":2,\"lost_buffer\":3,\"delivered\":6",
+            "\"total\":{\"samples\":12,\"lost_ring\":3,\"lost_buffer\":3,\"delivered\":6",
+        );
+        let j = j.replacen("\"ring\":2", "\"ring\":3", 1);
+        match check(&j) {
+            Err(e) => assert!(e.contains("sum of stats.per_cpu"), "{e}"),
+            Ok(m) => panic!("expected a violation, got ok: {m}"),
+        }
+    }
+
+    #[test]
+    fn not_json_is_an_error() {
+        assert!(check("records: 1 samples: 1 lost: 0").is_err());
+        assert!(check("").is_err());
+    }
+}

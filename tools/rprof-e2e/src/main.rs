@@ -1,0 +1,166 @@
+//! `rprof-e2e`: checks of `/dev/rprof` for the end-to-end test scripts.
+//!
+//! Runs as root inside the busybox test VM.  Every subcommand checks one
+//! behaviour of the module and prints one line: `ok: ...` and exit status 0
+//! when it saw what it expected, `FAIL: expected ..., got ...` and exit
+//! status 1 otherwise (2 is a usage error).
+//!
+//! ```text
+//! rprof-e2e open-as-uid UID [--expect-ok]   open after dropping root
+//! rprof-e2e run-as-uid UID CMD...           execute CMD after dropping root
+//! rprof-e2e version                         GET_VERSION == RPROF_ABI_VERSION
+//! rprof-e2e ioctl-unknown                   unknown requests give ENOTTY
+//! rprof-e2e bad-config KIND                 a bad SET_CONFIG is refused
+//! rprof-e2e start-fails [EVENT]             START of an unsupported event
+//! rprof-e2e hold SECONDS                    keep the device open
+//! rprof-e2e same-stream                     mmap peek == read() stream
+//! rprof-e2e mmap-hardening                  the mapping rules hold
+//! rprof-e2e lost-invariant < SUMMARY.json   loss accounting adds up
+//! rprof-e2e json PATH < DOC.json            print one value (no `ok:`)
+//! ```
+
+mod bad_config;
+mod checks;
+mod hardening;
+mod json;
+mod lost_invariant;
+mod mapping;
+mod same_stream;
+
+use clap::{Parser, Subcommand};
+use rprof::events::EventSpec;
+use std::process::ExitCode;
+
+/// Checks of /dev/rprof for rprof's end-to-end tests (run as root).
+#[derive(Debug, Parser)]
+#[command(name = "rprof-e2e", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Drop to UID (and GID UID, no supplementary groups), then open the
+    /// device: expects EPERM.
+    OpenAsUid {
+        /// The user id to become.
+        uid: u32,
+        /// Expect the open to succeed instead.
+        #[arg(long)]
+        expect_ok: bool,
+    },
+    /// Drop to UID like open-as-uid, then execute CMD (its exit status is
+    /// the result).
+    RunAsUid {
+        /// The user id to become.
+        uid: u32,
+        /// The command and its arguments.
+        #[arg(trailing_var_arg = true, required = true)]
+        cmd: Vec<String>,
+    },
+    /// Expects RPROF_IOC_GET_VERSION to return RPROF_ABI_VERSION.
+    Version,
+    /// Expects ENOTTY from an unknown request number under rprof's magic
+    /// and from a request under a foreign magic.
+    IoctlUnknown,
+    /// Expects SET_CONFIG to refuse a bad configuration (or, for big-zero,
+    /// to accept it), then checks that a good session still works.
+    BadConfig {
+        /// What is wrong with the configuration.
+        kind: bad_config::Kind,
+    },
+    /// Configures EVENT (a hardware event), expects START to fail, then
+    /// checks that a cpu-clock session still works.
+    StartFails {
+        /// The event expected not to start.
+        #[arg(default_value = "cycles")]
+        event: EventSpec,
+    },
+    /// Opens the device, prints a line, keeps it open for SECONDS (for
+    /// `rmmod` while open), then checks that it still answers.
+    Hold {
+        /// How long to keep the device open.
+        seconds: u64,
+    },
+    /// Runs a cpu-clock session, then expects the bytes seen through the
+    /// mapping (without consuming) and those of read() to be the same
+    /// records, from START to STOP.
+    SameStream,
+    /// Expects the mapping rules of the event buffer to hold (protections,
+    /// lengths, offsets, mprotect, mremap, partial munmap, the control
+    /// page's fields, fork, close under live mappings).
+    MmapHardening,
+    /// Reads a `rprof dump --quiet --summary-json` line from standard input
+    /// and expects the loss accounting to add up.
+    LostInvariant,
+    /// Reads one JSON value from standard input and prints the value at
+    /// PATH (no `ok:` line; exit status 1 if there is none).
+    Json {
+        /// Dotted keys and array indices, e.g. `stats.total.samples` or
+        /// `samples_per_cpu.1`.
+        path: String,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::OpenAsUid { uid, expect_ok } => checks::open_as_uid(uid, expect_ok),
+        Command::RunAsUid { uid, cmd } => checks::run_as_uid(uid, &cmd),
+        Command::Version => checks::version(),
+        Command::IoctlUnknown => checks::ioctl_unknown(),
+        Command::BadConfig { kind } => bad_config::run(kind),
+        Command::StartFails { event } => checks::start_fails(event),
+        Command::Hold { seconds } => return checks::hold(seconds),
+        Command::SameStream => same_stream::run(),
+        Command::MmapHardening => hardening::run(),
+        Command::LostInvariant => lost_invariant::run(),
+        Command::Json { path } => return json::run(&path),
+    };
+    match outcome {
+        Ok(msg) => {
+            println!("ok: {msg}");
+            ExitCode::SUCCESS
+        }
+        Err(msg) => {
+            println!("FAIL: {msg}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn parses() {
+        for argv in [
+            &["rprof-e2e", "open-as-uid", "1000"][..],
+            &["rprof-e2e", "open-as-uid", "1000", "--expect-ok"],
+            &["rprof-e2e", "bad-config", "too-many-events"],
+            &["rprof-e2e", "bad-config", "big-zero"],
+            &["rprof-e2e", "start-fails"],
+            &["rprof-e2e", "start-fails", "instructions"],
+            &["rprof-e2e", "hold", "3"],
+            &["rprof-e2e", "run-as-uid", "65534", "rprof", "version"],
+            &["rprof-e2e", "same-stream"],
+            &["rprof-e2e", "mmap-hardening"],
+            &["rprof-e2e", "lost-invariant"],
+            &["rprof-e2e", "json", "stats.total.samples"],
+        ] {
+            if let Err(e) = Cli::try_parse_from(argv) {
+                panic!("{argv:?}: expected to parse, got {e}");
+            }
+        }
+        assert!(Cli::try_parse_from(["rprof-e2e", "bad-config", "nonsense"]).is_err());
+        assert!(Cli::try_parse_from(["rprof-e2e", "json"]).is_err());
+    }
+}

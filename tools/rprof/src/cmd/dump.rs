@@ -1,0 +1,319 @@
+//! `rprof dump`: run a session and print every record.
+//!
+//! Configure, map the event buffer (unless `--read`), START, then until the
+//! duration has passed: `poll()` with a 100 ms timeout and take what the
+//! module published.  Then STOP, FLUSH, take the rest, and print the
+//! summary and the module's statistics.  SIGINT/SIGTERM end the sampling
+//! early but still take the records and print the summary; an error after
+//! START still issues STOP.
+//!
+//! With `--stall` nothing is consumed while the session runs (the reader
+//! only sleeps until the duration has passed), so that a small event
+//! buffer overflows and the module must count and report what it drops;
+//! everything is taken after STOP.
+
+use rprof::format::{write_stats, RecordLine};
+use rprof::summary::Summary;
+use rprof::{signal, Device, Error, MmapReader};
+use rprof_abi::rprof_config;
+use rprof_decode::Decoder;
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// The longest wait in `poll()` between two looks at the buffer.
+const POLL_INTERVAL: Duration = Duration::from_millis(100);
+
+/// The buffer size of `read()` with `--read`.
+const READ_SIZE: usize = 256 * 1024;
+
+/// How `rprof dump` reads and prints.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// How long to sample.
+    pub duration: Duration,
+    /// Use `read()` rather than the mmap'ed buffer.
+    pub use_read: bool,
+    /// Print no record lines.
+    pub quiet: bool,
+    /// Print the summary as JSON.
+    pub summary_json: bool,
+    /// Consume nothing until the session is stopped.
+    pub stall: bool,
+}
+
+/// A started session; STOPs it when dropped on an error path.
+struct Running<'a> {
+    dev: &'a Device,
+    running: bool,
+}
+
+impl Running<'_> {
+    /// STOPs the session.
+    fn stop(&mut self) -> Result<(), Error> {
+        self.running = false;
+        self.dev.stop()
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        if self.running {
+            // Already on an error path: that error is the one to report.
+            let _ = self.dev.stop();
+        }
+    }
+}
+
+/// Decodes the stream as it arrives, printing and counting records.
+///
+/// Chunks need not end on record boundaries: an incomplete last record
+/// waits for the next chunk.  A malformed record loses the framing; the
+/// rest of the stream is then only drained, and the error is reported at
+/// the end.
+struct Sink<W: Write> {
+    pending: Vec<u8>,
+    /// Stream offset of `pending[0]`.
+    offset: usize,
+    summary: Summary,
+    out: W,
+    quiet: bool,
+    error: Option<String>,
+}
+
+impl<W: Write> Sink<W> {
+    fn new(out: W, quiet: bool) -> Self {
+        Sink {
+            pending: Vec::new(),
+            offset: 0,
+            summary: Summary::default(),
+            out,
+            quiet,
+            error: None,
+        }
+    }
+
+    /// Takes the next bytes of the stream.
+    fn feed(&mut self, bytes: &[u8]) -> Result<(), Error> {
+        if self.error.is_some() || bytes.is_empty() {
+            return Ok(());
+        }
+        self.pending.extend_from_slice(bytes);
+        let mut decoder = Decoder::new(&self.pending);
+        for item in decoder.by_ref() {
+            match item {
+                Ok(record) => {
+                    self.summary.add(&record);
+                    if !self.quiet {
+                        writeln!(self.out, "{}", RecordLine(&record))
+                            .map_err(|e| Error::io("writing to standard output", e))?;
+                    }
+                }
+                Err(e) if e.kind.is_truncation() => break,
+                Err(e) => {
+                    self.error = Some(format!(
+                        "malformed record at stream offset {}: {}",
+                        self.offset + e.offset,
+                        e.kind
+                    ));
+                    break;
+                }
+            }
+        }
+        let used = decoder.position();
+        self.pending.drain(..used);
+        self.offset += used;
+        Ok(())
+    }
+
+    /// The stream has ended: reports a malformed or incomplete record.
+    fn finish(&self) -> Result<(), Error> {
+        if let Some(e) = &self.error {
+            return Err(Error::Protocol(e.clone()));
+        }
+        if !self.pending.is_empty() {
+            return Err(Error::Protocol(format!(
+                "the event stream ended inside a record ({} bytes at stream offset {})",
+                self.pending.len(),
+                self.offset
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Where the records come from.
+enum Source<'dev> {
+    Mmap {
+        reader: MmapReader<'dev>,
+        chunk: Vec<u8>,
+    },
+    Read {
+        buf: Vec<u8>,
+    },
+}
+
+impl Source<'_> {
+    /// Moves what is available into `sink`; returns the bytes moved.
+    /// `readable` is what `poll()` said (read() is only tried then).
+    fn take<W: Write>(
+        &mut self,
+        dev: &Device,
+        readable: bool,
+        sink: &mut Sink<W>,
+    ) -> Result<usize, Error> {
+        match self {
+            Source::Mmap { reader, chunk } => {
+                chunk.clear();
+                let n = reader.read_available(chunk)?;
+                sink.feed(chunk)?;
+                Ok(n)
+            }
+            Source::Read { buf } => {
+                if !readable {
+                    return Ok(0);
+                }
+                match dev.read(buf) {
+                    Ok(n) => {
+                        sink.feed(&buf[..n])?;
+                        Ok(n)
+                    }
+                    Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EINTR)) => Ok(0),
+                    Err(e) => Err(e),
+                }
+            }
+        }
+    }
+}
+
+/// Runs `rprof dump` on the device at `path` with `config`.
+pub fn run(path: &Path, config: &rprof_config, opts: &Options) -> Result<(), Error> {
+    let dev = Device::open(path)?;
+    dev.check_version()?;
+    dev.set_config(config)?;
+    let mut source = if opts.use_read {
+        Source::Read {
+            buf: vec![0; READ_SIZE],
+        }
+    } else {
+        Source::Mmap {
+            reader: MmapReader::new(&dev)?,
+            chunk: Vec::new(),
+        }
+    };
+    signal::install_stop_handler().map_err(|e| Error::io("installing a SIGINT handler", e))?;
+    let mut sink = Sink::new(BufWriter::new(io::stdout().lock()), opts.quiet);
+
+    dev.start()?;
+    let mut running = Running {
+        dev: &dev,
+        running: true,
+    };
+    let deadline = Instant::now() + opts.duration;
+    loop {
+        let now = Instant::now();
+        if now >= deadline || signal::stop_requested() {
+            break;
+        }
+        let wait = (deadline - now).min(POLL_INTERVAL);
+        if opts.stall {
+            // Leave the buffer alone; wake up now and then for signals.
+            std::thread::sleep(wait);
+            continue;
+        }
+        let readable = dev.poll(wait)?;
+        source.take(&dev, readable, &mut sink)?;
+    }
+    running.stop()?;
+    // Take everything up to the STOP record.  When the buffer was full at
+    // STOP, the module still owes LOST records and STOP itself; each FLUSH
+    // after freeing space lets it write more.  Give up only when a FLUSH
+    // brought nothing twice in a row.
+    let mut idle_flushes = 0;
+    while sink.summary.stops == 0 && idle_flushes < 2 {
+        let readable = dev.poll(Duration::ZERO)?;
+        if source.take(&dev, readable, &mut sink)? == 0 {
+            dev.flush()?;
+            idle_flushes += 1;
+        } else {
+            idle_flushes = 0;
+        }
+    }
+    if sink.summary.stops == 0 {
+        eprintln!("rprof: warning: the session ended without a STOP record");
+    }
+
+    let (stats, cpus) = dev.stats(true)?;
+    let out = &mut sink.out;
+    let written = if opts.summary_json {
+        writeln!(out, "{}", sink.summary.to_json(Some((&stats, &cpus))))
+    } else {
+        writeln!(out, "{}", sink.summary.line()).and_then(|()| write_stats(out, &stats, &cpus))
+    };
+    written
+        .and_then(|()| out.flush())
+        .map_err(|e| Error::io("writing to standard output", e))?;
+    sink.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rprof_decode::Record;
+
+    fn sample(n: u64) -> Record {
+        Record::Sample {
+            flags: 0,
+            time_ns: n,
+            ip: 0xffff_ffff_8100_0000 + n,
+            pid: 0,
+            tid: 0,
+            cpu: (n % 2) as u32,
+            event: 0,
+            period: 1,
+        }
+    }
+
+    #[test]
+    fn sink_reassembles_records_split_across_chunks() {
+        let mut stream = Vec::new();
+        for n in 0..10 {
+            sample(n).encode(&mut stream);
+        }
+        let mut sink = Sink::new(Vec::new(), false);
+        for chunk in stream.chunks(13) {
+            sink.feed(chunk).unwrap();
+        }
+        sink.finish().unwrap();
+        assert_eq!(sink.summary.samples, 10);
+        assert_eq!(sink.summary.samples_per_cpu, [5, 5]);
+        let text = String::from_utf8(sink.out).unwrap();
+        assert_eq!(text.lines().count(), 10);
+        assert!(text.starts_with("SAMPLE t=0 cpu=0 "), "{text}");
+    }
+
+    #[test]
+    fn sink_reports_incomplete_and_malformed_streams() {
+        let bytes = sample(1).to_bytes();
+        let mut sink = Sink::new(Vec::new(), true);
+        sink.feed(&bytes[..40]).unwrap();
+        assert!(
+            sink.finish().is_err(),
+            "an incomplete record must be reported"
+        );
+        assert!(sink.out.is_empty());
+
+        let mut sink = Sink::new(Vec::new(), true);
+        sink.feed(&bytes).unwrap();
+        sink.feed(&[1, 0, 0, 0, 12, 0, 0, 0]).unwrap();
+        sink.feed(&bytes).unwrap();
+        match sink.finish() {
+            Err(Error::Protocol(msg)) => assert!(msg.contains("offset 48"), "got {msg}"),
+            other => panic!("expected a malformed-record error, got {other:?}"),
+        }
+        assert_eq!(
+            sink.summary.samples, 1,
+            "records after the error were counted"
+        );
+    }
+}

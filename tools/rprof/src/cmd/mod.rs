@@ -1,0 +1,5 @@
+//! The subcommands of `rprof`, one file each.
+
+pub mod dump;
+pub mod stat;
+pub mod version;

@@ -1,0 +1,291 @@
+//! `/dev/rprof`: the device file and its ioctls.
+//!
+//! [`Device`] owns an open file of the misc device described by
+//! `include/uapi/linux/rprof.h` and offers one safe method per ioctl.  The
+//! raw `ioctl(2)` is available as [`Device::ioctl_raw`] for tests that must
+//! send what the safe methods never would.
+//!
+//! A session is: [`Device::set_config`], then [`Device::start`], reading the
+//! event stream with [`Device::read`] or a [`MmapReader`](crate::MmapReader),
+//! [`Device::stop`], [`Device::flush`] and a last read.  Closing the file
+//! ends whatever the module still has of the session.
+
+use crate::error::Error;
+use rprof_abi::*;
+use std::ffi::c_void;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read};
+use std::mem::size_of;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Where the module's misc device appears.
+pub const DEFAULT_PATH: &str = "/dev/rprof";
+
+/// An open `/dev/rprof`.
+#[derive(Debug)]
+pub struct Device {
+    file: File,
+    path: PathBuf,
+}
+
+impl Device {
+    /// Opens the device at `path` (normally [`DEFAULT_PATH`]) for reading
+    /// and writing.
+    ///
+    /// The errors say what to do: a missing node means the module is not
+    /// loaded, EPERM/EACCES that the caller lacks CAP_PERFMON or
+    /// CAP_SYS_ADMIN.
+    pub fn open(path: impl AsRef<Path>) -> Result<Device, Error> {
+        let path = path.as_ref().to_path_buf();
+        match OpenOptions::new().read(true).write(true).open(&path) {
+            Ok(file) => Ok(Device { file, path }),
+            Err(source) => Err(match source.raw_os_error() {
+                Some(libc::ENOENT) => Error::NoDevice { path },
+                Some(libc::ENXIO | libc::ENODEV) => Error::NoDriver { path, source },
+                Some(libc::EPERM | libc::EACCES) => Error::PermissionDenied { path, source },
+                _ => Error::Open { path, source },
+            }),
+        }
+    }
+
+    /// The path this device was opened at.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Calls `ioctl(fd, req, arg)`; returns its non-negative result or the
+    /// errno as an [`io::Error`].
+    ///
+    /// # Safety
+    ///
+    /// `arg` must be valid for what request `req` makes the module read or
+    /// write through it: for the rprof requests, a structure of the size in
+    /// `req` (or, for `RPROF_IOC_SET_CONFIG` and `RPROF_IOC_GET_STATS`, of
+    /// the size in the structure's own `size` field, and for GET_STATS also
+    /// `nr_cpus` entries at `cpus`).  A null `arg` is always sound: the
+    /// kernel fails any access through it with EFAULT.
+    pub unsafe fn ioctl_raw(&self, req: u32, arg: *mut c_void) -> io::Result<i32> {
+        // SAFETY: the fd is open for the lifetime of `self`; what the kernel
+        // does with `arg` is the caller's contract above.  `req as _` is the
+        // C ABI's `unsigned long` (glibc) or `int` (musl) request parameter.
+        let ret = unsafe { libc::ioctl(self.file.as_raw_fd(), req as _, arg) };
+        if ret < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(ret)
+        }
+    }
+
+    /// Calls an ioctl that takes no argument (`_IO()`), passing 0.
+    pub fn ioctl_no_arg(&self, req: u32) -> io::Result<i32> {
+        // SAFETY: a null argument cannot make the kernel touch our memory.
+        unsafe { self.ioctl_raw(req, std::ptr::null_mut()) }
+    }
+
+    /// `RPROF_IOC_GET_VERSION`: the ABI version of the module.
+    pub fn version(&self) -> Result<u32, Error> {
+        let mut version: u32 = 0;
+        // SAFETY: GET_VERSION writes one __u32 through its argument, which
+        // points at `version`.
+        unsafe { self.ioctl_raw(RPROF_IOC_GET_VERSION, (&raw mut version).cast()) }
+            .map_err(|e| Error::ioctl("RPROF_IOC_GET_VERSION", e))?;
+        Ok(version)
+    }
+
+    /// Checks that the module speaks [`RPROF_ABI_VERSION`].
+    pub fn check_version(&self) -> Result<(), Error> {
+        let module = self.version()?;
+        if module != RPROF_ABI_VERSION {
+            return Err(Error::VersionMismatch {
+                module,
+                expected: RPROF_ABI_VERSION,
+            });
+        }
+        Ok(())
+    }
+
+    /// `RPROF_IOC_SET_CONFIG`: configures a session owned by this file.
+    ///
+    /// `config.size` is passed as is (normally [`RPROF_CONFIG_SIZE`], see
+    /// `rprof_config::new()`); a size larger than the structure is refused
+    /// here, since the module would read past it.
+    pub fn set_config(&self, config: &rprof_config) -> Result<(), Error> {
+        if config.size as usize > size_of::<rprof_config>() {
+            return Err(Error::Protocol(format!(
+                "config.size {} is larger than struct rprof_config ({})",
+                config.size,
+                size_of::<rprof_config>()
+            )));
+        }
+        let arg = std::ptr::from_ref(config).cast_mut().cast();
+        // SAFETY: SET_CONFIG only reads `config.size` bytes at its argument,
+        // at most the whole of `*config` as checked above.
+        unsafe { self.ioctl_raw(RPROF_IOC_SET_CONFIG, arg) }
+            .map_err(|e| Error::ioctl("RPROF_IOC_SET_CONFIG", e))?;
+        Ok(())
+    }
+
+    /// `RPROF_IOC_START`: starts sampling the configured session.
+    pub fn start(&self) -> Result<(), Error> {
+        self.ioctl_no_arg(RPROF_IOC_START)
+            .map_err(|e| Error::ioctl("RPROF_IOC_START", e))?;
+        Ok(())
+    }
+
+    /// `RPROF_IOC_STOP`: stops sampling.
+    pub fn stop(&self) -> Result<(), Error> {
+        self.ioctl_no_arg(RPROF_IOC_STOP)
+            .map_err(|e| Error::ioctl("RPROF_IOC_STOP", e))?;
+        Ok(())
+    }
+
+    /// `RPROF_IOC_FLUSH`: drains every CPU's ring into the event buffer.
+    pub fn flush(&self) -> Result<(), Error> {
+        self.ioctl_no_arg(RPROF_IOC_FLUSH)
+            .map_err(|e| Error::ioctl("RPROF_IOC_FLUSH", e))?;
+        Ok(())
+    }
+
+    /// One `RPROF_IOC_GET_STATS` with `nr_cpus` entries at `cpus`.
+    fn get_stats(&self, cpus: &mut [rprof_cpu_stats]) -> Result<rprof_stats, Error> {
+        let mut stats = rprof_stats::new();
+        if !cpus.is_empty() {
+            stats.nr_cpus = u32::try_from(cpus.len())
+                .map_err(|_| Error::Protocol(format!("{} CPUs", cpus.len())))?;
+            stats.cpus = cpus.as_mut_ptr() as u64;
+        }
+        // SAFETY: GET_STATS reads and writes `stats.size` bytes at its
+        // argument, the whole of `stats`, and writes at most `nr_cpus`
+        // entries at `cpus`, which is `cpus.len()` entries of `cpus` (or
+        // nothing: `cpus` = 0 and `nr_cpus` = 0).
+        unsafe { self.ioctl_raw(RPROF_IOC_GET_STATS, (&raw mut stats).cast()) }
+            .map_err(|e| Error::ioctl("RPROF_IOC_GET_STATS", e))?;
+        // Do not hand out the (soon dangling) address of `cpus`.
+        stats.cpus = 0;
+        Ok(stats)
+    }
+
+    /// `RPROF_IOC_GET_STATS`: the module's statistics, and with `per_cpu`
+    /// also every CPU's counters.
+    ///
+    /// Follows the protocol of the header: a first call with `nr_cpus` = 0
+    /// learns how many CPUs the module has, a second passes an array of
+    /// that many entries.  The returned `stats.nr_cpus` is the module's CPU
+    /// count; the vector has an entry per CPU it filled.
+    pub fn stats(&self, per_cpu: bool) -> Result<(rprof_stats, Vec<rprof_cpu_stats>), Error> {
+        let mut stats = self.get_stats(&mut [])?;
+        if !per_cpu {
+            return Ok((stats, Vec::new()));
+        }
+        // The CPU count can only change under CPU hotplug; retry a few times.
+        for _ in 0..4 {
+            let n = stats.nr_cpus as usize;
+            let mut cpus = vec![rprof_cpu_stats::default(); n];
+            stats = self.get_stats(&mut cpus)?;
+            if stats.nr_cpus as usize <= n {
+                cpus.truncate(stats.nr_cpus as usize);
+                return Ok((stats, cpus));
+            }
+        }
+        Err(Error::Protocol(
+            "RPROF_IOC_GET_STATS: the CPU count kept changing".to_string(),
+        ))
+    }
+
+    /// `read()`: copies records of the event stream into `buf`.
+    ///
+    /// Returns the bytes read.  If the module has nothing to give, the
+    /// error is EAGAIN (non-blocking) or the call waits; use
+    /// [`Device::poll`] first.
+    pub fn read(&self, buf: &mut [u8]) -> Result<usize, Error> {
+        (&self.file)
+            .read(buf)
+            .map_err(|e| Error::io("read of /dev/rprof", e))
+    }
+
+    /// `poll()` for input, waiting at most `timeout`.
+    ///
+    /// Returns whether the device is readable; an interrupted wait (a
+    /// signal) returns `false`.
+    pub fn poll(&self, timeout: Duration) -> Result<bool, Error> {
+        let mut pfd = libc::pollfd {
+            fd: self.file.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+        // SAFETY: `pfd` is one valid pollfd and we pass a count of 1.
+        let ret = unsafe { libc::poll(&mut pfd, 1, ms) };
+        if ret < 0 {
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::EINTR) {
+                return Ok(false);
+            }
+            return Err(Error::io("poll of /dev/rprof", e));
+        }
+        if pfd.revents & (libc::POLLERR | libc::POLLNVAL) != 0 {
+            return Err(Error::Protocol(format!(
+                "poll of /dev/rprof reported an error (revents {:#x})",
+                pfd.revents
+            )));
+        }
+        Ok(pfd.revents & libc::POLLIN != 0)
+    }
+}
+
+impl AsFd for Device {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.file.as_fd()
+    }
+}
+
+impl AsRawFd for Device {
+    fn as_raw_fd(&self) -> RawFd {
+        self.file.as_raw_fd()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn open_missing_device_says_module_not_loaded() {
+        let path = "/nonexistent/rprof-test/dev/rprof";
+        match Device::open(path) {
+            Err(e @ Error::NoDevice { .. }) => {
+                assert!(
+                    e.to_string().contains("is the rprof module loaded?"),
+                    "got {e}"
+                )
+            }
+            other => panic!("expected NoDevice, got {other:?}"),
+        }
+    }
+
+    /// Any file gets an ioctl error from the wrappers (ENOTTY), never a
+    /// crash; this exercises the paths without a module.
+    #[test]
+    fn ioctls_on_a_plain_file_fail_cleanly() {
+        let dir = std::env::temp_dir().join(format!("rprof-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let path = dir.join("not-a-device");
+        std::fs::write(&path, b"").expect("temp file");
+        let dev = Device::open(&path).expect("open temp file");
+        match dev.version() {
+            Err(e) => assert_eq!(e.raw_os_error(), Some(libc::ENOTTY), "got {e}"),
+            Ok(v) => panic!("expected ENOTTY, got version {v}"),
+        }
+        assert!(dev.stats(true).is_err());
+        assert!(dev.start().is_err());
+        let mut big = rprof_config::new();
+        big.size += 8;
+        assert!(matches!(dev.set_config(&big), Err(Error::Protocol(_))));
+        assert!(dev.poll(Duration::from_millis(0)).expect("poll"));
+        let mut buf = [0u8; 8];
+        assert_eq!(dev.read(&mut buf).expect("read"), 0);
+        std::fs::remove_dir_all(&dir).expect("cleanup");
+    }
+}

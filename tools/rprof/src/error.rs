@@ -1,0 +1,217 @@
+//! Errors of the device layer, worded for the person running `rprof`.
+
+use crate::errno::errno_name;
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+
+/// An error of `/dev/rprof` or of a session on it.
+///
+/// `Display` gives a complete one-line message prefixed with `rprof: `,
+/// ready to print.
+#[derive(Debug)]
+pub enum Error {
+    /// The device node does not exist: the module is not loaded.
+    NoDevice {
+        /// The device node.
+        path: PathBuf,
+    },
+    /// The node exists but has no driver behind it (ENXIO/ENODEV).
+    NoDriver {
+        /// The device node.
+        path: PathBuf,
+        /// The error of `open()`.
+        source: io::Error,
+    },
+    /// Opening was refused: the caller lacks CAP_PERFMON/CAP_SYS_ADMIN.
+    PermissionDenied {
+        /// The device node.
+        path: PathBuf,
+        /// The error of `open()`, EPERM or EACCES.
+        source: io::Error,
+    },
+    /// Opening failed for another reason.
+    Open {
+        /// The device node.
+        path: PathBuf,
+        /// The error of `open()`.
+        source: io::Error,
+    },
+    /// An ioctl failed.
+    Ioctl {
+        /// The C name of the request (`RPROF_IOC_START`).
+        name: &'static str,
+        /// Its error.
+        source: io::Error,
+    },
+    /// Another system call (`mmap`, `read`, `poll`...) or output failed.
+    Io {
+        /// What was being done, e.g. "mmap of the control page".
+        what: &'static str,
+        /// Its error.
+        source: io::Error,
+    },
+    /// The module speaks another ABI version.
+    VersionMismatch {
+        /// `RPROF_IOC_GET_VERSION` of the module.
+        module: u32,
+        /// `RPROF_ABI_VERSION` this program was built with.
+        expected: u32,
+    },
+    /// The module broke the protocol of the header (e.g. an impossible
+    /// `data_head`), or the program was asked for something impossible.
+    Protocol(String),
+}
+
+impl Error {
+    /// An [`Error::Ioctl`] for request `name`.
+    pub fn ioctl(name: &'static str, source: io::Error) -> Self {
+        Error::Ioctl { name, source }
+    }
+
+    /// An [`Error::Io`] for `what`.
+    pub fn io(what: &'static str, source: io::Error) -> Self {
+        Error::Io { what, source }
+    }
+
+    /// The errno of the underlying system call, if there was one.
+    pub fn raw_os_error(&self) -> Option<i32> {
+        match self {
+            Error::NoDevice { .. } => Some(libc::ENOENT),
+            Error::NoDriver { source, .. }
+            | Error::PermissionDenied { source, .. }
+            | Error::Open { source, .. }
+            | Error::Ioctl { source, .. }
+            | Error::Io { source, .. } => source.raw_os_error(),
+            Error::VersionMismatch { .. } | Error::Protocol(_) => None,
+        }
+    }
+
+    /// A hint for an ioctl error whose cause is likely known.
+    fn ioctl_hint(name: &str, errno: Option<i32>) -> Option<&'static str> {
+        match (name, errno?) {
+            ("RPROF_IOC_SET_CONFIG", libc::EBUSY) => {
+                Some("another process owns the rprof session, or it is running")
+            }
+            ("RPROF_IOC_SET_CONFIG", libc::EINVAL) => Some("the module rejected the configuration"),
+            ("RPROF_IOC_SET_CONFIG", libc::E2BIG) => {
+                Some("the configuration has fields this module does not know")
+            }
+            ("RPROF_IOC_START", libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV) => {
+                Some("an event is not supported here (hardware events need a PMU; try cpu-clock)")
+            }
+            ("RPROF_IOC_START", libc::EBUSY) => Some("the session is already running"),
+            ("RPROF_IOC_START" | "RPROF_IOC_STOP" | "RPROF_IOC_FLUSH", libc::EINVAL) => {
+                Some("no session is configured on this file")
+            }
+            _ => None,
+        }
+    }
+}
+
+/// `ENOENT (No such file or directory)`, or the plain message.
+fn describe(e: &io::Error) -> String {
+    match e.raw_os_error() {
+        Some(errno) => {
+            // io::Error's text ends with " (os error N)": keep only strerror.
+            let text = e.to_string();
+            let suffix = format!(" (os error {errno})");
+            let text = text.strip_suffix(&suffix).unwrap_or(&text);
+            format!("{} ({text})", errno_name(errno))
+        }
+        None => e.to_string(),
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::NoDevice { path } => write!(
+                f,
+                "rprof: {} does not exist: is the rprof module loaded? (insmod rprof.ko)",
+                path.display()
+            ),
+            Error::NoDriver { path, source } => write!(
+                f,
+                "rprof: {} has no driver behind it ({}): is the rprof module loaded? (insmod rprof.ko)",
+                path.display(),
+                describe(source)
+            ),
+            Error::PermissionDenied { .. } => write!(
+                f,
+                "rprof: permission denied: rprof needs CAP_PERFMON or CAP_SYS_ADMIN (run as root)"
+            ),
+            Error::Open { path, source } => {
+                write!(f, "rprof: cannot open {}: {}", path.display(), describe(source))
+            }
+            Error::Ioctl { name, source } => {
+                write!(f, "rprof: {name} failed: {}", describe(source))?;
+                if let Some(hint) = Self::ioctl_hint(name, source.raw_os_error()) {
+                    write!(f, ": {hint}")?;
+                }
+                Ok(())
+            }
+            Error::Io { what, source } => write!(f, "rprof: {what} failed: {}", describe(source)),
+            Error::VersionMismatch { module, expected } => write!(
+                f,
+                "rprof: ABI version mismatch: module has {module}, this rprof expects {expected}"
+            ),
+            Error::Protocol(msg) => write!(f, "rprof: {msg}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::NoDriver { source, .. }
+            | Error::PermissionDenied { source, .. }
+            | Error::Open { source, .. }
+            | Error::Ioctl { source, .. }
+            | Error::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages() {
+        let e = Error::NoDevice {
+            path: "/dev/rprof".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "rprof: /dev/rprof does not exist: is the rprof module loaded? (insmod rprof.ko)"
+        );
+        let e = Error::PermissionDenied {
+            path: "/dev/rprof".into(),
+            source: io::Error::from_raw_os_error(libc::EPERM),
+        };
+        assert_eq!(
+            e.to_string(),
+            "rprof: permission denied: rprof needs CAP_PERFMON or CAP_SYS_ADMIN (run as root)"
+        );
+        let e = Error::VersionMismatch {
+            module: 2,
+            expected: 1,
+        };
+        assert_eq!(
+            e.to_string(),
+            "rprof: ABI version mismatch: module has 2, this rprof expects 1"
+        );
+        let e = Error::ioctl(
+            "RPROF_IOC_SET_CONFIG",
+            io::Error::from_raw_os_error(libc::EBUSY),
+        );
+        assert!(
+            e.to_string()
+                .starts_with("rprof: RPROF_IOC_SET_CONFIG failed: EBUSY ("),
+            "got {e}"
+        );
+        assert_eq!(e.raw_os_error(), Some(libc::EBUSY));
+    }
+}

@@ -1,0 +1,289 @@
+//! Event names, the `EVENT[:PERIOD|@FREQ]` syntax and session
+//! configurations built from them.
+
+use rprof_abi::*;
+use std::fmt;
+use std::str::FromStr;
+
+/// The events rprof can sample: name, `enum rprof_event_kind` value, and
+/// whether it needs a hardware PMU.
+pub const EVENTS: &[(&str, u32, bool)] = &[
+    ("cpu-clock", RPROF_EVENT_CPU_CLOCK, false),
+    ("task-clock", RPROF_EVENT_TASK_CLOCK, false),
+    ("cycles", RPROF_EVENT_CYCLES, true),
+    ("instructions", RPROF_EVENT_INSTRUCTIONS, true),
+    ("cache-misses", RPROF_EVENT_CACHE_MISSES, true),
+    ("branch-misses", RPROF_EVENT_BRANCH_MISSES, true),
+];
+
+/// The default sampling frequency, in Hz.
+pub const DEFAULT_FREQ_HZ: u64 = 1000;
+
+/// The `enum rprof_event_kind` value of event `name`.
+pub fn event_kind(name: &str) -> Option<u32> {
+    EVENTS.iter().find(|e| e.0 == name).map(|e| e.1)
+}
+
+/// The name of event kind `kind`.
+pub fn event_name(kind: u32) -> Option<&'static str> {
+    EVENTS.iter().find(|e| e.1 == kind).map(|e| e.0)
+}
+
+/// How often an event is sampled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sampling {
+    /// Every this many events.
+    Period(u64),
+    /// About this many times a second.
+    Freq(u64),
+}
+
+/// One `-e` argument: an event and, optionally, how often to sample it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventSpec {
+    /// `enum rprof_event_kind`.
+    pub kind: u32,
+    /// `None`: the `-F` frequency, or [`DEFAULT_FREQ_HZ`].
+    pub sampling: Option<Sampling>,
+}
+
+impl EventSpec {
+    /// The `struct rprof_event_config` of this event; `default_freq` is
+    /// used if the event names no period or frequency of its own.
+    pub fn to_config(&self, default_freq: u64) -> rprof_event_config {
+        let (flags, period) = match self.sampling.unwrap_or(Sampling::Freq(default_freq)) {
+            Sampling::Period(p) => (0, p),
+            Sampling::Freq(hz) => (RPROF_EVENT_FREQ, hz),
+        };
+        rprof_event_config {
+            kind: self.kind,
+            flags,
+            period,
+        }
+    }
+}
+
+/// Parses a positive number for `what`.
+fn positive(s: &str, what: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(0) => Err(format!("{what} must not be 0")),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("{what} '{s}' is not a positive integer")),
+    }
+}
+
+impl FromStr for EventSpec {
+    type Err = String;
+
+    /// `NAME`, `NAME:PERIOD` or `NAME@FREQ` (Hz).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (name, sampling) = if let Some((name, period)) = s.split_once(':') {
+            (name, Some(Sampling::Period(positive(period, "period")?)))
+        } else if let Some((name, freq)) = s.split_once('@') {
+            (name, Some(Sampling::Freq(positive(freq, "frequency")?)))
+        } else {
+            (s, None)
+        };
+        let kind = event_kind(name).ok_or_else(|| {
+            let names: Vec<&str> = EVENTS.iter().map(|e| e.0).collect();
+            format!("unknown event '{name}' (known: {})", names.join(", "))
+        })?;
+        Ok(EventSpec { kind, sampling })
+    }
+}
+
+/// An event configuration as text: `cpu-clock@1000`, `cycles:100000`, or
+/// `kind99:...` for kinds without a name.
+pub struct EventDisplay<'a>(pub &'a rprof_event_config);
+
+impl fmt::Display for EventDisplay<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let e = self.0;
+        match event_name(e.kind) {
+            Some(name) => f.write_str(name)?,
+            None => write!(f, "kind{}", e.kind)?,
+        }
+        if e.flags & RPROF_EVENT_FREQ != 0 {
+            write!(f, "@{}", e.period)?;
+        } else {
+            write!(f, ":{}", e.period)?;
+        }
+        let unknown = e.flags & !RPROF_EVENT_FLAGS_ALL;
+        if unknown != 0 {
+            write!(f, "/flags={unknown:#x}")?;
+        }
+        Ok(())
+    }
+}
+
+/// What `rprof dump` turns into a `struct rprof_config`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionOptions {
+    /// Events; empty means `cpu-clock` at the default frequency.
+    pub events: Vec<EventSpec>,
+    /// Frequency (Hz) of events that name no period or frequency.
+    pub freq: Option<u64>,
+    /// Do not sample user mode.
+    pub exclude_user: bool,
+    /// Do not sample kernel mode.
+    pub exclude_kernel: bool,
+    /// Only samples of this thread group.
+    pub pid: Option<i32>,
+    /// Per-CPU ring slots (0: the module's default).
+    pub ring_records: u32,
+    /// Drain period in ms (0: the module's default).
+    pub drain_interval_ms: u32,
+    /// Reader wakeup threshold in bytes (0: the module's default).
+    pub wakeup_bytes: u32,
+}
+
+impl SessionOptions {
+    /// Builds the configuration; fails if there are more than
+    /// `RPROF_MAX_EVENTS` events.
+    pub fn to_config(&self) -> Result<rprof_config, String> {
+        let mut c = rprof_config::new();
+        let default_freq = self.freq.unwrap_or(DEFAULT_FREQ_HZ);
+        let default_event = [EventSpec {
+            kind: RPROF_EVENT_CPU_CLOCK,
+            sampling: None,
+        }];
+        let events = if self.events.is_empty() {
+            &default_event[..]
+        } else {
+            &self.events[..]
+        };
+        if events.len() > c.events.len() {
+            return Err(format!(
+                "at most {} events can be sampled at once, {} given",
+                c.events.len(),
+                events.len()
+            ));
+        }
+        for (slot, e) in c.events.iter_mut().zip(events) {
+            *slot = e.to_config(default_freq);
+        }
+        // At most RPROF_MAX_EVENTS, checked above.
+        c.nr_events = events.len() as u32;
+        if self.exclude_user {
+            c.flags |= RPROF_CONFIG_EXCLUDE_USER;
+        }
+        if self.exclude_kernel {
+            c.flags |= RPROF_CONFIG_EXCLUDE_KERNEL;
+        }
+        if let Some(pid) = self.pid {
+            c.flags |= RPROF_CONFIG_PID_FILTER;
+            c.pid = pid;
+        }
+        c.ring_records = self.ring_records;
+        c.drain_interval_ms = self.drain_interval_ms;
+        c.wakeup_bytes = self.wakeup_bytes;
+        Ok(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_event_specs() {
+        let cases = [
+            ("cpu-clock", RPROF_EVENT_CPU_CLOCK, None),
+            (
+                "cpu-clock:100000",
+                RPROF_EVENT_CPU_CLOCK,
+                Some(Sampling::Period(100000)),
+            ),
+            (
+                "cpu-clock@999",
+                RPROF_EVENT_CPU_CLOCK,
+                Some(Sampling::Freq(999)),
+            ),
+            ("task-clock", RPROF_EVENT_TASK_CLOCK, None),
+            (
+                "cycles:1000000",
+                RPROF_EVENT_CYCLES,
+                Some(Sampling::Period(1000000)),
+            ),
+            ("instructions", RPROF_EVENT_INSTRUCTIONS, None),
+            (
+                "cache-misses@10",
+                RPROF_EVENT_CACHE_MISSES,
+                Some(Sampling::Freq(10)),
+            ),
+            ("branch-misses", RPROF_EVENT_BRANCH_MISSES, None),
+        ];
+        for (s, kind, sampling) in cases {
+            assert_eq!(
+                s.parse::<EventSpec>(),
+                Ok(EventSpec { kind, sampling }),
+                "{s}"
+            );
+        }
+        for bad in [
+            "",
+            "cpu_clock",
+            "cpu-clock:",
+            "cpu-clock@0",
+            "cpu-clock:-1",
+            "cycles@1k",
+            "nope:5",
+        ] {
+            assert!(
+                bad.parse::<EventSpec>().is_err(),
+                "'{bad}' should not parse"
+            );
+        }
+    }
+
+    #[test]
+    fn default_config_is_cpu_clock_at_1000_hz() {
+        let c = SessionOptions::default().to_config().unwrap();
+        assert_eq!(c.size, RPROF_CONFIG_SIZE_VER0);
+        assert_eq!(c.nr_events, 1);
+        assert_eq!(
+            c.events[0],
+            rprof_event_config {
+                kind: RPROF_EVENT_CPU_CLOCK,
+                flags: RPROF_EVENT_FREQ,
+                period: 1000
+            }
+        );
+        assert_eq!((c.flags, c.pid, c.reserved), (0, 0, 0));
+    }
+
+    #[test]
+    fn freq_applies_to_events_without_their_own() {
+        let o = SessionOptions {
+            events: vec!["cycles".parse().unwrap(), "cpu-clock:5000".parse().unwrap()],
+            freq: Some(99),
+            exclude_kernel: true,
+            pid: Some(7),
+            ring_records: 256,
+            ..Default::default()
+        };
+        let c = o.to_config().unwrap();
+        assert_eq!(c.nr_events, 2);
+        assert_eq!(
+            (c.events[0].flags, c.events[0].period),
+            (RPROF_EVENT_FREQ, 99)
+        );
+        assert_eq!((c.events[1].flags, c.events[1].period), (0, 5000));
+        assert_eq!(
+            c.flags,
+            RPROF_CONFIG_EXCLUDE_KERNEL | RPROF_CONFIG_PID_FILTER
+        );
+        assert_eq!((c.pid, c.ring_records), (7, 256));
+        assert_eq!(EventDisplay(&c.events[0]).to_string(), "cycles@99");
+        assert_eq!(EventDisplay(&c.events[1]).to_string(), "cpu-clock:5000");
+    }
+
+    #[test]
+    fn too_many_events() {
+        let o = SessionOptions {
+            events: vec!["cpu-clock".parse().unwrap(); 9],
+            ..Default::default()
+        };
+        assert!(o.to_config().is_err());
+    }
+}

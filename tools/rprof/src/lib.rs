@@ -1,0 +1,29 @@
+//! rprof's userspace library: the `/dev/rprof` device and what the `rprof`
+//! command builds on it.
+//!
+//! - [`device`]: [`Device`], one safe method per ioctl of
+//!   `include/uapi/linux/rprof.h`, `read()` and `poll()`.
+//! - [`mmap`]: [`MmapReader`], the reader side of the
+//!   mmap'ed event buffer.
+//! - [`error`]: errors with the context a user needs (module not loaded,
+//!   missing capability, which ioctl failed and why).
+//! - [`events`]: event names and the `-e EVENT[:PERIOD|@FREQ]` syntax, and
+//!   building a `struct rprof_config` from them.
+//! - [`format`](mod@format) and [`summary`]: the text and JSON output of `rprof dump`
+//!   and `rprof stat`.
+//! - [`signal`]: SIGINT/SIGTERM end a session cleanly.
+//!
+//! Only [`device`], [`mmap`] and [`signal`] contain `unsafe` code.
+
+pub mod device;
+pub mod errno;
+pub mod error;
+pub mod events;
+pub mod format;
+pub mod mmap;
+pub mod signal;
+pub mod summary;
+
+pub use device::Device;
+pub use error::Error;
+pub use mmap::MmapReader;

@@ -1,0 +1,254 @@
+//! `rprof`: the command line front end of the rprof system-wide profiler.
+//!
+//! ```text
+//! rprof version               ABI versions of this program and the module
+//! rprof stat                  the module's statistics, total and per CPU
+//! rprof dump [options]        run a session and print every record
+//! ```
+//!
+//! Exit status: 0 on success, 1 on a runtime error (printed as one
+//! `rprof: ...` line on stderr), 2 on a usage error.
+
+mod cmd;
+
+use clap::{Args, Parser, Subcommand};
+use rprof::events::EventSpec;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// rprof: a system-wide statistical profiler (userspace side of /dev/rprof).
+#[derive(Debug, Parser)]
+#[command(name = "rprof", version)]
+struct Cli {
+    /// The rprof device node.
+    #[arg(long, global = true, default_value = rprof::device::DEFAULT_PATH, value_name = "PATH")]
+    device: PathBuf,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Print the ABI version of this program and of the loaded module.
+    Version,
+    /// Print the module's statistics, in total and per CPU.
+    Stat,
+    /// Sample for a while and print every record of the event stream.
+    Dump(DumpArgs),
+}
+
+/// Options of `rprof dump`.
+#[derive(Debug, Args)]
+struct DumpArgs {
+    /// Event to sample: cpu-clock, task-clock, cycles, instructions,
+    /// cache-misses or branch-misses; `NAME:PERIOD` samples every PERIOD
+    /// events, `NAME@HZ` about HZ times a second.  Repeatable (up to 8).
+    /// Default: cpu-clock@1000.
+    #[arg(short = 'e', long = "event", value_name = "EVENT[:PERIOD|@FREQ]")]
+    events: Vec<EventSpec>,
+
+    /// Sampling frequency in Hz of events given without a period or
+    /// frequency of their own (default 1000).
+    #[arg(short = 'F', long = "freq", value_name = "HZ",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    freq: Option<u64>,
+
+    /// How long to sample, in seconds (fractions allowed).
+    #[arg(short = 'd', long = "duration", value_name = "SECONDS", default_value = "1",
+          value_parser = parse_seconds)]
+    duration: std::time::Duration,
+
+    /// Read records with read() instead of the mmap'ed buffer.
+    #[arg(long)]
+    read: bool,
+
+    /// Consume nothing while sampling, only after STOP (so that a small
+    /// event buffer overflows; for testing the loss accounting).
+    #[arg(long)]
+    stall: bool,
+
+    /// Do not sample user mode.
+    #[arg(long)]
+    exclude_user: bool,
+
+    /// Do not sample kernel mode.
+    #[arg(long)]
+    exclude_kernel: bool,
+
+    /// Only sample the thread group (process) PID.
+    #[arg(short = 'p', long = "pid", value_name = "PID",
+          value_parser = clap::value_parser!(i32).range(1..))]
+    pid: Option<i32>,
+
+    /// Slots of each CPU's ring, a power of two (default: the module's).
+    #[arg(long, value_name = "N", default_value_t = 0, hide_default_value = true)]
+    ring_records: u32,
+
+    /// Period of the module's drain of the rings, in ms (default: the
+    /// module's, 10 ms).
+    #[arg(
+        long,
+        value_name = "MS",
+        default_value_t = 0,
+        hide_default_value = true
+    )]
+    drain_interval_ms: u32,
+
+    /// Wake the reader when this much data is buffered (default: the
+    /// module's, a quarter of the buffer).
+    #[arg(
+        long,
+        value_name = "BYTES",
+        default_value_t = 0,
+        hide_default_value = true
+    )]
+    wakeup_bytes: u32,
+
+    /// Print only the summary and the statistics, not the records.
+    #[arg(short = 'q', long)]
+    quiet: bool,
+
+    /// Print the summary and statistics as one JSON object on one line,
+    /// instead of as text (with --quiet, the only output).
+    #[arg(long)]
+    summary_json: bool,
+}
+
+/// Parses a positive, finite number of seconds.
+fn parse_seconds(s: &str) -> Result<std::time::Duration, String> {
+    let secs: f64 = s
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number of seconds"))?;
+    if !(secs.is_finite() && secs > 0.0 && secs <= 1e9) {
+        return Err(format!("'{s}': the duration must be positive"));
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Version => cmd::version::run(&cli.device),
+        Command::Stat => cmd::stat::run(&cli.device),
+        Command::Dump(args) => {
+            let options = args.session_options();
+            let config = match options.to_config() {
+                Ok(c) => c,
+                Err(msg) => {
+                    use clap::CommandFactory;
+                    let mut cli = Cli::command();
+                    cli.build();
+                    let dump = cli
+                        .find_subcommand_mut("dump")
+                        .unwrap_or_else(|| unreachable!("the dump subcommand is defined above"));
+                    dump.error(clap::error::ErrorKind::TooManyValues, msg)
+                        .exit()
+                }
+            };
+            cmd::dump::run(&cli.device, &config, &args.output_options())
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+impl DumpArgs {
+    /// The session part of the options.
+    fn session_options(&self) -> rprof::events::SessionOptions {
+        rprof::events::SessionOptions {
+            events: self.events.clone(),
+            freq: self.freq,
+            exclude_user: self.exclude_user,
+            exclude_kernel: self.exclude_kernel,
+            pid: self.pid,
+            ring_records: self.ring_records,
+            drain_interval_ms: self.drain_interval_ms,
+            wakeup_bytes: self.wakeup_bytes,
+        }
+    }
+
+    /// The reading and output part of the options.
+    fn output_options(&self) -> cmd::dump::Options {
+        cmd::dump::Options {
+            duration: self.duration,
+            use_read: self.read,
+            quiet: self.quiet,
+            summary_json: self.summary_json,
+            stall: self.stall,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn dump_options_parse() {
+        let cli = Cli::try_parse_from([
+            "rprof",
+            "dump",
+            "-e",
+            "cpu-clock:100000",
+            "-e",
+            "cycles",
+            "-F",
+            "99",
+            "-d",
+            "0.5",
+            "--read",
+            "--exclude-user",
+            "-p",
+            "42",
+            "--ring-records",
+            "256",
+            "--quiet",
+            "--summary-json",
+            "--stall",
+        ])
+        .unwrap();
+        let Command::Dump(args) = cli.command else {
+            panic!("expected dump, got {:?}", cli.command)
+        };
+        let c = args.session_options().to_config().unwrap();
+        assert_eq!(c.nr_events, 2);
+        assert_eq!(c.events[1].period, 99);
+        assert_eq!(c.pid, 42);
+        assert_eq!(c.ring_records, 256);
+        let o = args.output_options();
+        assert_eq!(o.duration, std::time::Duration::from_millis(500));
+        assert!(o.use_read && o.quiet && o.summary_json && o.stall);
+        let cli = Cli::try_parse_from(["rprof", "dump"]).unwrap();
+        let Command::Dump(args) = cli.command else {
+            panic!("expected dump, got {:?}", cli.command)
+        };
+        assert!(!args.output_options().stall);
+    }
+
+    #[test]
+    fn usage_errors() {
+        for argv in [
+            &["rprof", "dump", "-e", "bogus"][..],
+            &["rprof", "dump", "-F", "0"],
+            &["rprof", "dump", "-d", "-1"],
+            &["rprof", "dump", "-d", "nan"],
+            &["rprof", "dump", "-p", "0"],
+            &["rprof", "frobnicate"],
+        ] {
+            let err = Cli::try_parse_from(argv).unwrap_err();
+            assert_eq!(err.exit_code(), 2, "{argv:?}: {err}");
+        }
+    }
+}
