@@ -41,6 +41,34 @@ struct Slot {
     session: Option<Arc<Session>>,
     counters: KVec<KVec<Counter>>,
     stopping: bool,
+    /// Statistics of the last session, kept when its owner closed it, so
+    /// that `rprof stat` can show them afterwards.
+    last: Option<Stats>,
+}
+
+/// A copy of a session's statistics.
+struct Stats {
+    total: uapi::rprof_cpu_stats,
+    cpus: KVec<uapi::rprof_cpu_stats>,
+    drains: u64,
+    wakeups: u64,
+}
+
+impl Stats {
+    /// Takes `session`'s statistics, for CPUs up to `nr`.
+    fn of(session: &Session, nr: usize) -> Result<Self> {
+        let mut cpus = KVec::new();
+        cpus.extend_with(nr, uapi::rprof_cpu_stats::default(), GFP_KERNEL)?;
+        let (total, drains, wakeups) = session.stats(&mut cpus);
+        Ok(Self { total, cpus, drains, wakeups })
+    }
+
+    /// A copy of the figures of `self`, for CPUs up to `nr`.
+    fn copy(&self, nr: usize) -> Result<Self> {
+        let mut cpus = KVec::new();
+        cpus.extend_from_slice(&self.cpus[..nr.min(self.cpus.len())], GFP_KERNEL)?;
+        Ok(Self { total: self.total, cpus, drains: self.drains, wakeups: self.wakeups })
+    }
 }
 
 /// Device-wide state.
@@ -53,7 +81,7 @@ pub(crate) struct Rprof {
 
 impl Rprof {
     pub(crate) fn new(params: Params) -> Result<Arc<Self>> {
-        let slot = Slot { owner: 0, session: None, counters: KVec::new(), stopping: false };
+        let slot = Slot { owner: 0, session: None, counters: KVec::new(), stopping: false, last: None };
         Arc::pin_init(pin_init!(Self { params, slot <- new_mutex!(slot) }), GFP_KERNEL)
     }
 
@@ -140,27 +168,32 @@ impl Rprof {
         }
         // SAFETY: Reads a boot-time constant.
         let nr = unsafe { helpers::rprof_nr_cpu_ids() };
-        let want = (req.nr_cpus.min(nr)) as usize;
-        let mut cpus = KVec::new();
-        if req.cpus != 0 {
-            cpus.extend_with(want, uapi::rprof_cpu_stats::default(), GFP_KERNEL)?;
-        }
-        let session = self.slot.lock().session.clone();
-        let (total, drains, wakeups) = match &session {
-            Some(s) => s.stats(&mut cpus),
-            None => (Default::default(), 0, 0),
-        };
-        if req.cpus != 0 && want > 0 {
-            let mut w = UserSlice::new(req.cpus as usize, want * size_of::<uapi::rprof_cpu_stats>()).writer();
-            for c in cpus.iter() {
-                w.write(c)?;
+        let want = if req.cpus != 0 { req.nr_cpus.min(nr) as usize } else { 0 };
+        // The current session's figures, else the last one's.  Copied out
+        // of the lock: no user access under `slot`.
+        let stats = {
+            let slot = self.slot.lock();
+            match (&slot.session, &slot.last) {
+                (Some(s), _) => Some(Stats::of(s, want)?),
+                (None, Some(last)) => Some(last.copy(want)?),
+                (None, None) => None,
             }
-        }
+        };
         req.size = size_of::<uapi::rprof_stats>() as u32;
         req.nr_cpus = nr;
-        req.drains = drains;
-        req.wakeups = wakeups;
-        req.total = total;
+        if let Some(st) = stats {
+            let mut w = UserSlice::new(req.cpus as usize, want * size_of::<uapi::rprof_cpu_stats>()).writer();
+            for c in st.cpus.iter() {
+                w.write(c)?;
+            }
+            req.drains = st.drains;
+            req.wakeups = st.wakeups;
+            req.total = st.total;
+        } else {
+            req.drains = 0;
+            req.wakeups = 0;
+            req.total = Default::default();
+        }
         UserSlice::new(arg, size_of::<uapi::rprof_stats>()).writer().write(&req)?;
         Ok(())
     }
@@ -216,7 +249,13 @@ impl Rprof {
                 return;
             }
             slot.owner = 0;
-            slot.session.take()
+            let old = slot.session.take();
+            if let Some(s) = &old {
+                // SAFETY: Reads a boot-time constant.
+                let nr = unsafe { helpers::rprof_nr_cpu_ids() } as usize;
+                slot.last = Stats::of(s, nr).ok();
+            }
+            old
         };
         drop(old);
     }

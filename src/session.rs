@@ -74,8 +74,10 @@ struct CpuDrain {
 struct Drain {
     producer: Producer,
     cpus: KVec<CpuDrain>,
-    start_pending: bool,
-    stop_pending: bool,
+    /// START (with the time sampling began) still to be written.
+    start_pending: Option<u64>,
+    /// STOP (with the time sampling ended) still to be written.
+    stop_pending: Option<u64>,
     drains: u64,
     wakeups: u64,
 }
@@ -146,7 +148,7 @@ impl Session {
         let reserve = (2 * nr * size_of::<rprof_lost>() + size_of::<rprof_session>()) as u64;
         let kicker = Kicker::new(drain_work)?;
         let waitq = WaitQueue::new()?;
-        let drain = Drain { producer, cpus, start_pending: false, stop_pending: false, drains: 0, wakeups: 0 };
+        let drain = Drain { producer, cpus, start_pending: None, stop_pending: None, drains: 0, wakeups: 0 };
         let session = Arc::pin_init(
             pin_init!(Self {
                 kicker,
@@ -229,7 +231,7 @@ impl Session {
         }
         {
             let mut d = self.drain.lock();
-            d.start_pending = true;
+            d.start_pending = Some(now());
             self.pending.store(true, Ordering::Relaxed);
         }
         self.set_phase(Phase::Running);
@@ -246,16 +248,16 @@ impl Session {
         self.set_phase(Phase::Stopped);
         {
             let mut d = self.drain.lock();
-            d.stop_pending = true;
+            d.stop_pending = Some(now());
             self.pending.store(true, Ordering::Relaxed);
         }
         self.drain_now();
     }
 
-    fn session_record(&self, type_: u32) -> rprof_session {
+    fn session_record(&self, type_: u32, time_ns: u64) -> rprof_session {
         rprof_session {
             header: rprof_session::header(type_, 0),
-            time_ns: now(),
+            time_ns,
             config: self.config.raw,
         }
     }
@@ -270,8 +272,10 @@ impl Session {
         let reserve = self.reserve;
         d.drains += 1;
 
-        if d.start_pending && buf.write(&mut d.producer, &self.session_record(RPROF_RECORD_START), 0) {
-            d.start_pending = false;
+        if let Some(t) = d.start_pending {
+            if buf.write(&mut d.producer, &self.session_record(RPROF_RECORD_START, t), 0) {
+                d.start_pending = None;
+            }
         }
         for (cpu, ring) in self.rings.iter().enumerate() {
             let st = &mut d.cpus[cpu];
@@ -289,7 +293,7 @@ impl Session {
             // SAFETY: We hold the drain lock, which makes us the only
             // consumer of every ring.
             while let Some(rec) = unsafe { ring.pop() } {
-                let ok = !d.start_pending && buf.write(&mut d.producer, &sample_record(&rec), reserve);
+                let ok = d.start_pending.is_none() && buf.write(&mut d.producer, &sample_record(&rec), reserve);
                 if ok {
                     st.delivered += 1;
                 } else {
@@ -310,18 +314,20 @@ impl Session {
             }
         }
         // STOP goes last, once nothing else is owed before it.
-        let owed = d.start_pending
+        let owed = d.start_pending.is_some()
             || d.cpus.iter().enumerate().any(|(cpu, st)| {
                 st.buffer_lost_pending > 0 || self.rings[cpu].lost() > st.ring_lost_reported
             });
-        if d.stop_pending && !owed && buf.write(&mut d.producer, &self.session_record(RPROF_RECORD_STOP), 0) {
-            d.stop_pending = false;
+        if let Some(t) = d.stop_pending {
+            if !owed && buf.write(&mut d.producer, &self.session_record(RPROF_RECORD_STOP, t), 0) {
+                d.stop_pending = None;
+            }
         }
-        self.pending.store(owed || d.stop_pending, Ordering::Relaxed);
+        self.pending.store(owed || d.stop_pending.is_some(), Ordering::Relaxed);
         buf.publish(&d.producer);
 
         let avail = buf.available();
-        if avail >= self.config.wakeup_bytes || (self.phase() == Phase::Stopped && !d.stop_pending) {
+        if avail >= self.config.wakeup_bytes || (self.phase() == Phase::Stopped && d.stop_pending.is_none()) {
             d.wakeups += 1;
             self.waitq.wake();
         }
@@ -421,7 +427,7 @@ impl Session {
 
     /// Pretends the session runs, without counters.
     pub(crate) fn test_start(&self) {
-        self.drain.lock().start_pending = true;
+        self.drain.lock().start_pending = Some(now());
         self.pending.store(true, Ordering::Relaxed);
         self.set_phase(Phase::Running);
     }

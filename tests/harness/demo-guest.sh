@@ -7,7 +7,8 @@ rprof version
 rprof-e2e run-as-uid 65534 rprof version
 taskset -c 1 sh -c 'while :; do :; done' &
 busy=$!
-rprof dump -e cpu-clock@1000 -d 1 | head -n 12
+rprof dump -e cpu-clock@1000 -d 1 >/tmp/dump.txt
+head -n 12 /tmp/dump.txt
 rprof dump -e cpu-clock@1000 -d 1 --quiet
 kill $busy
 rprof stat

@@ -34,7 +34,7 @@ chmod +x "$root/init"
 rm -f "$OUT/console.log" "$OUT/results.log"
 msg "booting the guest ($MODE; console: $OUT/console.log)"
 set +e
-timeout -k 10 "$TIMEOUT" qemu-system-x86_64 -machine q35 -cpu max -m 1024 -smp 2 \
+timeout -k 10 "$TIMEOUT" qemu-system-x86_64 -machine q35 -cpu max -m 1024 -smp 2 ${RPROF_QEMU_EXTRA:-} \
 	-display none -monitor none -no-reboot \
 	-serial "file:$OUT/console.log" -serial "file:$OUT/results.log" \
 	-kernel "$KDIR/arch/x86/boot/bzImage" -initrd "$OUT/initramfs.cpio.gz" \

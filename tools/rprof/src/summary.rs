@@ -38,6 +38,10 @@ pub struct Summary {
     pub unthrottles: u64,
     /// Records of unknown types.
     pub unknown: u64,
+    /// Time of the first START record, if any.
+    pub start_ns: Option<u64>,
+    /// Time of the last STOP record, if any.
+    pub stop_ns: Option<u64>,
 }
 
 /// Adds 1 at `index`, growing `v` as needed (indices come from the module
@@ -76,8 +80,14 @@ impl Summary {
                 };
                 *total = total.saturating_add(*count);
             }
-            Record::Start { .. } => self.starts += 1,
-            Record::Stop { .. } => self.stops += 1,
+            Record::Start { time_ns, .. } => {
+                self.starts += 1;
+                self.start_ns.get_or_insert(*time_ns);
+            }
+            Record::Stop { time_ns, .. } => {
+                self.stops += 1;
+                self.stop_ns = Some(*time_ns);
+            }
             Record::Throttle { .. } => self.throttles += 1,
             Record::Unthrottle { .. } => self.unthrottles += 1,
             Record::Unknown { .. } => self.unknown += 1,
@@ -137,7 +147,8 @@ impl Summary {
              \"throttle\":{},\"unthrottle\":{},\"unknown\":{}}},\
              \"samples_user\":{},\"samples_kernel\":{},\
              \"samples_per_cpu\":{},\"samples_per_event\":{},\
-             \"lost_by_stage\":{{\"ring\":{},\"buffer\":{},\"other\":{}}}",
+             \"lost_by_stage\":{{\"ring\":{},\"buffer\":{},\"other\":{}}},\
+             \"session_ns\":{}",
             self.records,
             self.samples,
             self.lost(),
@@ -155,6 +166,10 @@ impl Summary {
             self.lost_ring,
             self.lost_buffer,
             self.lost_other,
+            match (self.start_ns, self.stop_ns) {
+                (Some(a), Some(b)) => b.saturating_sub(a),
+                _ => 0,
+            },
         );
         if let Some((s, cpus)) = stats {
             let counters = |c: &rprof_cpu_stats| {
@@ -257,11 +272,23 @@ mod tests {
             "{j}"
         );
         assert!(j.contains("\"drains\":9"), "{j}");
+        assert!(j.contains("\"session_ns\":0"), "no START/STOP: {j}");
         assert_eq!(j.matches("\"samples\":0").count(), 3, "{j}");
         assert!(!j.contains('\n'));
         // Balanced braces and brackets, as a cheap well-formedness check.
         assert_eq!(j.matches('{').count(), j.matches('}').count());
         assert_eq!(j.matches('[').count(), j.matches(']').count());
-        assert!(Summary::default().to_json(None).ends_with("\"other\":0}}"));
+        assert!(Summary::default().to_json(None).ends_with("\"other\":0},\"session_ns\":0}"));
+    }
+
+    #[test]
+    fn session_time_spans_start_to_stop() {
+        let mut s = Summary::default();
+        let config = rprof_abi::rprof_config::default();
+        s.add(&Record::Start { time_ns: 1_000, config });
+        s.add(&sample(0, 0, true));
+        s.add(&Record::Stop { time_ns: 5_001_000, config });
+        assert_eq!((s.start_ns, s.stop_ns), (Some(1_000), Some(5_001_000)));
+        assert!(s.to_json(None).contains("\"session_ns\":5000000"));
     }
 }
