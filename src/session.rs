@@ -68,6 +68,8 @@ struct CpuDrain {
     lost_buffer: u64,
     delivered: u64,
     throttled: u64,
+    /// Events (bit = index) whose last sample on this CPU was throttled.
+    throttled_events: u8,
 }
 
 /// State owned by whoever holds the producer lock.
@@ -300,11 +302,25 @@ impl Session {
                     st.lost_buffer += 1;
                     st.buffer_lost_pending += 1;
                 }
+                // perf throttled the counter with this sample; it
+                // unthrottles silently on a later tick, which the next
+                // sample of that event shows.  Both are informational and
+                // not written when space is short.
+                let bit = 1u8 << (rec.event & 7);
+                let mut changes = [None, None];
+                if st.throttled_events & bit != 0 {
+                    // A sample after a throttle: perf resumed the counter.
+                    st.throttled_events &= !bit;
+                    changes[0] = Some(RPROF_RECORD_UNTHROTTLE);
+                }
                 if rec.sample.flags & RAW_THROTTLED != 0 {
                     st.throttled += 1;
-                    // Informational; not written when space is short.
+                    st.throttled_events |= bit;
+                    changes[1] = Some(RPROF_RECORD_THROTTLE);
+                }
+                for type_ in changes.into_iter().flatten() {
                     let t = rprof_throttle {
-                        header: rprof_throttle::header(RPROF_RECORD_THROTTLE, 0),
+                        header: rprof_throttle::header(type_, 0),
                         time_ns: rec.sample.time_ns,
                         cpu: cpu as u32,
                         event: rec.event as u32,

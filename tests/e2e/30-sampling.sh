@@ -60,6 +60,21 @@ n=$(json samples)
 check "cpu-clock:2000000 for 1 s gives about 500 per CPU ($n in all)" test "$n" -ge $((400 * ncpu)) -a "$n" -le $((600 * ncpu))
 
 check "mmap and read() see identical streams of one session" rprof-e2e same-stream
+check "read(): EAGAIN, EBUSY for a non-owner, EINVAL for a short buffer, EOF" rprof-e2e read-semantics
+
+# perf throttles a counter past perf_event_max_sample_rate / HZ samples per
+# tick: at most 1 per tick here, against 10 kHz asked for.
+rate=/proc/sys/kernel/perf_event_max_sample_rate
+old_rate=$(cat $rate)
+echo 1000 >$rate
+rprof dump -e cpu-clock@10000 -d 1 --quiet --summary-json >$J
+echo "$old_rate" >$rate
+diag "$(cat $J)"
+check "throttled counters give THROTTLE records" test "$(json types.throttle)" -gt 0
+check "... and UNTHROTTLE records when perf resumes them" test "$(json types.unthrottle)" -gt 0
+check "... every throttle is counted in the statistics" \
+	test "$(json stats.total.throttled)" -ge "$(json types.throttle)"
+check "... exact accounting" invariant
 
 # A one-page event buffer and a reader that does not read until STOP: the
 # buffer overflows, LOST records say exactly how much.

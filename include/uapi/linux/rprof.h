@@ -239,7 +239,13 @@ struct rprof_session {
 	struct rprof_config config;
 };
 
-/* THROTTLE / UNTHROTTLE of one counter by perf. */
+/*
+ * THROTTLE: perf throttled one counter (too many samples per tick) with the
+ * sample taken at time_ns.  UNTHROTTLE: the first sample of that counter
+ * after a throttle, at time_ns; perf resumed it at a tick before that.
+ * Both are informational: they are left out when the buffer is short of
+ * space, while GET_STATS counts every throttle.
+ */
 struct rprof_throttle {
 	struct rprof_record_header header;
 	__u64 time_ns;

@@ -224,3 +224,69 @@ pub fn hold(seconds: u64) -> ExitCode {
     println!("FAIL: expected GET_VERSION {RPROF_ABI_VERSION} after holding the device, got {got}");
     ExitCode::FAILURE
 }
+
+/// `read-semantics`: read() on the owner's file.  A running session with
+/// nothing buffered gives EAGAIN under O_NONBLOCK; a buffer smaller than
+/// the next record gives EINVAL and loses nothing; a file that does not own
+/// the session gets EBUSY; after STOP, reads end with 0 (end of stream)
+/// once everything up to STOP was read.
+pub fn read_semantics() -> Outcome {
+    use std::os::fd::AsRawFd;
+    let dev = open()?;
+    let mut config = good_config();
+    // A long drain interval and a high wakeup mark keep the buffer empty
+    // right after START.
+    config.drain_interval_ms = 1000;
+    dev.set_config(&config)
+        .map_err(|e| format!("SET_CONFIG failed with {}", error_name(&e)))?;
+    let fd = dev.as_raw_fd();
+    // SAFETY: fcntl on our own open descriptor with integer arguments.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    // SAFETY: As above.
+    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
+        return Err("fcntl(O_NONBLOCK) failed".into());
+    }
+    let mut big = vec![0u8; 1 << 16];
+    let before_start = dev.read(&mut big).map_err(|e| e.raw_os_error().unwrap_or(0));
+    if before_start != Err(libc::EAGAIN) {
+        return Err(format!("read before START: expected EAGAIN, got {before_start:?}"));
+    }
+    dev.start().map_err(|e| format!("START failed with {}", error_name(&e)))?;
+    std::thread::sleep(Duration::from_millis(300));
+    dev.stop().map_err(|e| format!("STOP failed with {}", error_name(&e)))?;
+
+    let other = open()?;
+    match other.read(&mut big) {
+        Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
+        other => return Err(format!("read by a non-owner: expected EBUSY, got {other:?}")),
+    }
+    let mut small = [0u8; 8];
+    match dev.read(&mut small) {
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {}
+        other => return Err(format!("read into 8 bytes: expected EINVAL, got {other:?}")),
+    }
+    // Nothing was lost by the refused read: the stream still starts with
+    // START and runs to STOP.
+    let mut stream = Vec::new();
+    loop {
+        match dev.read(&mut big) {
+            Ok(0) => break,
+            Ok(n) => stream.extend_from_slice(&big[..n]),
+            Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
+                dev.flush().map_err(|e| format!("FLUSH failed with {}", error_name(&e)))?;
+            }
+            Err(e) => return Err(format!("read after STOP failed with {}", error_name(&e))),
+        }
+    }
+    let records: Result<Vec<_>, _> = rprof_decode::Decoder::new(&stream).collect();
+    let records = records.map_err(|e| format!("the stream does not decode: {e}"))?;
+    let first = records.first().map(|r| r.name());
+    let last = records.last().map(|r| r.name());
+    if first != Some("START") || last != Some("STOP") {
+        return Err(format!("expected START ... STOP, got {first:?} ... {last:?}"));
+    }
+    Ok(format!(
+        "EAGAIN before START, EBUSY for a non-owner, EINVAL for 8 bytes, then {} records START..STOP and end of stream",
+        records.len()
+    ))
+}

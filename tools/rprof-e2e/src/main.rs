@@ -8,6 +8,7 @@
 //! ```text
 //! rprof-e2e open-as-uid UID [--expect-ok]   open after dropping root
 //! rprof-e2e run-as-uid UID CMD...           execute CMD after dropping root
+//! rprof-e2e read-semantics                  read(): EAGAIN, EBUSY, EINVAL, EOF
 //! rprof-e2e version                         GET_VERSION == RPROF_ABI_VERSION
 //! rprof-e2e ioctl-unknown                   unknown requests give ENOTTY
 //! rprof-e2e bad-config KIND                 a bad SET_CONFIG is refused
@@ -59,6 +60,9 @@ enum Command {
         #[arg(trailing_var_arg = true, required = true)]
         cmd: Vec<String>,
     },
+    /// read(): EAGAIN, EBUSY for a non-owner, EINVAL for a short buffer,
+    /// end of stream after STOP.
+    ReadSemantics,
     /// Expects RPROF_IOC_GET_VERSION to return RPROF_ABI_VERSION.
     Version,
     /// Expects ENOTTY from an unknown request number under rprof's magic
@@ -108,6 +112,7 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::OpenAsUid { uid, expect_ok } => checks::open_as_uid(uid, expect_ok),
         Command::RunAsUid { uid, cmd } => checks::run_as_uid(uid, &cmd),
+        Command::ReadSemantics => checks::read_semantics(),
         Command::Version => checks::version(),
         Command::IoctlUnknown => checks::ioctl_unknown(),
         Command::BadConfig { kind } => bad_config::run(kind),
