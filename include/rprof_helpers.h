@@ -25,6 +25,7 @@ struct kunit;
 /* Module parameters, as loaded (validated by Rust at init). */
 unsigned int rprof_param_ring_records(void);
 unsigned int rprof_param_buffer_pages(void);
+unsigned int rprof_param_max_cookies(void);
 
 /* Misc device: registered with a context pointer Rust gets back in open(). */
 struct rprof_misc;
@@ -50,9 +51,50 @@ struct rprof_raw_sample {
 	__u32 tid;
 	__u32 cpu;
 	__u32 flags; /* RPROF_RAW_* */
+	char comm[16];
 };
 #define RPROF_RAW_USER (1U << 0)
 #define RPROF_RAW_THROTTLED (1U << 1)
+
+/*
+ * NMI-safe: a counted reference on current's address space (mm_users, so
+ * the VMAs stay until rprof_mm_put), and the mm's write-lock sequence now,
+ * or NULL for tasks without one.
+ */
+struct mm_struct *rprof_current_mm_get(__u32 *seq);
+/* Process context (may free the address space). */
+void rprof_mm_put(struct mm_struct *mm);
+
+/* Resolution of a user ip, process context. */
+struct path;
+#define RPROF_RESOLVE_FILE 0   /* *path holds a reference, *offset in file */
+#define RPROF_RESOLVE_ANON 1   /* anonymous executable memory */
+#define RPROF_RESOLVE_NONE 2   /* no mapping, or one changed since seq */
+int rprof_resolve_user(struct mm_struct *mm, __u64 ip, __u32 seq,
+		       struct path *path, __u64 *offset);
+/* The executable of mm, with a reference; false if none. */
+bool rprof_mm_exe_path(struct mm_struct *mm, struct path *path);
+/* d_path() of path into buf (NUL-terminated, moved to buf's start);
+ * returns the length without NUL and sets dev, ino, RPROF_COOKIE_* flags. */
+int rprof_path_info(const struct path *path, char *buf, int len, __u64 *dev,
+		    __u64 *ino, __u32 *flags);
+void rprof_path_put(struct path *path);
+
+/* Kernel modules. */
+struct rprof_modinfo {
+	const void *id;    /* identity while loaded: the struct module */
+	__u64 base;        /* the text region containing ip */
+	__u64 size;
+	__u32 init;        /* the region is the module's init text */
+	__u32 reserved;
+	char name[56];
+};
+/* Finds the module whose text contains ip; false if none. */
+bool rprof_module_lookup(__u64 ip, struct rprof_modinfo *out);
+/* The GOING notifier calls rprof_module_going (src/modules.rs). */
+void rprof_module_going(void *ctx, const void *id);
+int rprof_module_notifier_register(void *ctx);
+void rprof_module_notifier_unregister(void);
 
 /* Called by the overflow handler; implemented in Rust (src/sampler.rs). */
 void rprof_on_sample(void *ctx, const struct rprof_raw_sample *sample);
@@ -128,6 +170,8 @@ struct rprof_test_thread;
 struct rprof_test_thread *rprof_test_spawn(void (*fn)(void *ctx), void *ctx);
 void rprof_test_join(struct rprof_test_thread *th);
 void rprof_test_cpu_relax(void);
+int rprof_test_kern_path(const char *name, struct path *path);
+unsigned int rprof_test_dentry_count(const struct path *path);
 
 /* RPROF_INJECT=warn trial builds only. */
 void rprof_inject_warn(void);

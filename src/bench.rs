@@ -31,7 +31,7 @@ fn rprof_ring() -> Result<u64> {
         let t0 = clock();
         for i in 0..BATCH {
             let sample = RawSample { time_ns: i, ip: n + i, ..Default::default() };
-            let _ = ring.push(RingRecord { sample, event: 0 });
+            let _ = ring.push(RingRecord::new(sample, 0));
         }
         ns += clock() - t0;
         // SAFETY: The only consumer.

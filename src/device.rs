@@ -27,8 +27,10 @@ use kernel::uaccess::{UserSlice, UserSliceWriter};
 
 /// The session slot.
 ///
-/// Never copy to or from userspace while holding the slot lock: `mmap()`
-/// takes it under `mmap_lock`, which a page fault takes too.
+/// Lock order: `slot` is taken under `mmap_lock` (in `mmap()`), and a
+/// session's drain lock is taken before `mmap_lock` (the drain resolves
+/// user addresses).  So under `slot`: no copy to or from userspace (a fault
+/// takes `mmap_lock`) and no session drain lock.
 ///
 /// # Invariants
 ///
@@ -112,7 +114,7 @@ impl Rprof {
             if slot.stopping || slot.session.as_ref().is_some_and(|s| s.phase() == Phase::Running) {
                 return Err(EBUSY);
             }
-            let session = Session::new(config, self.params.buffer_pages)?;
+            let session = Session::new(config, self.params.buffer_pages, self.params.max_cookies)?;
             old = slot.session.replace(session);
             slot.owner = file;
         }
@@ -169,15 +171,21 @@ impl Rprof {
         // SAFETY: Reads a boot-time constant.
         let nr = unsafe { helpers::rprof_nr_cpu_ids() };
         let want = if req.cpus != 0 { req.nr_cpus.min(nr) as usize } else { 0 };
-        // The current session's figures, else the last one's.  Copied out
-        // of the lock: no user access under `slot`.
-        let stats = {
+        // The current session's figures, else the last one's.  The
+        // session's are taken outside `slot` (its drain lock is ordered
+        // before mmap_lock, which is ordered before `slot`), and nothing is
+        // copied to userspace under either.
+        let (session, last) = {
             let slot = self.slot.lock();
-            match (&slot.session, &slot.last) {
-                (Some(s), _) => Some(Stats::of(s, want)?),
+            let last = match (&slot.session, &slot.last) {
                 (None, Some(last)) => Some(last.copy(want)?),
-                (None, None) => None,
-            }
+                _ => None,
+            };
+            (slot.session.clone(), last)
+        };
+        let stats = match session {
+            Some(s) => Some(Stats::of(&s, want)?),
+            None => last,
         };
         req.size = size_of::<uapi::rprof_stats>() as u32;
         req.nr_cpus = nr;
@@ -196,6 +204,39 @@ impl Rprof {
         }
         UserSlice::new(arg, size_of::<uapi::rprof_stats>()).writer().write(&req)?;
         Ok(())
+    }
+
+    /// `LOOKUP_COOKIE`: the name of a cookie of `file`'s session.
+    fn lookup_cookie(&self, file: usize, arg: usize) -> Result {
+        let size = size_of::<uapi::rprof_cookie_lookup>();
+        let mut req: uapi::rprof_cookie_lookup = UserSlice::new(arg, size).reader().read()?;
+        let session = self.owned(file)?;
+        let (name, flags, dev, ino) = session.lookup_cookie(req.cookie)?;
+        let need = name.len() + 1;
+        let fits = need <= req.path_len as usize;
+        req.path_len = need as u32;
+        req.flags = flags;
+        req.dev = dev;
+        req.ino = ino;
+        if fits {
+            let mut w = UserSlice::new(req.path as usize, need).writer();
+            w.write_slice(&name)?;
+            w.write_slice(&[0])?;
+        }
+        UserSlice::new(arg, size).writer().write(&req)?;
+        if fits {
+            Ok(())
+        } else {
+            Err(Error::from_errno(-(bindings::ENAMETOOLONG as i32)))
+        }
+    }
+
+    /// A kernel module is going: the session resolves its samples first.
+    pub(crate) fn module_going(&self, id: usize) {
+        let session = self.slot.lock().session.clone();
+        if let Some(s) = session {
+            s.module_going(id);
+        }
     }
 
     /// A CPU came online: a running session samples it too.
@@ -249,15 +290,16 @@ impl Rprof {
                 return;
             }
             slot.owner = 0;
-            let old = slot.session.take();
-            if let Some(s) = &old {
-                // SAFETY: Reads a boot-time constant.
-                let nr = unsafe { helpers::rprof_nr_cpu_ids() } as usize;
-                slot.last = Stats::of(s, nr).ok();
-            }
-            old
+            slot.session.take()
         };
-        drop(old);
+        if let Some(s) = old {
+            // Outside `slot`: taking the statistics takes the drain lock.
+            // SAFETY: Reads a boot-time constant.
+            let nr = unsafe { helpers::rprof_nr_cpu_ids() } as usize;
+            let last = Stats::of(&s, nr).ok();
+            self.slot.lock().last = last;
+            drop(s);
+        }
     }
 }
 
@@ -310,6 +352,7 @@ impl FileOps for RprofFile {
             uapi::IOC_STOP => self.dev.stop(me)?,
             uapi::IOC_FLUSH => self.dev.owned(me)?.drain_now(),
             uapi::IOC_GET_STATS => self.dev.stats(arg)?,
+            uapi::IOC_LOOKUP_COOKIE => self.dev.lookup_cookie(me, arg)?,
             _ => return Err(ENOTTY),
         }
         Ok(0)

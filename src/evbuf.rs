@@ -174,7 +174,12 @@ impl EventBuffer {
     /// Appends `rec` if it fits; the caller publishes with [`Self::publish`].
     /// `reserve` bytes must stay free after it.
     pub(crate) fn write<R: Record>(&self, p: &mut Producer, rec: &R, reserve: u64) -> bool {
-        let bytes = rec.as_bytes();
+        self.write_bytes(p, rec.as_bytes(), reserve)
+    }
+
+    /// Appends one record given as bytes (a header, then the rest; the
+    /// length a multiple of 8) if it fits with `reserve` bytes to spare.
+    pub(crate) fn write_bytes(&self, p: &mut Producer, bytes: &[u8], reserve: u64) -> bool {
         let len = bytes.len() as u64;
         if len + reserve > self.free(p) {
             return false;

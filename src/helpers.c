@@ -27,6 +27,13 @@
 #include <linux/perf_event.h>
 #include <linux/poll.h>
 #include <linux/ring_buffer.h>
+#include <linux/dcache.h>
+#include <linux/mmap_lock.h>
+#include <linux/namei.h>
+#include <linux/path.h>
+#include <linux/rcupdate.h>
+#include <linux/sched/mm.h>
+#include <linux/kallsyms.h>
 #include <linux/sched.h>
 #include <linux/sched/clock.h>
 #include <linux/slab.h>
@@ -50,6 +57,9 @@ static_assert(RPROF_IOC_SET_CONFIG ==
 	      _IOW(RPROF_IOC_MAGIC, RPROF_IOC_NR_SET_CONFIG, struct rprof_config));
 static_assert(RPROF_IOC_GET_STATS ==
 	      _IOWR(RPROF_IOC_MAGIC, RPROF_IOC_NR_GET_STATS, struct rprof_stats));
+static_assert(RPROF_IOC_LOOKUP_COOKIE ==
+	      _IOWR(RPROF_IOC_MAGIC, RPROF_IOC_NR_LOOKUP_COOKIE,
+		    struct rprof_cookie_lookup));
 static_assert(sizeof(struct rprof_config) == RPROF_CONFIG_SIZE_VER0);
 static_assert(sizeof(struct rprof_stats) == RPROF_STATS_SIZE_VER0);
 static_assert(sizeof(struct rprof_mmap_page) <= PAGE_SIZE);
@@ -74,6 +84,16 @@ unsigned int rprof_param_ring_records(void)
 unsigned int rprof_param_buffer_pages(void)
 {
 	return buffer_pages;
+}
+
+static unsigned int max_cookies = 4096;
+module_param(max_cookies, uint, 0444);
+MODULE_PARM_DESC(max_cookies,
+		 "Files and module regions named per session, in [16, 1048576] (4096)");
+
+unsigned int rprof_param_max_cookies(void)
+{
+	return max_cookies;
 }
 
 /* ---- misc device -------------------------------------------------------- */
@@ -165,6 +185,9 @@ static void rprof_overflow(struct perf_event *event,
 	 */
 	if (event->hw.interrupts == ~0ULL)
 		s.flags |= RPROF_RAW_THROTTLED;
+	/* A racy copy, as perf's own NMI path takes it: good enough for a name. */
+	memcpy(s.comm, current->comm, sizeof(s.comm));
+	s.comm[sizeof(s.comm) - 1] = 0;
 	rprof_on_sample(event->overflow_handler_context, &s);
 }
 
@@ -235,6 +258,220 @@ void rprof_counter_release(struct perf_event *event)
 long rprof_ptr_err(const void *ptr)
 {
 	return IS_ERR(ptr) ? PTR_ERR(ptr) : 0;
+}
+
+/* ---- address spaces and files -------------------------------------------- */
+
+/*
+ * NMI context: mmget_not_zero() is an atomic increment that fails once the
+ * address space is being torn down.  The sequence is the mm's write-lock
+ * seqcount (per-VMA locking): rprof_resolve_user() uses it to refuse VMAs
+ * created or changed after the sample.
+ */
+struct mm_struct *rprof_current_mm_get(u32 *seq)
+{
+	struct mm_struct *mm = current->mm;
+
+	if (!mm || !mmget_not_zero(mm))
+		return NULL;
+#ifdef CONFIG_PER_VMA_LOCK
+	*seq = READ_ONCE(mm->mm_lock_seq.sequence);
+#else
+	*seq = 0;
+#endif
+	return mm;
+}
+
+void rprof_mm_put(struct mm_struct *mm)
+{
+	mmput(mm);
+}
+
+/*
+ * The VMA of ip, if it has not been write-locked since the sample: a VMA
+ * created, split, merged or changed after the sample carries a vm_lock_seq
+ * at or after the sample's seq (vma_start_write() stamps it with the odd
+ * sequence of the write section).  Such a VMA may not be the one the
+ * sample hit, so it resolves to nothing rather than to a wrong file.
+ */
+int rprof_resolve_user(struct mm_struct *mm, u64 ip, u32 seq,
+		       struct path *path, u64 *offset)
+{
+	struct vm_area_struct *vma;
+	int ret = RPROF_RESOLVE_NONE;
+
+	mmap_read_lock(mm);
+	vma = vma_lookup(mm, ip);
+	if (!vma)
+		goto out;
+#ifdef CONFIG_PER_VMA_LOCK
+	if ((int)(READ_ONCE(vma->vm_lock_seq) - seq) >= 0)
+		goto out;
+#endif
+	if (vma->vm_file) {
+		*path = vma->vm_file->f_path;
+		path_get(path);
+		*offset = ((u64)vma->vm_pgoff << PAGE_SHIFT) + ip - vma->vm_start;
+		ret = RPROF_RESOLVE_FILE;
+	} else {
+		*offset = ip;
+		ret = RPROF_RESOLVE_ANON;
+	}
+out:
+	mmap_read_unlock(mm);
+	return ret;
+}
+
+bool rprof_mm_exe_path(struct mm_struct *mm, struct path *path)
+{
+	struct file *exe;
+
+	rcu_read_lock();
+	exe = get_file_rcu(&mm->exe_file);
+	rcu_read_unlock();
+	if (!exe)
+		return false;
+	*path = exe->f_path;
+	path_get(path);
+	fput(exe);
+	return true;
+}
+
+int rprof_path_info(const struct path *path, char *buf, int len, u64 *dev,
+		    u64 *ino, u32 *flags)
+{
+	struct inode *inode = d_inode(path->dentry);
+	char *p;
+	int n;
+
+	*flags = 0;
+	*dev = inode ? new_encode_dev(inode->i_sb->s_dev) : 0;
+	*ino = inode ? inode->i_ino : 0;
+	if (d_unlinked(path->dentry))
+		*flags |= RPROF_COOKIE_DELETED;
+	p = d_path(path, buf, len);
+	if (IS_ERR(p)) {
+		/* Too long, or no path: fall back to the file's own name. */
+		*flags |= PTR_ERR(p) == -ENAMETOOLONG ? RPROF_COOKIE_TRUNCATED :
+							  RPROF_COOKIE_NO_PATH;
+		n = snprintf(buf, len, "%pd", path->dentry);
+		return min(n, len - 1);
+	}
+	n = strlen(p);
+	memmove(buf, p, n + 1);
+	return n;
+}
+
+void rprof_path_put(struct path *path)
+{
+	path_put(path);
+}
+
+/* ---- kernel modules ------------------------------------------------------ */
+
+/*
+ * 6.12 exports neither __module_address() nor the module list, but every
+ * module is on that list, including this one, and the list is walked
+ * under RCU by the kernel's own lockless readers (modules are removed with
+ * list_del_rcu() and freed after a grace period).  Walking from our own
+ * entry meets the list head once: it is the one node that is not inside a
+ * module, found at load time by asking kallsyms what it is.
+ */
+static const struct list_head *rprof_modules_head;
+
+static void rprof_find_modules_head(void)
+{
+	const struct list_head *node;
+	char sym[KSYM_SYMBOL_LEN];
+
+	rcu_read_lock();
+	for (node = rcu_dereference(list_next_rcu(&THIS_MODULE->list));
+	     node != &THIS_MODULE->list;
+	     node = rcu_dereference(list_next_rcu((struct list_head *)node))) {
+		sprint_symbol(sym, (unsigned long)node);
+		if (!strncmp(sym, "modules+0x0/", 12)) {
+			rprof_modules_head = node;
+			break;
+		}
+	}
+	rcu_read_unlock();
+}
+
+static bool rprof_module_match(struct module *mod, u64 ip,
+			       struct rprof_modinfo *out)
+{
+	static const enum mod_mem_type types[] = { MOD_TEXT, MOD_INIT_TEXT };
+	unsigned int i;
+
+	if (mod->state == MODULE_STATE_UNFORMED)
+		return false;
+	for (i = 0; i < ARRAY_SIZE(types); i++) {
+		struct module_memory *mem = &mod->mem[types[i]];
+
+		if (mem->size && ip >= (unsigned long)mem->base &&
+		    ip < (unsigned long)mem->base + mem->size) {
+			out->id = mod;
+			out->base = (unsigned long)mem->base;
+			out->size = mem->size;
+			out->init = types[i] == MOD_INIT_TEXT;
+			strscpy(out->name, mod->name, sizeof(out->name));
+			return true;
+		}
+	}
+	return false;
+}
+
+bool rprof_module_lookup(u64 ip, struct rprof_modinfo *out)
+{
+	struct module *mod;
+	bool found = false;
+
+	if (!rprof_modules_head)
+		return false;
+	rcu_read_lock();
+	if (rprof_module_match(THIS_MODULE, ip, out)) {
+		found = true;
+		goto out;
+	}
+	list_for_each_entry_rcu(mod, &THIS_MODULE->list, list) {
+		if (&mod->list == rprof_modules_head)
+			continue;
+		if (rprof_module_match(mod, ip, out)) {
+			found = true;
+			break;
+		}
+	}
+out:
+	rcu_read_unlock();
+	return found;
+}
+
+static void *rprof_modnotify_ctx;
+
+static int rprof_module_event(struct notifier_block *nb, unsigned long action,
+			      void *data)
+{
+	if (action == MODULE_STATE_GOING)
+		rprof_module_going(rprof_modnotify_ctx, data);
+	return NOTIFY_OK;
+}
+
+static struct notifier_block rprof_module_nb = {
+	.notifier_call = rprof_module_event,
+};
+
+int rprof_module_notifier_register(void *ctx)
+{
+	rprof_find_modules_head();
+	if (!rprof_modules_head)
+		pr_warn("rprof: module list not found; module samples resolve to the kernel\n");
+	rprof_modnotify_ctx = ctx;
+	return register_module_notifier(&rprof_module_nb);
+}
+
+void rprof_module_notifier_unregister(void)
+{
+	unregister_module_notifier(&rprof_module_nb);
 }
 
 /* ---- deferred work -------------------------------------------------------- */
@@ -608,6 +845,18 @@ void rprof_test_cpu_relax(void)
 {
 	cond_resched();
 	cpu_relax();
+}
+
+/* A referenced path for a name, for the cookie tests. */
+int rprof_test_kern_path(const char *name, struct path *path)
+{
+	return kern_path(name, LOOKUP_FOLLOW, path);
+}
+
+/* References on path's dentry, to check that the cookie table drops its. */
+unsigned int rprof_test_dentry_count(const struct path *path)
+{
+	return d_count(path->dentry);
 }
 #endif
 

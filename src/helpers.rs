@@ -40,12 +40,34 @@ pub(crate) struct RawSample {
     pub(crate) tid: u32,
     pub(crate) cpu: u32,
     pub(crate) flags: u32,
+    pub(crate) comm: [u8; 16],
 }
 
 /// `RPROF_RAW_USER`: the interrupted context was user mode.
 pub(crate) const RAW_USER: u32 = 1 << 0;
 /// `RPROF_RAW_THROTTLED`: perf throttled the counter with this sample.
 pub(crate) const RAW_THROTTLED: u32 = 1 << 1;
+
+/// Opaque `struct mm_struct`.
+#[repr(C)]
+pub(crate) struct MmStruct {
+    _private: [u8; 0],
+}
+
+/// `RPROF_RESOLVE_*`: what `rprof_resolve_user` found.
+pub(crate) const RESOLVE_FILE: c_int = 0;
+pub(crate) const RESOLVE_ANON: c_int = 1;
+
+/// `struct rprof_modinfo`.
+#[repr(C)]
+pub(crate) struct ModInfo {
+    pub(crate) id: *const c_void,
+    pub(crate) base: u64,
+    pub(crate) size: u64,
+    pub(crate) init: u32,
+    pub(crate) reserved: u32,
+    pub(crate) name: [u8; 56],
+}
 
 /// `struct rprof_counter_attr`.
 #[repr(C)]
@@ -63,6 +85,7 @@ pub(crate) struct CounterAttr {
 extern "C" {
     pub(crate) fn rprof_param_ring_records() -> c_uint;
     pub(crate) fn rprof_param_buffer_pages() -> c_uint;
+    pub(crate) fn rprof_param_max_cookies() -> c_uint;
 
     pub(crate) fn rprof_misc_register(
         name: *const c_char,
@@ -115,6 +138,29 @@ extern "C" {
         data_area: bool,
     ) -> c_int;
 
+    pub(crate) fn rprof_current_mm_get(seq: *mut u32) -> *mut MmStruct;
+    pub(crate) fn rprof_mm_put(mm: *mut MmStruct);
+    pub(crate) fn rprof_resolve_user(
+        mm: *mut MmStruct,
+        ip: u64,
+        seq: u32,
+        path: *mut bindings::path,
+        offset: *mut u64,
+    ) -> c_int;
+    pub(crate) fn rprof_mm_exe_path(mm: *mut MmStruct, path: *mut bindings::path) -> bool;
+    pub(crate) fn rprof_path_info(
+        path: *const bindings::path,
+        buf: *mut c_char,
+        len: c_int,
+        dev: *mut u64,
+        ino: *mut u64,
+        flags: *mut u32,
+    ) -> c_int;
+    pub(crate) fn rprof_path_put(path: *mut bindings::path);
+    pub(crate) fn rprof_module_lookup(ip: u64, out: *mut ModInfo) -> bool;
+    pub(crate) fn rprof_module_notifier_register(ctx: *mut c_void) -> c_int;
+    pub(crate) fn rprof_module_notifier_unregister();
+
     pub(crate) fn rprof_hotplug_register(ctx: *mut c_void) -> c_int;
     pub(crate) fn rprof_hotplug_unregister();
     pub(crate) fn rprof_cpus_read_lock();
@@ -143,6 +189,8 @@ extern "C" {
     pub(crate) fn rprof_test_spawn(f: unsafe extern "C" fn(ctx: *mut c_void), ctx: *mut c_void) -> *mut c_void;
     pub(crate) fn rprof_test_join(th: *mut c_void);
     pub(crate) fn rprof_test_cpu_relax();
+    pub(crate) fn rprof_test_kern_path(name: *const c_char, path: *mut bindings::path) -> c_int;
+    pub(crate) fn rprof_test_dentry_count(path: *const bindings::path) -> c_uint;
 }
 
 /// `RPROF_TEST_SRC_*`: which context a stress-test writer runs in.

@@ -11,6 +11,9 @@ pub(crate) const RING_RECORDS_MIN: u32 = 64;
 pub(crate) const RING_RECORDS_MAX: u32 = 1 << 20;
 /// Largest event buffer, in data pages.
 pub(crate) const BUFFER_PAGES_MAX: u32 = 1 << 16;
+/// Bounds of the cookie table.
+pub(crate) const MAX_COOKIES_MIN: u32 = 16;
+pub(crate) const MAX_COOKIES_MAX: u32 = 1 << 20;
 
 /// The validated parameters.
 ///
@@ -18,11 +21,13 @@ pub(crate) const BUFFER_PAGES_MAX: u32 = 1 << 16;
 ///
 /// `ring_records` is a power of two in
 /// [`RING_RECORDS_MIN`, `RING_RECORDS_MAX`]; `buffer_pages` is a power of two
-/// in [1, `BUFFER_PAGES_MAX`].
+/// in [1, `BUFFER_PAGES_MAX`]; `max_cookies` is in
+/// [`MAX_COOKIES_MIN`, `MAX_COOKIES_MAX`].
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Params {
     pub(crate) ring_records: u32,
     pub(crate) buffer_pages: u32,
+    pub(crate) max_cookies: u32,
 }
 
 /// Checks a ring size, in slots.
@@ -35,9 +40,25 @@ impl Params {
     /// the load with `EINVAL` and one line naming the parameter.
     pub(crate) fn from_module() -> Result<Self> {
         // SAFETY: Plain reads of integers the C glue owns.
-        let (ring_records, buffer_pages) =
-            unsafe { (helpers::rprof_param_ring_records(), helpers::rprof_param_buffer_pages()) };
-        Self::new(ring_records, buffer_pages)
+        let (ring_records, buffer_pages, max_cookies) = unsafe {
+            (
+                helpers::rprof_param_ring_records(),
+                helpers::rprof_param_buffer_pages(),
+                helpers::rprof_param_max_cookies(),
+            )
+        };
+        let p = Self::new(ring_records, buffer_pages)?;
+        if !(MAX_COOKIES_MIN..=MAX_COOKIES_MAX).contains(&max_cookies) {
+            pr_err!(
+                "max_cookies={} is invalid: need a value in [{}, {}]\n",
+                max_cookies,
+                MAX_COOKIES_MIN,
+                MAX_COOKIES_MAX
+            );
+            return Err(EINVAL);
+        }
+        // INVARIANT: checked above and by `new`.
+        Ok(Self { max_cookies, ..p })
     }
 
     /// Checks explicit values (also used by the KUnit suite).
@@ -59,7 +80,7 @@ impl Params {
             );
             return Err(EINVAL);
         }
-        // INVARIANT: both checked above.
-        Ok(Self { ring_records, buffer_pages })
+        // INVARIANT: both checked above; the default cookie bound.
+        Ok(Self { ring_records, buffer_pages, max_cookies: 4096 })
     }
 }

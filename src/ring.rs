@@ -155,8 +155,19 @@ impl<T: Copy, S: Deref<Target = [Slot<T>]>> Ring<T, S> {
     /// Appends `value`, or drops it and counts it when the ring is full.
     ///
     /// NMI-safe; may nest with itself on one CPU and may even run
-    /// concurrently on several CPUs.
+    /// concurrently on several CPUs.  (The module's handler uses
+    /// [`Ring::push_with`]; tests, the benchmark and the model use this.)
+    #[allow(dead_code)]
     pub fn push(&self, value: T) -> Push {
+        self.push_with(|| value)
+    }
+
+    /// Like [`Ring::push`], but makes the value only once a slot is
+    /// reserved, so that `make` may take references (an address space,
+    /// say) that a dropped record would have to give back, which NMI
+    /// context could not do.  `make` runs with the slot reserved and
+    /// unpublished; it must be NMI-safe too if the caller is.
+    pub fn push_with<F: FnOnce() -> T>(&self, make: F) -> Push {
         let mut head = self.head.load(Relaxed);
         loop {
             let tail = self.tail.load(Acquire);
@@ -169,6 +180,7 @@ impl<T: Copy, S: Deref<Target = [Slot<T>]>> Ring<T, S> {
                 Err(now) => head = now,
             }
         }
+        let value = make();
         let slot = &self.slots[(head & self.mask) as usize];
         // SAFETY: Position `head` is ours alone: we reserved it with the
         // CAS, and the reader finished with the slot's previous position

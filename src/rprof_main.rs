@@ -13,13 +13,16 @@ use kernel::c_str;
 use kernel::prelude::*;
 
 mod config;
+mod cookies;
 mod counter;
 mod device;
+mod drain;
 mod evbuf;
 mod helpers;
 mod hotplug;
 mod kicker;
 mod miscdev;
+mod modules;
 mod params;
 mod ring;
 mod sampler;
@@ -49,6 +52,7 @@ module! {
 struct RprofModule {
     _device: miscdev::Registration<device::RprofFile>,
     _hotplug: hotplug::Registration,
+    _modules: modules::Registration,
 }
 
 impl kernel::Module for RprofModule {
@@ -63,6 +67,7 @@ impl kernel::Module for RprofModule {
         };
         let ctx = device::Rprof::new(params)?;
         let hotplug = hotplug::Registration::register(ctx.clone())?;
+        let modules = modules::Registration::register(ctx.clone())?;
         let device = miscdev::Registration::register(c_str!("rprof"), module, ctx)?;
         pr_info!(
             "/dev/rprof ready (ABI {}, ring_records={}, buffer_pages={})\n",
@@ -70,6 +75,6 @@ impl kernel::Module for RprofModule {
             params.ring_records,
             params.buffer_pages
         );
-        Ok(Self { _device: device, _hotplug: hotplug })
+        Ok(Self { _device: device, _hotplug: hotplug, _modules: modules })
     }
 }

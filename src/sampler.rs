@@ -6,7 +6,8 @@
 //! NMI context (PMU counters) or hard IRQ context (the hrtimer of software
 //! clocks), nested over task, softirq or hardirq code on the same CPU.  It
 //! takes no lock, never sleeps and never allocates: it copies one
-//! fixed-size record into this CPU's [`Ring`] and, past a watermark, kicks
+//! fixed-size record into this CPU's [`Ring`] (taking a counted reference
+//! on the sampled address space, an atomic increment) and, past a watermark, kicks
 //! the drain with an irq_work (the kernel's NMI-safe way out).
 
 use crate::helpers::{self, RawSample};
@@ -14,11 +15,31 @@ use crate::ring::{Push, Ring, Slot};
 use core::ffi::c_void;
 use kernel::prelude::*;
 
-/// A per-CPU ring record: the raw sample and which configured event took it.
-#[derive(Clone, Copy, Default)]
+/// A counted reference on an address space (`mm_users`), or null, taken
+/// by the handler and dropped by the drain (`rprof_mm_put`).
+#[derive(Clone, Copy)]
+pub(crate) struct MmRef(pub(crate) *mut helpers::MmStruct);
+
+// SAFETY: The reference moves from the handler's CPU to the drain; the
+// address space may be released from any process context.
+unsafe impl Send for MmRef {}
+
+/// A per-CPU ring record: the raw sample, which configured event took it,
+/// and the sampled task's address space with its write-lock sequence then.
+#[derive(Clone, Copy)]
 pub(crate) struct RingRecord {
     pub(crate) sample: RawSample,
     pub(crate) event: u16,
+    pub(crate) mm_seq: u32,
+    pub(crate) mm: MmRef,
+}
+
+impl RingRecord {
+    /// A record without an address space (tests and the benchmark).
+    #[cfg(any(rprof_kunit, rprof_bench))]
+    pub(crate) fn new(sample: RawSample, event: u16) -> Self {
+        Self { sample, event, mm_seq: 0, mm: MmRef(core::ptr::null_mut()) }
+    }
 }
 
 /// The per-CPU ring type.
@@ -70,8 +91,16 @@ pub(crate) unsafe extern "C" fn rprof_on_sample(ctx: *mut c_void, sample: *const
     }
     // SAFETY: `ring` outlives the counter (`HandlerCtx` invariant).
     let ring = unsafe { &*ctx.ring };
-    let record = RingRecord { sample, event: ctx.event };
-    let kick = match ring.push(record) {
+    // The address-space reference is taken only once a slot is reserved,
+    // so a full ring never has to give one back (which NMI context could
+    // not do).
+    let make = || {
+        let mut mm_seq = 0;
+        // SAFETY: NMI-safe: an atomic increment on current's mm, if any.
+        let mm = unsafe { helpers::rprof_current_mm_get(&mut mm_seq) };
+        RingRecord { sample, event: ctx.event, mm_seq, mm: MmRef(mm) }
+    };
+    let kick = match ring.push_with(make) {
         Push::Stored(fill) => fill >= ctx.kick_at,
         Push::Full => true,
     };

@@ -25,29 +25,19 @@
 
 use crate::config::Config;
 use crate::counter::Counter;
-use crate::evbuf::{EventBuffer, Producer, Record};
-use crate::helpers::{self, CounterAttr, RAW_THROTTLED, RAW_USER};
+use crate::drain::{lost, Drain};
+use crate::evbuf::{EventBuffer, Record};
+use crate::helpers::{self, CounterAttr};
 use crate::kicker::Kicker;
-use crate::sampler::{self, HandlerCtx, RingRecord, SampleRing};
+use crate::sampler::{self, HandlerCtx, SampleRing};
 use crate::uapi::*;
 use crate::waitq::WaitQueue;
 use core::ffi::c_void;
 use core::mem::size_of;
-use core::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
-
-// SAFETY: All are `#[repr(C)]` uapi records of fixed-width fields laid out
-// without padding (the header's rule; sizes are asserted in helpers.c and
-// by the userspace ABI tests), starting with `rprof_record_header`.
-unsafe impl Record for rprof_sample {}
-// SAFETY: As above.
-unsafe impl Record for rprof_lost {}
-// SAFETY: As above.
-unsafe impl Record for rprof_session {}
-// SAFETY: As above.
-unsafe impl Record for rprof_throttle {}
 
 /// Where a session is in its life.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -58,32 +48,6 @@ pub(crate) enum Phase {
     Stopped = 2,
 }
 
-/// The drain's bookkeeping of one CPU.
-#[derive(Default, Clone, Copy)]
-struct CpuDrain {
-    /// `ring.lost()` already reported in LOST records.
-    ring_lost_reported: u64,
-    /// Samples dropped for lack of buffer space, not yet reported.
-    buffer_lost_pending: u64,
-    lost_buffer: u64,
-    delivered: u64,
-    throttled: u64,
-    /// Events (bit = index) whose last sample on this CPU was throttled.
-    throttled_events: u8,
-}
-
-/// State owned by whoever holds the producer lock.
-struct Drain {
-    producer: Producer,
-    cpus: KVec<CpuDrain>,
-    /// START (with the time sampling began) still to be written.
-    start_pending: Option<u64>,
-    /// STOP (with the time sampling ended) still to be written.
-    stop_pending: Option<u64>,
-    drains: u64,
-    wakeups: u64,
-}
-
 /// One session.  Lives in an [`Arc`]; its address is the drain work's
 /// context.
 ///
@@ -91,7 +55,7 @@ struct Drain {
 /// its work uses every other field; its `Drop` waits for a running work.
 /// Counters are not here: the device releases them before it drops the
 /// session (so no overflow handler can touch `rings` any more).
-#[pin_data]
+#[pin_data(PinnedDrop)]
 pub(crate) struct Session {
     kicker: Kicker,
     pub(crate) config: Config,
@@ -103,6 +67,10 @@ pub(crate) struct Session {
     consumer: Mutex<()>,
     waitq: WaitQueue,
     phase: AtomicU8,
+    /// The time START asked for, until the drain takes it (0: none).  An
+    /// atomic, so that START (under the device's slot lock) never takes
+    /// the drain lock, which is ordered before mmap_lock.
+    start_request: AtomicU64,
     /// A LOST, STOP or START record waits for space.
     pending: AtomicBool,
     /// Bytes samples leave free for LOST and STOP records.
@@ -137,20 +105,19 @@ unsafe extern "C" fn drain_work(ctx: *mut c_void) {
 impl Session {
     /// Allocates a session: one ring per possible CPU id, the event buffer of
     /// `buffer_pages` data pages, the drain work.  Nothing runs yet.
-    pub(crate) fn new(config: Config, buffer_pages: u32) -> Result<Arc<Self>> {
+    pub(crate) fn new(config: Config, buffer_pages: u32, max_cookies: u32) -> Result<Arc<Self>> {
         let nr = nr_cpu_ids();
         let mut rings = KVec::with_capacity(nr, GFP_KERNEL)?;
-        let mut cpus = KVec::with_capacity(nr, GFP_KERNEL)?;
         for _ in 0..nr {
             rings.push(sampler::new_ring(config.ring_records)?, GFP_KERNEL)?;
-            cpus.push(CpuDrain::default(), GFP_KERNEL)?;
         }
         let evbuf = EventBuffer::new(buffer_pages as usize)?;
-        let producer = evbuf.producer();
-        let reserve = (2 * nr * size_of::<rprof_lost>() + size_of::<rprof_session>()) as u64;
+        let drain = Drain::new(evbuf.producer(), nr, max_cookies as usize)?;
+        // Room for every LOST record a drain may owe (ring and four other
+        // causes per CPU) and STOP.
+        let reserve = (5 * nr * size_of::<rprof_lost>() + size_of::<rprof_session>()) as u64;
         let kicker = Kicker::new(drain_work)?;
         let waitq = WaitQueue::new()?;
-        let drain = Drain { producer, cpus, start_pending: None, stop_pending: None, drains: 0, wakeups: 0 };
         let session = Arc::pin_init(
             pin_init!(Self {
                 kicker,
@@ -161,6 +128,7 @@ impl Session {
                 consumer <- new_mutex!(()),
                 waitq,
                 phase: AtomicU8::new(Phase::Configured as u8),
+                start_request: AtomicU64::new(0),
                 pending: AtomicBool::new(false),
                 reserve,
             }),
@@ -231,11 +199,8 @@ impl Session {
             let online = unsafe { helpers::rprof_cpu_online(cpu as u32) };
             all.push(if online { self.open_cpu(cpu)? } else { KVec::new() }, GFP_KERNEL)?;
         }
-        {
-            let mut d = self.drain.lock();
-            d.start_pending = Some(now());
-            self.pending.store(true, Ordering::Relaxed);
-        }
+        self.start_request.store(now(), Ordering::Release);
+        self.pending.store(true, Ordering::Relaxed);
         self.set_phase(Phase::Running);
         for c in all.iter().flat_map(|v| v.iter()) {
             c.enable();
@@ -248,12 +213,10 @@ impl Session {
     /// any more); drains everything and writes STOP.
     pub(crate) fn finish(&self) {
         self.set_phase(Phase::Stopped);
-        {
-            let mut d = self.drain.lock();
-            d.stop_pending = Some(now());
-            self.pending.store(true, Ordering::Relaxed);
-        }
-        self.drain_now();
+        let mut d = self.drain.lock();
+        d.stop_pending = Some(now());
+        self.pending.store(true, Ordering::Relaxed);
+        self.drain_locked(&mut d);
     }
 
     fn session_record(&self, type_: u32, time_ns: u64) -> rprof_session {
@@ -265,75 +228,35 @@ impl Session {
     }
 
     /// Moves every complete record from the rings into the event buffer,
-    /// with LOST records for what was dropped, and wakes readers past the
-    /// watermark.  Process context.
+    /// resolved, with LOST records for what was dropped, and wakes readers
+    /// past the watermark.  Process context.
     pub(crate) fn drain_now(&self) {
         let mut guard = self.drain.lock();
-        let d = &mut *guard;
-        let buf = &self.evbuf;
-        let reserve = self.reserve;
-        d.drains += 1;
+        self.drain_locked(&mut guard);
+    }
 
+    fn drain_locked(&self, d: &mut Drain) {
+        let buf = &self.evbuf;
+        d.drains += 1;
+        let requested = self.start_request.swap(0, Ordering::AcqRel);
+        if requested != 0 {
+            d.start_pending = Some(requested);
+        }
         if let Some(t) = d.start_pending {
             if buf.write(&mut d.producer, &self.session_record(RPROF_RECORD_START, t), 0) {
                 d.start_pending = None;
             }
         }
         for (cpu, ring) in self.rings.iter().enumerate() {
-            let st = &mut d.cpus[cpu];
-            let lost = ring.lost();
-            if lost > st.ring_lost_reported
-                && buf.write(&mut d.producer, &lost_record(RPROF_LOST_RING, cpu, lost - st.ring_lost_reported), 0)
-            {
-                st.ring_lost_reported = lost;
-            }
-            if st.buffer_lost_pending > 0
-                && buf.write(&mut d.producer, &lost_record(RPROF_LOST_BUFFER, cpu, st.buffer_lost_pending), 0)
-            {
-                st.buffer_lost_pending = 0;
-            }
+            d.report_lost(buf, cpu, ring);
             // SAFETY: We hold the drain lock, which makes us the only
             // consumer of every ring.
             while let Some(rec) = unsafe { ring.pop() } {
-                let ok = d.start_pending.is_none() && buf.write(&mut d.producer, &sample_record(&rec), reserve);
-                if ok {
-                    st.delivered += 1;
-                } else {
-                    st.lost_buffer += 1;
-                    st.buffer_lost_pending += 1;
-                }
-                // perf throttled the counter with this sample; it
-                // unthrottles silently on a later tick, which the next
-                // sample of that event shows.  Both are informational and
-                // not written when space is short.
-                let bit = 1u8 << (rec.event & 7);
-                let mut changes = [None, None];
-                if st.throttled_events & bit != 0 {
-                    // A sample after a throttle: perf resumed the counter.
-                    st.throttled_events &= !bit;
-                    changes[0] = Some(RPROF_RECORD_UNTHROTTLE);
-                }
-                if rec.sample.flags & RAW_THROTTLED != 0 {
-                    st.throttled += 1;
-                    st.throttled_events |= bit;
-                    changes[1] = Some(RPROF_RECORD_THROTTLE);
-                }
-                for type_ in changes.into_iter().flatten() {
-                    let t = rprof_throttle {
-                        header: rprof_throttle::header(type_, 0),
-                        time_ns: rec.sample.time_ns,
-                        cpu: cpu as u32,
-                        event: rec.event as u32,
-                    };
-                    buf.write(&mut d.producer, &t, reserve);
-                }
+                d.process(buf, cpu, &rec, self.reserve);
             }
         }
         // STOP goes last, once nothing else is owed before it.
-        let owed = d.start_pending.is_some()
-            || d.cpus.iter().enumerate().any(|(cpu, st)| {
-                st.buffer_lost_pending > 0 || self.rings[cpu].lost() > st.ring_lost_reported
-            });
+        let owed = d.start_pending.is_some() || d.owes_lost(|cpu| self.rings[cpu].lost());
         if let Some(t) = d.stop_pending {
             if !owed && buf.write(&mut d.producer, &self.session_record(RPROF_RECORD_STOP, t), 0) {
                 d.stop_pending = None;
@@ -346,6 +269,34 @@ impl Session {
         if avail >= self.config.wakeup_bytes || (self.phase() == Phase::Stopped && d.stop_pending.is_none()) {
             d.wakeups += 1;
             self.waitq.wake();
+        }
+    }
+
+    /// A kernel module is going away: resolve what the rings hold while its
+    /// text is still there, then mark its cookies unloaded.
+    pub(crate) fn module_going(&self, id: usize) {
+        let mut guard = self.drain.lock();
+        self.drain_locked(&mut guard);
+        guard.module_going(&self.evbuf, id);
+        self.evbuf.publish(&guard.producer);
+    }
+
+    /// `LOOKUP_COOKIE`: a copy of what `cookie` names.
+    pub(crate) fn lookup_cookie(&self, cookie: u64) -> Result<(KVec<u8>, u32, u64, u64)> {
+        let d = self.drain.lock();
+        match d.cookies.get(cookie).map(|e| &e.object) {
+            Some(crate::cookies::Object::File { name, flags, dev, ino, .. }) => {
+                let mut copy = KVec::new();
+                copy.extend_from_slice(name, GFP_KERNEL)?;
+                Ok((copy, *flags, *dev, *ino))
+            }
+            Some(crate::cookies::Object::Module { name, .. }) => {
+                let n = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+                let mut copy = KVec::new();
+                copy.extend_from_slice(&name[..n], GFP_KERNEL)?;
+                Ok((copy, 0, 0, 0))
+            }
+            None => Err(ENOENT),
         }
     }
 
@@ -404,14 +355,17 @@ impl Session {
         let d = self.drain.lock();
         let mut total = rprof_cpu_stats::default();
         for (cpu, ring) in self.rings.iter().enumerate() {
-            let st = &d.cpus[cpu];
+            let (delivered, lost, throttled) = d.cpu_counts(cpu);
             let s = rprof_cpu_stats {
                 samples: ring.stored() + ring.lost(),
                 lost_ring: ring.lost(),
-                lost_buffer: st.lost_buffer,
-                delivered: st.delivered,
+                lost_buffer: lost[lost::BUFFER],
+                delivered,
                 ring_high_water: ring.high_water(),
-                throttled: st.throttled,
+                throttled,
+                lost_no_mm: lost[lost::NO_MM],
+                lost_no_mapping: lost[lost::NO_MAPPING],
+                lost_no_cookie: lost[lost::NO_COOKIE],
             };
             total.samples += s.samples;
             total.lost_ring += s.lost_ring;
@@ -419,6 +373,9 @@ impl Session {
             total.delivered += s.delivered;
             total.ring_high_water = total.ring_high_water.max(s.ring_high_water);
             total.throttled += s.throttled;
+            total.lost_no_mm += s.lost_no_mm;
+            total.lost_no_mapping += s.lost_no_mapping;
+            total.lost_no_cookie += s.lost_no_cookie;
             if let Some(out) = cpus.get_mut(cpu) {
                 *out = s;
             }
@@ -443,7 +400,7 @@ impl Session {
 
     /// Pretends the session runs, without counters.
     pub(crate) fn test_start(&self) {
-        self.drain.lock().start_pending = Some(now());
+        self.start_request.store(now(), Ordering::Release);
         self.pending.store(true, Ordering::Relaxed);
         self.set_phase(Phase::Running);
     }
@@ -454,23 +411,23 @@ impl Session {
     }
 }
 
-fn lost_record(stage: u32, cpu: usize, count: u64) -> rprof_lost {
-    rprof_lost { header: rprof_lost::header(RPROF_RECORD_LOST, 0), stage, cpu: cpu as u32, count }
-}
-
-fn sample_record(rec: &RingRecord) -> rprof_sample {
-    let s = &rec.sample;
-    let flags = if s.flags & RAW_USER != 0 { RPROF_SAMPLE_USER as u16 } else { 0 };
-    rprof_sample {
-        header: rprof_sample::header(RPROF_RECORD_SAMPLE, flags),
-        time_ns: s.time_ns,
-        ip: s.ip,
-        pid: s.pid,
-        tid: s.tid,
-        cpu: s.cpu,
-        event: rec.event,
-        reserved: 0,
-        period: s.period,
+#[pinned_drop]
+impl PinnedDrop for Session {
+    fn drop(self: Pin<&mut Self>) {
+        // Records still in the rings hold address-space references (a
+        // session that never stopped cleanly, or a test's).  Under the
+        // drain lock, because the drain work may still run until the
+        // kicker (the first field) is dropped right after this.
+        let _d = self.drain.lock();
+        for ring in self.rings.iter() {
+            // SAFETY: The drain lock makes us the only consumer.
+            while let Some(rec) = unsafe { ring.pop() } {
+                if !rec.mm.0.is_null() {
+                    // SAFETY: The handler's reference; process context.
+                    unsafe { helpers::rprof_mm_put(rec.mm.0) };
+                }
+            }
+        }
     }
 }
 

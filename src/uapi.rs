@@ -5,7 +5,10 @@
 //! evaluate.  `src/helpers.c` checks the numbers against the header's own
 //! `_IOR()` macros with static assertions.
 
+// Generated code: bindgen's flexible-array helper (`__IncompleteArrayField`)
+// has unsafe functions with unsafe calls in their bodies.
 #![allow(
+    unsafe_op_in_unsafe_fn,
     non_camel_case_types,
     non_upper_case_globals,
     dead_code,
@@ -31,6 +34,8 @@ pub(crate) const IOC_STOP: u32 = _IO(MAGIC, RPROF_IOC_NR_STOP);
 pub(crate) const IOC_FLUSH: u32 = _IO(MAGIC, RPROF_IOC_NR_FLUSH);
 /// `RPROF_IOC_GET_STATS`.
 pub(crate) const IOC_GET_STATS: u32 = _IOWR::<rprof_stats>(MAGIC, RPROF_IOC_NR_GET_STATS);
+/// `RPROF_IOC_LOOKUP_COOKIE`.
+pub(crate) const IOC_LOOKUP_COOKIE: u32 = _IOWR::<rprof_cookie_lookup>(MAGIC, RPROF_IOC_NR_LOOKUP_COOKIE);
 
 const _: () = assert!(core::mem::size_of::<rprof_config>() == RPROF_CONFIG_SIZE_VER0 as usize);
 const _: () = assert!(core::mem::size_of::<rprof_stats>() == RPROF_STATS_SIZE_VER0 as usize);
@@ -47,4 +52,4 @@ macro_rules! plain_old_data {
         unsafe impl kernel::types::AsBytes for $t {}
     )*};
 }
-plain_old_data!(rprof_config, rprof_event_config, rprof_stats, rprof_cpu_stats);
+plain_old_data!(rprof_config, rprof_event_config, rprof_stats, rprof_cpu_stats, rprof_cookie_lookup);

@@ -40,6 +40,7 @@ ok=1
 step kernel "$RPROF_TOP/scripts/kernel.sh" || ok=0
 [ $ok = 1 ] && { step module "$RPROF_TOP/scripts/module.sh" || ok=0; }
 [ $ok = 1 ] && { step tools "$RPROF_TOP/scripts/tools.sh" || ok=0; }
+[ $ok = 1 ] && { step workloads "$RPROF_TOP/scripts/workloads.sh" build || ok=0; }
 if [ $ok = 1 ]; then
 	"$RPROF_TOP/tests/harness/vm.sh" check "$OUT"
 	summarize "${host[@]}" --console "$OUT/console.log" --results "$OUT/results.log"

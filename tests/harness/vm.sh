@@ -26,6 +26,8 @@ cp "$RPROF_TOP"/tests/e2e/*.sh "$root/tests/e2e/"
 cp "$RPROF_TOP"/tests/harness/demo-guest.sh "$root/tests/demo.sh"
 [ ! -f "$RPROF_BUILD/module-bench/rprof.ko" ] || cp "$RPROF_BUILD/module-bench/rprof.ko" "$root/lib/rprof-bench.ko"
 cp "$RPROF_TOP"/tests/harness/bench-guest.sh "$root/tests/bench.sh"
+# Workload programs, their shared libraries and the busy test module.
+"$RPROF_TOP/scripts/workloads.sh" install "$root"
 echo 'root:x:0:0:root:/:/bin/sh' >"$root/etc/passwd"
 echo 'nobody:x:65534:65534:nobody:/:/bin/sh' >>"$root/etc/passwd"
 chmod +x "$root/init"

@@ -91,7 +91,8 @@ struct rprof_config {
 
 /*
  * Counters of one CPU, or their sums.  At STOP, for every CPU and in total:
- *   samples == delivered + lost_ring + lost_buffer
+ *   samples == delivered + lost_ring + lost_buffer + lost_no_mm +
+ *              lost_no_mapping + lost_no_cookie
  */
 struct rprof_cpu_stats {
 	__u64 samples;          /* records written by the sampling handler */
@@ -100,6 +101,9 @@ struct rprof_cpu_stats {
 	__u64 delivered;        /* put into the event buffer */
 	__u64 ring_high_water;  /* highest ring fill seen, in records */
 	__u64 throttled;        /* times perf throttled a counter */
+	__u64 lost_no_mm;       /* user sample of a task without an mm */
+	__u64 lost_no_mapping;  /* user ip in no mapping (or one changed since) */
+	__u64 lost_no_cookie;   /* the session's cookie table was full */
 };
 
 struct rprof_stats {
@@ -111,7 +115,7 @@ struct rprof_stats {
 	__u64 reserved[4];
 	struct rprof_cpu_stats total;
 };
-#define RPROF_STATS_SIZE_VER0 112
+#define RPROF_STATS_SIZE_VER0 136
 
 /* ------------------------------------------------------------------------ */
 /* ioctls                                                                    */
@@ -129,6 +133,11 @@ struct rprof_stats {
 #define RPROF_IOC_FLUSH _IO(RPROF_IOC_MAGIC, 0x04)
 /* Read statistics (struct rprof_stats, size-versioned). */
 #define RPROF_IOC_GET_STATS _IOWR(RPROF_IOC_MAGIC, 0x05, struct rprof_stats)
+/* The path of a cookie of the caller's session (struct rprof_cookie_lookup):
+ * -ENOENT for an unknown cookie, -ENAMETOOLONG if path_len is too small
+ * (path_len then says how much is needed). */
+#define RPROF_IOC_LOOKUP_COOKIE                                                \
+	_IOWR(RPROF_IOC_MAGIC, 0x06, struct rprof_cookie_lookup)
 
 /*
  * bindgen cannot evaluate _IOR() and friends; the ioctl command numbers are
@@ -141,7 +150,17 @@ enum rprof_ioctl_nr {
 	RPROF_IOC_NR_START = 0x02,
 	RPROF_IOC_NR_STOP = 0x03,
 	RPROF_IOC_NR_FLUSH = 0x04,
-	RPROF_IOC_NR_GET_STATS = 0x05
+	RPROF_IOC_NR_GET_STATS = 0x05,
+	RPROF_IOC_NR_LOOKUP_COOKIE = 0x06
+};
+
+struct rprof_cookie_lookup {
+	__u64 cookie;   /* in */
+	__u64 path;     /* in: user pointer to path_len bytes */
+	__u32 path_len; /* in: size of the buffer; out: bytes of the path + NUL */
+	__u32 flags;    /* out: RPROF_COOKIE_* */
+	__u64 dev;      /* out: device of the file (new_encode_dev) */
+	__u64 ino;      /* out: inode number */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -184,13 +203,27 @@ struct rprof_mmap_page {
 /* Records                                                                   */
 /* ------------------------------------------------------------------------ */
 
+/*
+ * The stream is compact, like OProfile's: samples carry only time, offset
+ * and period.  Who and where come from context records that precede them
+ * and hold until the next record of the same kind:
+ *   TASK    the CPU and task of the following samples;
+ *   SWITCH  the cookie the following samples' offsets are relative to.
+ * A COOKIE record names a cookie before the first SWITCH to it; a MODULE
+ * record names a kernel module's cookie.  A reader keeps the current TASK
+ * and cookie; LOST, START, STOP and THROTTLE records do not change them.
+ */
 enum rprof_record_type {
 	RPROF_RECORD_SAMPLE = 1,
 	RPROF_RECORD_LOST = 2,
 	RPROF_RECORD_START = 3,
 	RPROF_RECORD_STOP = 4,
 	RPROF_RECORD_THROTTLE = 5,
-	RPROF_RECORD_UNTHROTTLE = 6
+	RPROF_RECORD_UNTHROTTLE = 6,
+	RPROF_RECORD_COOKIE = 7,
+	RPROF_RECORD_TASK = 8,
+	RPROF_RECORD_SWITCH = 9,
+	RPROF_RECORD_MODULE = 10
 };
 
 struct rprof_record_header {
@@ -199,29 +232,83 @@ struct rprof_record_header {
 	__u32 size;  /* whole record in bytes, multiple of 8 */
 };
 
-/* rprof_sample.header.flags */
-#define RPROF_SAMPLE_USER (1U << 0) /* ip is a user address */
-
 /*
- * One sample.  cookie and offset are 0 until the resolution stage fills
- * them (a later ABI revision adds records for them).
+ * Cookies name what an offset is relative to, for one session.  Values
+ * below RPROF_COOKIE_FIRST are fixed; the others name files (COOKIE
+ * records) or kernel modules (MODULE records).
  */
+#define RPROF_COOKIE_NONE 0   /* no cookie yet */
+#define RPROF_COOKIE_KERNEL 1 /* the kernel image: the offset is the ip */
+#define RPROF_COOKIE_ANON 2   /* anonymous executable memory (JIT): the ip */
+#define RPROF_COOKIE_FIRST 16
+
+/* rprof_sample.header.flags */
+#define RPROF_SAMPLE_USER (1U << 0)     /* taken in user mode */
+#define RPROF_SAMPLE_EVENT_SHIFT 8      /* bits 8-10: index into events[] */
+#define RPROF_SAMPLE_EVENT_MASK (7U << RPROF_SAMPLE_EVENT_SHIFT)
+
+/* One sample, in the current TASK's context, relative to the current
+ * cookie: for a file, the offset in the file; for a module, the offset
+ * from the module's base; for KERNEL and ANON, the ip itself. */
 struct rprof_sample {
 	struct rprof_record_header header;
 	__u64 time_ns; /* local_clock() of the sampling CPU */
-	__u64 ip;
-	__u32 pid;     /* thread group id (0 for the idle task) */
-	__u32 tid;
-	__u32 cpu;
-	__u16 event;   /* index into rprof_config.events */
-	__u16 reserved;
+	__u64 offset;
 	__u64 period;  /* events this sample stands for */
+};
+
+/* The CPU and task of the following samples. */
+struct rprof_task {
+	struct rprof_record_header header;
+	__u32 cpu;
+	__u32 pid;        /* thread group id (0: idle) */
+	__u32 tid;
+	__u32 reserved;
+	__u64 exe_cookie; /* the task's executable, RPROF_COOKIE_NONE if none */
+	char comm[16];    /* NUL-terminated, as when sampled */
+};
+
+/* The cookie of the following samples. */
+struct rprof_switch {
+	struct rprof_record_header header;
+	__u64 cookie;
+};
+
+/* rprof_cookie_record.header.flags and rprof_cookie_lookup.flags */
+#define RPROF_COOKIE_DELETED (1U << 0)   /* the file was unlinked */
+#define RPROF_COOKIE_TRUNCATED (1U << 1) /* the path did not fit (PATH_MAX) */
+#define RPROF_COOKIE_NO_PATH (1U << 2)   /* d_path failed: path is a name */
+
+/* Names a file cookie.  The path is as d_path() gives it from the
+ * module's root, NUL-terminated, padded with NULs to a multiple of 8. */
+struct rprof_cookie_record {
+	struct rprof_record_header header;
+	__u64 cookie;
+	__u64 dev; /* new_encode_dev() of the file's device */
+	__u64 ino;
+	char path[];
+};
+
+/* rprof_module.header.flags */
+#define RPROF_MODULE_UNLOAD (1U << 0) /* the module is going away */
+#define RPROF_MODULE_INIT (1U << 1)   /* the region is the init text */
+
+/* Names a module cookie (first use, or load), or marks its unload. */
+struct rprof_module {
+	struct rprof_record_header header;
+	__u64 cookie;
+	__u64 base; /* start of the module's text */
+	__u64 size; /* bytes of text */
+	char name[56];
 };
 
 /* rprof_lost.stage */
 enum rprof_lost_stage {
-	RPROF_LOST_RING = 1,   /* a CPU's ring was full */
-	RPROF_LOST_BUFFER = 2  /* the event buffer was full */
+	RPROF_LOST_RING = 1,       /* a CPU's ring was full */
+	RPROF_LOST_BUFFER = 2,     /* the event buffer was full */
+	RPROF_LOST_NO_MM = 3,      /* user sample, task without an mm */
+	RPROF_LOST_NO_MAPPING = 4, /* user ip in no mapping, or changed since */
+	RPROF_LOST_NO_COOKIE = 5   /* the session's cookie table was full */
 };
 
 /* Records dropped, reported in-band once space returns.  Exact. */

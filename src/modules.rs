@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The module notifier: samples in a module are resolved before it goes.
+//!
+//! C header: [`include/linux/module.h`](srctree/include/linux/module.h)
+//!
+//! On `MODULE_STATE_GOING` the running session drains every ring while the
+//! module's text and name are still there, then writes a MODULE record with
+//! the UNLOAD flag for each of its cookies.  New modules need no hook: the
+//! drain names a module's text the first time a sample falls into it.
+
+use crate::device::Rprof;
+use crate::helpers;
+use core::ffi::c_void;
+use kernel::prelude::*;
+use kernel::sync::Arc;
+
+/// The registered notifier.
+///
+/// # Invariants
+///
+/// Registered with `ctx`, which came from [`Arc::into_raw`] and owns one
+/// reference, until `Drop`.
+pub(crate) struct Registration {
+    ctx: *const Rprof,
+}
+
+// SAFETY: The registration only holds an `Arc` in raw form.
+unsafe impl Send for Registration {}
+// SAFETY: As above.
+unsafe impl Sync for Registration {}
+
+impl Registration {
+    pub(crate) fn register(dev: Arc<Rprof>) -> Result<Self> {
+        let ctx = Arc::into_raw(dev);
+        // SAFETY: `ctx` stays valid until `Drop` unregisters.
+        let ret = unsafe { helpers::rprof_module_notifier_register(ctx as *mut c_void) };
+        if ret < 0 {
+            // SAFETY: From `into_raw` above; not shared.
+            drop(unsafe { Arc::from_raw(ctx) });
+            return Err(Error::from_errno(ret));
+        }
+        // INVARIANT: registered with `ctx`.
+        Ok(Self { ctx })
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        // SAFETY: Registered (type invariant); after this no callback runs.
+        unsafe { helpers::rprof_module_notifier_unregister() };
+        // SAFETY: The reference `ctx` owned.
+        drop(unsafe { Arc::from_raw(self.ctx) });
+    }
+}
+
+/// `MODULE_STATE_GOING` of the module `id`.  Called by the C glue.
+///
+/// # Safety
+///
+/// `ctx` is the context of the live [`Registration`].
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rprof_module_going(ctx: *mut c_void, id: *const c_void) {
+    // SAFETY: Alive while registered (the caller's contract).
+    let dev = unsafe { &*(ctx as *const Rprof) };
+    dev.module_going(id as usize);
+}
