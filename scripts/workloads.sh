@@ -1,10 +1,72 @@
 #!/usr/bin/env bash
-# Test workloads for the guest (placeholder until the workloads land):
-#   workloads.sh build          builds them under build/workloads
+# Test workloads for the guest (sources in tests/workloads/):
+#   workloads.sh build          builds them under $RPROF_BUILD/workloads
 #   workloads.sh install ROOT   copies them into the initramfs tree ROOT
+#
+# The programs are built with the host's gcc and linked dynamically against
+# the host's glibc; `install` copies the dynamic loader and the libraries
+# they need (as ldd names them) to the same absolute paths in ROOT.  The
+# busy module is built against the cached test kernel like rprof.ko
+# (scripts/module.sh), in a copy of its sources.
 . "$(dirname "$0")/common.sh"
+
+SRC=$RPROF_TOP/tests/workloads
+OUT=$RPROF_BUILD/workloads
+# -O1 keeps the hot loops as written; -fno-inline keeps every function a
+# symbol of its own; no stripping: the attribution test reads the symbols.
+CFLAGS=(-O1 -fno-inline -g -Wall -Wextra)
+PROGRAMS=(attr_main short)
+
+build() {
+	mkdir -p "$OUT"
+	gcc "${CFLAGS[@]}" -fPIC -shared -o "$OUT/libattr_lib.so" "$SRC/libattr_lib.c"
+	gcc "${CFLAGS[@]}" -o "$OUT/attr_main" "$SRC/attr_main.c" -ldl
+	gcc "${CFLAGS[@]}" -o "$OUT/short" "$SRC/short.c"
+
+	local KDIR mod=$OUT/busymod
+	KDIR=$("$RPROF_TOP/scripts/kernel.sh")
+	mkdir -p "$mod"
+	rm -f "$mod"/*.o "$mod"/*.ko "$mod"/.*.cmd
+	cp "$SRC/busymod/rprof_busy.c" "$SRC/busymod/Kbuild" "$mod/"
+	kmake -s -C "$KDIR" M="$mod" modules >"$mod/build.log" 2>&1 || {
+		cat "$mod/build.log" >&2
+		die "rprof_busy.ko build failed in $mod"
+	}
+	grep -E 'warning|error' "$mod/build.log" >&2 || true
+	msg "built $OUT/{attr_main,libattr_lib.so,short} and $mod/rprof_busy.ko"
+}
+
+# copy_lib FILE ROOT: FILE (a path on the host) to the same path in ROOT,
+# the file itself rather than a symlink.
+copy_lib() {
+	mkdir -p "$2$(dirname "$1")"
+	cp -L "$1" "$2$1"
+}
+
+install_into() {
+	local root=$1 f lib
+	for f in "${PROGRAMS[@]}" libattr_lib.so busymod/rprof_busy.ko; do
+		[ -f "$OUT/$f" ] || die "$OUT/$f is missing (run scripts/workloads.sh build)"
+	done
+	mkdir -p "$root/tests/bin" "$root/lib"
+	for f in "${PROGRAMS[@]}" libattr_lib.so; do
+		cp "$OUT/$f" "$root/tests/bin/$f"
+	done
+	cp "$OUT/busymod/rprof_busy.ko" "$root/lib/rprof_busy.ko"
+	# The loader and libraries, as ldd resolves them on this host:
+	# "libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)" and
+	# "/lib64/ld-linux-x86-64.so.2 (0x...)"; linux-vdso has no file.
+	for f in "${PROGRAMS[@]}" libattr_lib.so; do
+		ldd "$OUT/$f" | awk '
+			$2 == "=>" && $3 ~ /^\// { print $3 }
+			$1 ~ /^\// { print $1 }'
+	done | sort -u | while read -r lib; do
+		copy_lib "$lib" "$root"
+	done
+}
+
 case "${1:-}" in
-build) mkdir -p "$RPROF_BUILD/workloads" ;;
-install) mkdir -p "${2:?root}/tests/bin" ;;
+build) build ;;
+install) install_into "${2:?usage: workloads.sh install ROOT}" ;;
 *) die "usage: workloads.sh build|install ROOT" ;;
 esac

@@ -27,12 +27,17 @@ fn main() -> ExitCode {
         // The ioctl numbers are function-like macro uses that bindgen does
         // not evaluate; `lib.rs` computes them.  Keep the names free for it
         // should a future bindgen learn to.
-        .blocklist_item("RPROF_IOC_(GET_VERSION|SET_CONFIG|START|STOP|FLUSH|GET_STATS)")
+        .blocklist_item(
+            "RPROF_IOC_(GET_VERSION|SET_CONFIG|START|STOP|FLUSH|GET_STATS|LOOKUP_COOKIE)",
+        )
         // Enum constants keep their C names (`RPROF_RECORD_SAMPLE`), typed
         // by the enum's alias (`rprof_record_type`, a `u32`).
         .default_enum_style(bindgen::EnumVariation::Consts)
         .prepend_enum_name(false)
         .derive_default(true)
+        // Arrays longer than 32 have no `Default`, and bindgen would write
+        // an `unsafe` zeroing impl for `rprof_module`; `lib.rs` has a safe one.
+        .no_default("rprof_module")
         .derive_debug(true)
         .derive_copy(true)
         .derive_partialeq(true)

@@ -108,6 +108,13 @@ pub const RPROF_IOC_GET_STATS: u32 = iowr(
     RPROF_IOC_NR_GET_STATS,
     size_of::<rprof_stats>(),
 );
+/// `RPROF_IOC_LOOKUP_COOKIE`:
+/// `_IOWR(RPROF_IOC_MAGIC, 0x06, struct rprof_cookie_lookup)`.
+pub const RPROF_IOC_LOOKUP_COOKIE: u32 = iowr(
+    RPROF_IOC_MAGIC,
+    RPROF_IOC_NR_LOOKUP_COOKIE,
+    size_of::<rprof_cookie_lookup>(),
+);
 
 #[cfg(test)]
 mod tests {
@@ -121,7 +128,13 @@ mod tests {
             ("RPROF_IOC_GET_VERSION", RPROF_IOC_GET_VERSION, 0x8004_b900),
             ("RPROF_IOC_SET_CONFIG", RPROF_IOC_SET_CONFIG, 0x40a0_b901),
             ("RPROF_IOC_START", RPROF_IOC_START, 0x0000_b902),
-            ("RPROF_IOC_GET_STATS", RPROF_IOC_GET_STATS, 0xc070_b905),
+            ("RPROF_IOC_GET_STATS", RPROF_IOC_GET_STATS, 0xc088_b905),
+            // 3 << 30 | 40 << 16 | 0xB9 << 8 | 6.
+            (
+                "RPROF_IOC_LOOKUP_COOKIE",
+                RPROF_IOC_LOOKUP_COOKIE,
+                0xc028_b906,
+            ),
         ];
         for (name, got, expected) in cases {
             assert_eq!(
@@ -149,6 +162,12 @@ mod tests {
                 IOC_READ | IOC_WRITE,
                 RPROF_IOC_NR_GET_STATS,
                 RPROF_STATS_SIZE_VER0,
+            ),
+            (
+                RPROF_IOC_LOOKUP_COOKIE,
+                IOC_READ | IOC_WRITE,
+                RPROF_IOC_NR_LOOKUP_COOKIE,
+                40,
             ),
         ];
         for (req, dir, nr, size) in all {

@@ -32,10 +32,17 @@
 /// Generated code follows C's naming and has no docs; lints about that are
 /// silenced here only.  The generated compile-time layout checks assert
 /// every size and field offset that bindgen computed with clang.
+///
+/// The flexible array member `rprof_cookie_record.path[]` becomes bindgen's
+/// `__IncompleteArrayField`, whose accessors are `unsafe fn`s written
+/// without inner `unsafe` blocks (hence `unsafe_op_in_unsafe_fn`); nothing
+/// in the tools calls them: records are decoded from bytes by
+/// `rprof-decode`.  The generated code has no `unsafe` block.
 #[allow(
     non_camel_case_types,
     non_upper_case_globals,
     missing_docs,
+    unsafe_op_in_unsafe_fn,
     clippy::all
 )]
 mod bindings {
@@ -68,6 +75,47 @@ impl rprof_stats {
     }
 }
 
+impl Default for rprof_module {
+    /// All zero (bindgen's would be an `unsafe` zeroing: `name` has 56
+    /// elements, more than `Default` is implemented for).
+    fn default() -> Self {
+        Self {
+            header: rprof_record_header::default(),
+            cookie: 0,
+            base: 0,
+            size: 0,
+            name: [0; 56],
+        }
+    }
+}
+
+impl rprof_cookie_lookup {
+    /// A lookup of `cookie` into the `path_len` bytes at user address
+    /// `path` (the caller's buffer, as an integer).
+    pub fn new(cookie: u64, path: u64, path_len: u32) -> Self {
+        Self {
+            cookie,
+            path,
+            path_len,
+            ..Default::default()
+        }
+    }
+}
+
+/// The event index of a sample's `header.flags` (bits 8-10,
+/// `RPROF_SAMPLE_EVENT_MASK`).
+pub const fn sample_event(flags: u16) -> u32 {
+    (flags as u32 & RPROF_SAMPLE_EVENT_MASK) >> RPROF_SAMPLE_EVENT_SHIFT
+}
+
+/// A sample's `header.flags` for event index `event` (`< 8`), user mode or
+/// not.
+pub const fn sample_flags(user: bool, event: u32) -> u16 {
+    let user = if user { RPROF_SAMPLE_USER } else { 0 };
+    // Both parts fit the low 11 bits.
+    (user | ((event << RPROF_SAMPLE_EVENT_SHIFT) & RPROF_SAMPLE_EVENT_MASK)) as u16
+}
+
 /// `sizeof(struct rprof_config)` as this build knows it.
 pub const RPROF_CONFIG_SIZE: u32 = core::mem::size_of::<rprof_config>() as u32;
 
@@ -94,6 +142,11 @@ mod tests {
             ("rprof_lost", size_of::<rprof_lost>()),
             ("rprof_session", size_of::<rprof_session>()),
             ("rprof_throttle", size_of::<rprof_throttle>()),
+            ("rprof_task", size_of::<rprof_task>()),
+            ("rprof_switch", size_of::<rprof_switch>()),
+            ("rprof_cookie_record", size_of::<rprof_cookie_record>()),
+            ("rprof_module", size_of::<rprof_module>()),
+            ("rprof_cookie_lookup", size_of::<rprof_cookie_lookup>()),
         ];
         for (name, size) in sizes {
             assert_eq!(
@@ -128,6 +181,42 @@ mod tests {
     #[test]
     fn new_sets_size() {
         assert_eq!(rprof_config::new().size, 160);
-        assert_eq!(rprof_stats::new().size, 112);
+        assert_eq!(rprof_stats::new().size, 136);
+    }
+
+    /// The record sizes of the compact stream (the header's comments).
+    #[test]
+    fn record_sizes() {
+        assert_eq!(size_of::<rprof_sample>(), 32);
+        assert_eq!(size_of::<rprof_task>(), 48);
+        assert_eq!(size_of::<rprof_switch>(), 16);
+        // The fixed part; the path follows at offset 32.
+        assert_eq!(size_of::<rprof_cookie_record>(), 32);
+        assert_eq!(core::mem::offset_of!(rprof_cookie_record, path), 32);
+        assert_eq!(size_of::<rprof_module>(), 88);
+        assert_eq!(size_of::<rprof_cookie_lookup>(), 40);
+        assert_eq!(size_of::<rprof_cpu_stats>(), 72);
+    }
+
+    #[test]
+    fn sample_flag_bits() {
+        assert_eq!(RPROF_SAMPLE_EVENT_MASK, 0x700);
+        assert_eq!(sample_flags(true, 0), 1);
+        assert_eq!(sample_flags(false, 7), 0x700);
+        assert_eq!(sample_flags(true, 8), 1, "the index is masked to 3 bits");
+        for ev in 0..8 {
+            assert_eq!(sample_event(sample_flags(ev % 2 == 0, ev)), ev);
+        }
+        assert_eq!(sample_event(0xffff), 7);
+    }
+
+    #[test]
+    fn fixed_cookies() {
+        assert_eq!(
+            (RPROF_COOKIE_NONE, RPROF_COOKIE_KERNEL, RPROF_COOKIE_ANON),
+            (0, 1, 2)
+        );
+        assert_eq!(RPROF_COOKIE_FIRST, 16);
+        assert_eq!(rprof_module::default().name, [0; 56]);
     }
 }

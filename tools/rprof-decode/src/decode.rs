@@ -10,6 +10,23 @@ use rprof_abi::*;
 /// `sizeof(struct rprof_record_header)`.
 const HEADER_SIZE: usize = size_of::<rprof_record_header>();
 
+/// `sizeof(rprof_task.comm)`.
+pub(crate) const TASK_COMM_LEN: usize = 16;
+/// `sizeof(rprof_module.name)`.
+pub(crate) const MODULE_NAME_LEN: usize = 56;
+
+// The lengths above are those of the generated structures.
+const _: () = assert!(size_of::<rprof_task>() == offset_of!(rprof_task, comm) + TASK_COMM_LEN);
+const _: () =
+    assert!(size_of::<rprof_module>() == offset_of!(rprof_module, name) + MODULE_NAME_LEN);
+
+/// The C string at the start of `b`: the bytes before the first NUL (all of
+/// `b` if there is none), as UTF-8 with invalid sequences replaced.
+pub(crate) fn c_string(b: &[u8]) -> String {
+    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+    String::from_utf8_lossy(&b[..end]).into_owned()
+}
+
 /// Decodes the record at the start of `bytes`.
 ///
 /// Returns the record and its size (the bytes it takes, including any
@@ -60,12 +77,47 @@ pub fn decode_record(bytes: &[u8]) -> Result<(Record, usize), DecodeErrorKind> {
             Record::Sample {
                 flags,
                 time_ns: u64_at(r, offset_of!(rprof_sample, time_ns)),
-                ip: u64_at(r, offset_of!(rprof_sample, ip)),
-                pid: u32_at(r, offset_of!(rprof_sample, pid)),
-                tid: u32_at(r, offset_of!(rprof_sample, tid)),
-                cpu: u32_at(r, offset_of!(rprof_sample, cpu)),
-                event: u16_at(r, offset_of!(rprof_sample, event)),
+                offset: u64_at(r, offset_of!(rprof_sample, offset)),
                 period: u64_at(r, offset_of!(rprof_sample, period)),
+            }
+        }
+        RPROF_RECORD_TASK => {
+            need(size_of::<rprof_task>())?;
+            let comm = offset_of!(rprof_task, comm);
+            Record::Task {
+                cpu: u32_at(r, offset_of!(rprof_task, cpu)),
+                pid: u32_at(r, offset_of!(rprof_task, pid)),
+                tid: u32_at(r, offset_of!(rprof_task, tid)),
+                exe_cookie: u64_at(r, offset_of!(rprof_task, exe_cookie)),
+                comm: c_string(&r[comm..comm + TASK_COMM_LEN]),
+            }
+        }
+        RPROF_RECORD_SWITCH => {
+            need(size_of::<rprof_switch>())?;
+            Record::Switch {
+                cookie: u64_at(r, offset_of!(rprof_switch, cookie)),
+            }
+        }
+        RPROF_RECORD_COOKIE => {
+            // The fixed part; the path runs to the record's end.
+            need(size_of::<rprof_cookie_record>())?;
+            Record::Cookie {
+                cookie: u64_at(r, offset_of!(rprof_cookie_record, cookie)),
+                flags,
+                dev: u64_at(r, offset_of!(rprof_cookie_record, dev)),
+                ino: u64_at(r, offset_of!(rprof_cookie_record, ino)),
+                path: c_string(&r[offset_of!(rprof_cookie_record, path)..]),
+            }
+        }
+        RPROF_RECORD_MODULE => {
+            need(size_of::<rprof_module>())?;
+            let name = offset_of!(rprof_module, name);
+            Record::Module {
+                cookie: u64_at(r, offset_of!(rprof_module, cookie)),
+                flags,
+                base: u64_at(r, offset_of!(rprof_module, base)),
+                size: u64_at(r, offset_of!(rprof_module, size)),
+                name: c_string(&r[name..name + MODULE_NAME_LEN]),
             }
         }
         RPROF_RECORD_LOST => {
@@ -266,8 +318,12 @@ mod tests {
     #[test]
     fn known_type_smaller_than_its_structure() {
         let cases = [
-            (RPROF_RECORD_SAMPLE, 40, 48),
+            (RPROF_RECORD_SAMPLE, 24, 32),
             (RPROF_RECORD_LOST, 16, 24),
+            (RPROF_RECORD_TASK, 40, 48),
+            (RPROF_RECORD_SWITCH, 8, 16),
+            (RPROF_RECORD_COOKIE, 24, 32),
+            (RPROF_RECORD_MODULE, 80, 88),
             (RPROF_RECORD_START, 168, 176),
             (RPROF_RECORD_STOP, 8, 176),
             (RPROF_RECORD_THROTTLE, 16, 24),
@@ -293,7 +349,8 @@ mod tests {
         let sample = one_of_each().remove(0);
         let mut b = sample.to_bytes();
         b.extend_from_slice(&[0xee; 16]);
-        b[4..8].copy_from_slice(&64u32.to_le_bytes());
+        let size = b.len() as u32;
+        b[4..8].copy_from_slice(&size.to_le_bytes());
         let next = Record::Lost {
             stage: 1,
             cpu: 0,
@@ -301,6 +358,55 @@ mod tests {
         };
         next.encode(&mut b);
         assert_eq!(decode_all(&b), Ok(vec![sample, next]));
+    }
+
+    #[test]
+    fn strings_end_at_their_nul_or_field() {
+        // A cookie path without a NUL runs to the record's end; bytes after
+        // a NUL are ignored; invalid UTF-8 is replaced.
+        let mut b = raw(RPROF_RECORD_COOKIE as u16, 48, 48);
+        b[32..48].copy_from_slice(b"/no/nul/at/all/x");
+        let mut c = raw(RPROF_RECORD_COOKIE as u16, 48, 48);
+        c[32..38].copy_from_slice(b"/a\xffb\0z");
+        // A comm of 16 bytes without a NUL, a module name of 56.
+        let mut t = raw(RPROF_RECORD_TASK as u16, 48, 48);
+        t[32..48].copy_from_slice(b"0123456789abcdef");
+        let mut m = raw(RPROF_RECORD_MODULE as u16, 88, 88);
+        m[32..88].fill(b'n');
+        let mut stream = b;
+        stream.extend_from_slice(&c);
+        stream.extend_from_slice(&t);
+        stream.extend_from_slice(&m);
+        let records = decode_all(&stream).unwrap();
+        let strings: Vec<String> = records
+            .iter()
+            .map(|r| match r {
+                Record::Cookie { path, .. } => path.clone(),
+                Record::Task { comm, .. } => comm.clone(),
+                Record::Module { name, .. } => name.clone(),
+                other => panic!("unexpected {other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            strings,
+            [
+                "/no/nul/at/all/x".to_string(),
+                "/a\u{fffd}b".to_string(),
+                "0123456789abcdef".to_string(),
+                "n".repeat(56)
+            ]
+        );
+        // A cookie record of just its fixed part has an empty path.
+        assert_eq!(
+            decode_all(&raw(RPROF_RECORD_COOKIE as u16, 32, 32)),
+            Ok(vec![Record::Cookie {
+                cookie: 0,
+                flags: 0,
+                dev: 0,
+                ino: 0,
+                path: String::new()
+            }])
+        );
     }
 
     #[test]
@@ -395,7 +501,7 @@ mod tests {
                     while at + 8 <= b.len() {
                         let size = (rng.below(64) as u32) * if rng.below(4) == 0 { 1 } else { 8 };
                         b[at + 4..at + 8].copy_from_slice(&size.to_le_bytes());
-                        b[at] = rng.below(8) as u8;
+                        b[at] = rng.below(12) as u8;
                         b[at + 1] = 0;
                         at += size.max(8) as usize;
                     }
@@ -428,9 +534,13 @@ mod tests {
                     Ok(r) => {
                         records += 1;
                         // A record decoded from a valid frame re-encodes to
-                        // at most its frame (larger frames carry extra bytes).
+                        // at most its frame (larger frames carry extra
+                        // bytes), unless a path had invalid UTF-8, whose
+                        // replacement characters take more bytes.
+                        let lossy =
+                            matches!(&r, Record::Cookie { path, .. } if path.contains('\u{fffd}'));
                         assert!(
-                            r.encoded_len() <= bytes.len() - consumed,
+                            lossy || r.encoded_len() <= bytes.len() - consumed,
                             "iteration {iteration}: record larger than its input"
                         );
                     }

@@ -1,6 +1,7 @@
 //! [`Record`]s to bytes.
 
 use crate::config::encode_config;
+use crate::decode::{MODULE_NAME_LEN, TASK_COMM_LEN};
 use crate::fields::*;
 use crate::record::Record;
 use core::mem::{offset_of, size_of};
@@ -8,6 +9,16 @@ use rprof_abi::*;
 
 /// `sizeof(struct rprof_record_header)`.
 const HEADER_SIZE: usize = size_of::<rprof_record_header>();
+
+/// The fixed part of `struct rprof_cookie_record`, before `path[]`.
+const COOKIE_FIXED: usize = offset_of!(rprof_cookie_record, path);
+
+/// Writes `s` at `off` as a NUL-terminated C string in a field of `len`
+/// bytes (already zero): at most `len - 1` bytes of it.
+fn put_c_string(b: &mut [u8], off: usize, len: usize, s: &str) {
+    let bytes = &s.as_bytes()[..s.len().min(len - 1)];
+    b[off..off + bytes.len()].copy_from_slice(bytes);
+}
 
 impl Record {
     /// The size of this record once encoded: the size of its structure, or
@@ -18,6 +29,11 @@ impl Record {
             Record::Lost { .. } => size_of::<rprof_lost>(),
             Record::Start { .. } | Record::Stop { .. } => size_of::<rprof_session>(),
             Record::Throttle { .. } | Record::Unthrottle { .. } => size_of::<rprof_throttle>(),
+            Record::Task { .. } => size_of::<rprof_task>(),
+            Record::Switch { .. } => size_of::<rprof_switch>(),
+            // The path, its NUL, and padding to a multiple of 8.
+            Record::Cookie { path, .. } => COOKIE_FIXED + (path.len() + 1).next_multiple_of(8),
+            Record::Module { .. } => size_of::<rprof_module>(),
             Record::Unknown { bytes, .. } => HEADER_SIZE + bytes.len().next_multiple_of(8),
         }
     }
@@ -27,18 +43,25 @@ impl Record {
     ///
     /// [`Record::Unknown`] bytes are padded with zeros to a multiple of 8, so
     /// decoding gives back an equal record when their length already is one
-    /// (as it always is for a decoded record).
+    /// (as it always is for a decoded record).  Strings are written as C
+    /// strings: a TASK's `comm` cut to 15 bytes, a MODULE's `name` to 55, a
+    /// COOKIE's `path` whole; each decodes back to an equal string unless it
+    /// was cut, has a NUL, or is cut inside a UTF-8 sequence.
     ///
     /// # Panics
     ///
-    /// Panics if an unknown record's bytes do not fit a `u32` size.
+    /// Panics if an unknown record's bytes or a cookie's path do not fit a
+    /// `u32` size.
     pub fn encode(&self, out: &mut Vec<u8>) {
         let len = self.encoded_len();
         let start = out.len();
         out.resize(start + len, 0);
         let b = &mut out[start..];
         let flags = match self {
-            Record::Sample { flags, .. } | Record::Unknown { flags, .. } => *flags,
+            Record::Sample { flags, .. }
+            | Record::Cookie { flags, .. }
+            | Record::Module { flags, .. }
+            | Record::Unknown { flags, .. } => *flags,
             _ => 0,
         };
         let size = u32::try_from(len).unwrap_or_else(|_| panic!("record of {len} bytes"));
@@ -53,20 +76,52 @@ impl Record {
             Record::Sample {
                 flags: _,
                 time_ns,
-                ip,
-                pid,
-                tid,
-                cpu,
-                event,
+                offset,
                 period,
             } => {
                 put_u64(b, offset_of!(rprof_sample, time_ns), *time_ns);
-                put_u64(b, offset_of!(rprof_sample, ip), *ip);
-                put_u32(b, offset_of!(rprof_sample, pid), *pid);
-                put_u32(b, offset_of!(rprof_sample, tid), *tid);
-                put_u32(b, offset_of!(rprof_sample, cpu), *cpu);
-                put_u16(b, offset_of!(rprof_sample, event), *event);
+                put_u64(b, offset_of!(rprof_sample, offset), *offset);
                 put_u64(b, offset_of!(rprof_sample, period), *period);
+            }
+            Record::Task {
+                cpu,
+                pid,
+                tid,
+                exe_cookie,
+                comm,
+            } => {
+                put_u32(b, offset_of!(rprof_task, cpu), *cpu);
+                put_u32(b, offset_of!(rprof_task, pid), *pid);
+                put_u32(b, offset_of!(rprof_task, tid), *tid);
+                put_u64(b, offset_of!(rprof_task, exe_cookie), *exe_cookie);
+                put_c_string(b, offset_of!(rprof_task, comm), TASK_COMM_LEN, comm);
+            }
+            Record::Switch { cookie } => {
+                put_u64(b, offset_of!(rprof_switch, cookie), *cookie);
+            }
+            Record::Cookie {
+                cookie,
+                flags: _,
+                dev,
+                ino,
+                path,
+            } => {
+                put_u64(b, offset_of!(rprof_cookie_record, cookie), *cookie);
+                put_u64(b, offset_of!(rprof_cookie_record, dev), *dev);
+                put_u64(b, offset_of!(rprof_cookie_record, ino), *ino);
+                put_c_string(b, COOKIE_FIXED, len - COOKIE_FIXED, path);
+            }
+            Record::Module {
+                cookie,
+                flags: _,
+                base,
+                size,
+                name,
+            } => {
+                put_u64(b, offset_of!(rprof_module, cookie), *cookie);
+                put_u64(b, offset_of!(rprof_module, base), *base);
+                put_u64(b, offset_of!(rprof_module, size), *size);
+                put_c_string(b, offset_of!(rprof_module, name), MODULE_NAME_LEN, name);
             }
             Record::Lost { stage, cpu, count } => {
                 put_u32(b, offset_of!(rprof_lost, stage), *stage);
@@ -111,7 +166,7 @@ impl Record {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::one_of_each;
+    use crate::testutil::{one_of_each, random_record, XorShift};
     use crate::{decode_all, decode_record};
 
     #[test]
@@ -143,18 +198,31 @@ mod tests {
     #[test]
     fn header_and_sizes_match_the_abi() {
         let expected = [
-            (RPROF_RECORD_SAMPLE, 48),
-            (RPROF_RECORD_SAMPLE, 48),
+            (RPROF_RECORD_SAMPLE, 32),
+            (RPROF_RECORD_SAMPLE, 32),
+            (RPROF_RECORD_LOST, 24),
             (RPROF_RECORD_LOST, 24),
             (RPROF_RECORD_LOST, 24),
             (RPROF_RECORD_START, 176),
             (RPROF_RECORD_STOP, 176),
             (RPROF_RECORD_THROTTLE, 24),
             (RPROF_RECORD_UNTHROTTLE, 24),
+            // 32 + "/bin/busybox\0" (13) padded to 16.
+            (RPROF_RECORD_COOKIE, 48),
+            // 32 + "/x\0" padded to 8.
+            (RPROF_RECORD_COOKIE, 40),
+            // 32 + "" + NUL padded to 8.
+            (RPROF_RECORD_COOKIE, 40),
+            (RPROF_RECORD_TASK, 48),
+            (RPROF_RECORD_SWITCH, 16),
+            (RPROF_RECORD_MODULE, 88),
+            (RPROF_RECORD_MODULE, 88),
             (0x7777, 32),
             (0, 8),
         ];
-        for (record, (ty, size)) in one_of_each().iter().zip(expected) {
+        let records = one_of_each();
+        assert_eq!(records.len(), expected.len());
+        for (record, (ty, size)) in records.iter().zip(expected) {
             let b = record.to_bytes();
             assert_eq!(
                 u16::from_le_bytes([b[0], b[1]]),
@@ -172,15 +240,125 @@ mod tests {
     #[test]
     fn sample_layout() {
         let b = one_of_each()[0].to_bytes();
-        // flags at 2, time_ns at 8, ip at 16, pid/tid/cpu at 24/28/32,
-        // event at 36, reserved at 38, period at 40.
-        assert_eq!(b[2..4], 1u16.to_le_bytes());
+        // flags at 2 (user, event 1), time_ns at 8, offset at 16, period at 24.
+        assert_eq!(b[2..4], 0x101u16.to_le_bytes());
         assert_eq!(b[8..16], 0x1122_3344_5566_7788u64.to_le_bytes());
-        assert_eq!(b[24..28], 100u32.to_le_bytes());
-        assert_eq!(b[32..36], 1u32.to_le_bytes());
-        assert_eq!(b[36..38], 1u16.to_le_bytes());
-        assert_eq!(b[38..40], [0, 0]);
-        assert_eq!(b[40..48], 1_000_000u64.to_le_bytes());
+        assert_eq!(b[16..24], 0x1234u64.to_le_bytes());
+        assert_eq!(b[24..32], 1_000_000u64.to_le_bytes());
+    }
+
+    #[test]
+    fn context_record_layouts() {
+        let task = Record::Task {
+            cpu: 3,
+            pid: 100,
+            tid: 101,
+            exe_cookie: 17,
+            comm: "attr_main".into(),
+        };
+        let b = task.to_bytes();
+        assert_eq!(b[8..12], 3u32.to_le_bytes());
+        assert_eq!(b[12..16], 100u32.to_le_bytes());
+        assert_eq!(b[16..20], 101u32.to_le_bytes());
+        assert_eq!(b[20..24], [0; 4], "reserved");
+        assert_eq!(b[24..32], 17u64.to_le_bytes());
+        assert_eq!(&b[32..48], b"attr_main\0\0\0\0\0\0\0");
+
+        let b = Record::Switch { cookie: 0x1234 }.to_bytes();
+        assert_eq!(b[8..16], 0x1234u64.to_le_bytes());
+
+        let cookie = Record::Cookie {
+            cookie: 17,
+            flags: RPROF_COOKIE_DELETED as u16,
+            dev: 0x801,
+            ino: 4242,
+            path: "/tests/bin/short".into(),
+        };
+        let b = cookie.to_bytes();
+        // 16 bytes of path need a 17th for the NUL: 24 with padding.
+        assert_eq!(b.len(), 32 + 24);
+        assert_eq!(b[2..4], 1u16.to_le_bytes());
+        assert_eq!(b[8..16], 17u64.to_le_bytes());
+        assert_eq!(b[16..24], 0x801u64.to_le_bytes());
+        assert_eq!(b[24..32], 4242u64.to_le_bytes());
+        assert_eq!(&b[32..48], b"/tests/bin/short");
+        assert_eq!(b[48..], [0; 8]);
+
+        let module = Record::Module {
+            cookie: 18,
+            flags: RPROF_MODULE_UNLOAD as u16,
+            base: 0xffff_ffff_c000_0000,
+            size: 4096,
+            name: "rprof_busy".into(),
+        };
+        let b = module.to_bytes();
+        assert_eq!(b[2..4], 1u16.to_le_bytes());
+        assert_eq!(b[8..16], 18u64.to_le_bytes());
+        assert_eq!(b[16..24], 0xffff_ffff_c000_0000u64.to_le_bytes());
+        assert_eq!(b[24..32], 4096u64.to_le_bytes());
+        assert_eq!(&b[32..43], b"rprof_busy\0");
+        assert!(module.is_module_unload());
+    }
+
+    #[test]
+    fn long_strings_are_cut_to_their_fields() {
+        let task = Record::Task {
+            cpu: 0,
+            pid: 1,
+            tid: 1,
+            exe_cookie: 0,
+            comm: "a-very-long-command-name".into(),
+        };
+        match decode_record(&task.to_bytes()) {
+            Ok((Record::Task { comm, .. }, 48)) => assert_eq!(comm, "a-very-long-com"),
+            other => panic!("expected a TASK, got {other:?}"),
+        }
+        let long = "m".repeat(100);
+        let module = Record::Module {
+            cookie: 20,
+            flags: 0,
+            base: 0,
+            size: 0,
+            name: long.clone(),
+        };
+        match decode_record(&module.to_bytes()) {
+            Ok((Record::Module { name, .. }, 88)) => assert_eq!(name, long[..55]),
+            other => panic!("expected a MODULE, got {other:?}"),
+        }
+        // A path has no limit but the record size.
+        let path = format!("/{}", "p".repeat(5000));
+        let cookie = Record::Cookie {
+            cookie: 16,
+            flags: 0,
+            dev: 0,
+            ino: 0,
+            path: path.clone(),
+        };
+        assert_eq!(decode_all(&cookie.to_bytes()), Ok(vec![cookie]));
+    }
+
+    /// Random records of every type survive encode and decode unchanged.
+    #[test]
+    fn random_records_round_trip() {
+        let mut rng = XorShift::new(0x0dd_ba11_cafe);
+        let mut stream = Vec::new();
+        let mut records = Vec::new();
+        for i in 0..20_000 {
+            let r = random_record(&mut rng);
+            let b = r.to_bytes();
+            assert_eq!(b.len(), r.encoded_len(), "{i}: {r:?}");
+            assert_eq!(b.len() % 8, 0, "{i}: {r:?}");
+            match decode_record(&b) {
+                Ok((d, len)) => {
+                    assert_eq!(d, r, "record {i}");
+                    assert_eq!(len, b.len(), "record {i}");
+                }
+                Err(e) => panic!("record {i} {r:?}: {e}"),
+            }
+            stream.extend_from_slice(&b);
+            records.push(r);
+        }
+        assert_eq!(decode_all(&stream), Ok(records));
     }
 
     #[test]

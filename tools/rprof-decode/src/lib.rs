@@ -12,6 +12,10 @@
 //!   offending record.
 //! - [`Record::encode`] writes a record in the layout of the header (used by
 //!   tests, and by tools that craft raw ABI structures).
+//! - [`Resolver`] keeps the state of the compact stream: samples carry only
+//!   time, offset and period; their CPU, task and cookie come from the TASK
+//!   and SWITCH records before them, and COOKIE and MODULE records name the
+//!   cookies.  It turns samples into [`ResolvedSample`]s for report tools.
 //!
 //! Fields are read little-endian at the offsets of the structures that
 //! bindgen generated from `include/uapi/linux/rprof.h` (`offset_of!` on
@@ -38,6 +42,7 @@ mod encode;
 mod error;
 mod fields;
 mod record;
+mod resolve;
 #[cfg(test)]
 mod testutil;
 
@@ -45,6 +50,7 @@ pub use config::{decode_config, encode_config};
 pub use decode::{decode_all, decode_record, Decoder};
 pub use error::{DecodeError, DecodeErrorKind};
 pub use record::Record;
+pub use resolve::{resolve_all, CookieName, ResolvedSample, Resolver, TaskContext};
 
 /// Re-exported so that users of [`Record::Start`] need not depend on the ABI
 /// crate for the configuration type.

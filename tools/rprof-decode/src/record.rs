@@ -9,28 +9,25 @@ use rprof_abi::*;
 /// reserved fields are not kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Record {
-    /// `RPROF_RECORD_SAMPLE`, `struct rprof_sample`.
+    /// `RPROF_RECORD_SAMPLE`, `struct rprof_sample`: one sample in the
+    /// context of the preceding TASK and SWITCH records (see
+    /// [`Resolver`](crate::Resolver)).
     Sample {
-        /// `header.flags`: `RPROF_SAMPLE_*`.
+        /// `header.flags`: `RPROF_SAMPLE_USER` and the event index in bits
+        /// 8-10 (see [`Record::sample_event`]).
         flags: u16,
         /// `local_clock()` of the sampling CPU, in ns.
         time_ns: u64,
-        /// The sampled instruction pointer.
-        ip: u64,
-        /// Thread group id (0 for the idle task).
-        pid: u32,
-        /// Thread id.
-        tid: u32,
-        /// The sampling CPU.
-        cpu: u32,
-        /// Index into the session's `rprof_config.events`.
-        event: u16,
+        /// Relative to the current cookie: the offset in the file, from the
+        /// module's base, or for the KERNEL and ANON cookies the ip itself.
+        offset: u64,
         /// Events this sample stands for.
         period: u64,
     },
     /// `RPROF_RECORD_LOST`, `struct rprof_lost`: records dropped.
     Lost {
-        /// `RPROF_LOST_RING` or `RPROF_LOST_BUFFER`.
+        /// `enum rprof_lost_stage`: `RPROF_LOST_RING`, `_BUFFER`, `_NO_MM`,
+        /// `_NO_MAPPING` or `_NO_COOKIE`.
         stage: u32,
         /// CPU whose samples were lost.
         cpu: u32,
@@ -69,6 +66,58 @@ pub enum Record {
         /// Index into the session's `rprof_config.events`.
         event: u32,
     },
+    /// `RPROF_RECORD_COOKIE`, `struct rprof_cookie_record`: names a file
+    /// cookie.
+    Cookie {
+        /// The cookie (`>= RPROF_COOKIE_FIRST`).
+        cookie: u64,
+        /// `header.flags`: `RPROF_COOKIE_DELETED`, `_TRUNCATED`, `_NO_PATH`.
+        flags: u16,
+        /// `new_encode_dev()` of the file's device.
+        dev: u64,
+        /// The file's inode number.
+        ino: u64,
+        /// The path up to its NUL (or the record's end), as UTF-8 with
+        /// invalid bytes replaced.  Encoded NUL-terminated and padded with
+        /// NULs to a multiple of 8.
+        path: String,
+    },
+    /// `RPROF_RECORD_TASK`, `struct rprof_task`: the CPU and task of the
+    /// following samples.
+    Task {
+        /// The CPU of the following samples.
+        cpu: u32,
+        /// Thread group id (0: idle).
+        pid: u32,
+        /// Thread id.
+        tid: u32,
+        /// The task's executable, `RPROF_COOKIE_NONE` if none.
+        exe_cookie: u64,
+        /// The task's `comm` up to its NUL, as UTF-8 with invalid bytes
+        /// replaced (encoded as at most 15 bytes and a NUL).
+        comm: String,
+    },
+    /// `RPROF_RECORD_SWITCH`, `struct rprof_switch`: the cookie of the
+    /// following samples.
+    Switch {
+        /// The cookie the following samples' offsets are relative to.
+        cookie: u64,
+    },
+    /// `RPROF_RECORD_MODULE`, `struct rprof_module`: names a kernel
+    /// module's cookie, or marks its unload.
+    Module {
+        /// The module's cookie.
+        cookie: u64,
+        /// `header.flags`: `RPROF_MODULE_UNLOAD`, `RPROF_MODULE_INIT`.
+        flags: u16,
+        /// Start of the module's text.
+        base: u64,
+        /// Bytes of text.
+        size: u64,
+        /// The module's name up to its NUL (encoded as at most 55 bytes and
+        /// a NUL).
+        name: String,
+    },
     /// A record type this crate does not know, skipped by its size.
     Unknown {
         /// `header.type`.
@@ -90,6 +139,10 @@ impl Record {
             Record::Stop { .. } => RPROF_RECORD_STOP,
             Record::Throttle { .. } => RPROF_RECORD_THROTTLE,
             Record::Unthrottle { .. } => RPROF_RECORD_UNTHROTTLE,
+            Record::Cookie { .. } => RPROF_RECORD_COOKIE,
+            Record::Task { .. } => RPROF_RECORD_TASK,
+            Record::Switch { .. } => RPROF_RECORD_SWITCH,
+            Record::Module { .. } => RPROF_RECORD_MODULE,
             Record::Unknown { record_type, .. } => return *record_type,
         };
         // The enum's values are small; the header field is a __u16.
@@ -105,13 +158,32 @@ impl Record {
             Record::Stop { .. } => "STOP",
             Record::Throttle { .. } => "THROTTLE",
             Record::Unthrottle { .. } => "UNTHROTTLE",
+            Record::Cookie { .. } => "COOKIE",
+            Record::Task { .. } => "TASK",
+            Record::Switch { .. } => "SWITCH",
+            Record::Module { .. } => "MODULE",
             Record::Unknown { .. } => "UNKNOWN",
         }
     }
 
-    /// Whether a sample's `ip` is a user address (`RPROF_SAMPLE_USER`).
+    /// Whether this is a sample taken in user mode (`RPROF_SAMPLE_USER`).
     /// `false` for every other record.
     pub fn is_user_sample(&self) -> bool {
         matches!(self, Record::Sample { flags, .. } if u32::from(*flags) & RPROF_SAMPLE_USER != 0)
+    }
+
+    /// A sample's event index (bits 8-10 of its flags, an index into the
+    /// session's `rprof_config.events`); `None` for other records.
+    pub fn sample_event(&self) -> Option<u32> {
+        match self {
+            Record::Sample { flags, .. } => Some(sample_event(*flags)),
+            _ => None,
+        }
+    }
+
+    /// Whether a MODULE record marks its module's unload
+    /// (`RPROF_MODULE_UNLOAD`).  `false` for every other record.
+    pub fn is_module_unload(&self) -> bool {
+        matches!(self, Record::Module { flags, .. } if u32::from(*flags) & RPROF_MODULE_UNLOAD != 0)
     }
 }

@@ -247,18 +247,28 @@ pub fn read_semantics() -> Outcome {
         return Err("fcntl(O_NONBLOCK) failed".into());
     }
     let mut big = vec![0u8; 1 << 16];
-    let before_start = dev.read(&mut big).map_err(|e| e.raw_os_error().unwrap_or(0));
+    let before_start = dev
+        .read(&mut big)
+        .map_err(|e| e.raw_os_error().unwrap_or(0));
     if before_start != Err(libc::EAGAIN) {
-        return Err(format!("read before START: expected EAGAIN, got {before_start:?}"));
+        return Err(format!(
+            "read before START: expected EAGAIN, got {before_start:?}"
+        ));
     }
-    dev.start().map_err(|e| format!("START failed with {}", error_name(&e)))?;
+    dev.start()
+        .map_err(|e| format!("START failed with {}", error_name(&e)))?;
     std::thread::sleep(Duration::from_millis(300));
-    dev.stop().map_err(|e| format!("STOP failed with {}", error_name(&e)))?;
+    dev.stop()
+        .map_err(|e| format!("STOP failed with {}", error_name(&e)))?;
 
     let other = open()?;
     match other.read(&mut big) {
         Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
-        other => return Err(format!("read by a non-owner: expected EBUSY, got {other:?}")),
+        other => {
+            return Err(format!(
+                "read by a non-owner: expected EBUSY, got {other:?}"
+            ))
+        }
     }
     let mut small = [0u8; 8];
     match dev.read(&mut small) {
@@ -273,7 +283,8 @@ pub fn read_semantics() -> Outcome {
             Ok(0) => break,
             Ok(n) => stream.extend_from_slice(&big[..n]),
             Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
-                dev.flush().map_err(|e| format!("FLUSH failed with {}", error_name(&e)))?;
+                dev.flush()
+                    .map_err(|e| format!("FLUSH failed with {}", error_name(&e)))?;
             }
             Err(e) => return Err(format!("read after STOP failed with {}", error_name(&e))),
         }
@@ -283,7 +294,9 @@ pub fn read_semantics() -> Outcome {
     let first = records.first().map(|r| r.name());
     let last = records.last().map(|r| r.name());
     if first != Some("START") || last != Some("STOP") {
-        return Err(format!("expected START ... STOP, got {first:?} ... {last:?}"));
+        return Err(format!(
+            "expected START ... STOP, got {first:?} ... {last:?}"
+        ));
     }
     Ok(format!(
         "EAGAIN before START, EBUSY for a non-owner, EINVAL for 8 bytes, then {} records START..STOP and end of stream",

@@ -2,10 +2,12 @@
 //! the `rprof dump --quiet --summary-json` line read from standard input.
 //!
 //! The header promises, at STOP, for every CPU and in total:
-//! `samples == delivered + lost_ring + lost_buffer`.  The stream must agree
-//! with the module's counters: every delivered sample is a SAMPLE record
-//! (in total and per CPU), and the LOST records add up to the counters of
-//! each stage.  A complete stream has exactly one START and one STOP.
+//! `samples == delivered + lost_ring + lost_buffer + lost_no_mm +
+//! lost_no_mapping + lost_no_cookie`.  The stream must agree with the
+//! module's counters: every delivered sample is a SAMPLE record (in total,
+//! and per CPU by the TASK record before it), and the LOST records add up
+//! to the counters of each stage.  A complete stream has exactly one START
+//! and one STOP, and no sample before a TASK record.
 
 use crate::checks::Outcome;
 use crate::json::{lookup, parse};
@@ -34,7 +36,23 @@ struct Counters {
     delivered: u64,
     lost_ring: u64,
     lost_buffer: u64,
+    lost_no_mm: u64,
+    lost_no_mapping: u64,
+    lost_no_cookie: u64,
 }
+
+/// A loss counter: its name in `struct rprof_cpu_stats`, its
+/// `lost_by_stage` key in the stream's summary, and its accessor.
+type Loss = (&'static str, &'static str, fn(&Counters) -> u64);
+
+/// The loss counters.
+const LOSSES: [Loss; 5] = [
+    ("lost_ring", "ring", |c| c.lost_ring),
+    ("lost_buffer", "buffer", |c| c.lost_buffer),
+    ("lost_no_mm", "no_mm", |c| c.lost_no_mm),
+    ("lost_no_mapping", "no_mapping", |c| c.lost_no_mapping),
+    ("lost_no_cookie", "no_cookie", |c| c.lost_no_cookie),
+];
 
 impl Counters {
     fn from_json(v: &Value, path: &str) -> Result<Counters, String> {
@@ -44,23 +62,53 @@ impl Counters {
             delivered: field("delivered")?,
             lost_ring: field("lost_ring")?,
             lost_buffer: field("lost_buffer")?,
+            lost_no_mm: field("lost_no_mm")?,
+            lost_no_mapping: field("lost_no_mapping")?,
+            lost_no_cookie: field("lost_no_cookie")?,
         })
     }
 
-    /// Checks `samples == delivered + lost_ring + lost_buffer`.
+    /// The six terms of the identity, in its order.
+    fn terms(&self) -> [u64; 6] {
+        [
+            self.delivered,
+            self.lost_ring,
+            self.lost_buffer,
+            self.lost_no_mm,
+            self.lost_no_mapping,
+            self.lost_no_cookie,
+        ]
+    }
+
+    /// Adds `other` field by field.
+    fn add(&mut self, other: &Counters) {
+        for (s, x) in [
+            (&mut self.samples, other.samples),
+            (&mut self.delivered, other.delivered),
+            (&mut self.lost_ring, other.lost_ring),
+            (&mut self.lost_buffer, other.lost_buffer),
+            (&mut self.lost_no_mm, other.lost_no_mm),
+            (&mut self.lost_no_mapping, other.lost_no_mapping),
+            (&mut self.lost_no_cookie, other.lost_no_cookie),
+        ] {
+            *s = s.saturating_add(x);
+        }
+    }
+
+    /// Checks `samples == delivered + lost_ring + lost_buffer + lost_no_mm
+    /// + lost_no_mapping + lost_no_cookie`.
     fn check(&self, what: &str) -> Result<(), String> {
-        let sum = self
-            .delivered
-            .checked_add(self.lost_ring)
-            .and_then(|s| s.checked_add(self.lost_buffer));
+        let sum = self.terms().iter().try_fold(0u64, |a, &b| a.checked_add(b));
         if sum == Some(self.samples) {
             return Ok(());
         }
         let sum = sum.map_or_else(|| "more than 2^64".to_string(), |s| s.to_string());
+        let terms: Vec<String> = self.terms().iter().map(u64::to_string).collect();
         Err(format!(
-            "expected {what}: samples == delivered + lost_ring + lost_buffer, \
-             got {} != {} + {} + {} = {sum}",
-            self.samples, self.delivered, self.lost_ring, self.lost_buffer
+            "expected {what}: samples == delivered + lost_ring + lost_buffer + lost_no_mm + \
+             lost_no_mapping + lost_no_cookie, got {} != {} = {sum}",
+            self.samples,
+            terms.join(" + ")
         ))
     }
 }
@@ -90,14 +138,7 @@ pub fn check(text: &str) -> Outcome {
                 c.delivered
             ));
         }
-        for (s, x) in [
-            (&mut sum.samples, c.samples),
-            (&mut sum.delivered, c.delivered),
-            (&mut sum.lost_ring, c.lost_ring),
-            (&mut sum.lost_buffer, c.lost_buffer),
-        ] {
-            *s = s.saturating_add(x);
-        }
+        sum.add(&c);
     }
     if sum != total {
         return Err(format!(
@@ -129,8 +170,20 @@ pub fn check(text: &str) -> Outcome {
         }
     };
     let samples = equal("samples", "stats.total.delivered")?;
-    let ring = equal("lost_by_stage.ring", "stats.total.lost_ring")?;
-    let buffer = equal("lost_by_stage.buffer", "stats.total.lost_buffer")?;
+    let mut lost = Vec::new();
+    for (field, stage, _) in LOSSES {
+        let n = equal(
+            &format!("lost_by_stage.{stage}"),
+            &format!("stats.total.{field}"),
+        )?;
+        lost.push(format!("{stage} {n}"));
+    }
+    let no_task = uint(&root, "samples_no_task")?;
+    if no_task != 0 {
+        return Err(format!(
+            "expected every sample after a TASK record, got {no_task} samples before any"
+        ));
+    }
     for t in ["start", "stop"] {
         let n = uint(&root, &format!("types.{t}"))?;
         if n != 1 {
@@ -140,14 +193,18 @@ pub fn check(text: &str) -> Outcome {
             ));
         }
     }
+    let terms: Vec<String> = LOSSES
+        .iter()
+        .map(|(field, _, get)| format!("{field} {}", get(&total)))
+        .collect();
     Ok(format!(
-        "samples {} = delivered {} + lost_ring {} + lost_buffer {} (in total and on each of {} CPUs); \
-         the stream has {samples} samples, LOST ring {ring}, buffer {buffer}, one START, one STOP",
+        "samples {} = delivered {} + {} (in total and on each of {} CPUs); \
+         the stream has {samples} samples, LOST {}, one START, one STOP",
         total.samples,
         total.delivered,
-        total.lost_ring,
-        total.lost_buffer,
-        per_cpu.len()
+        terms.join(" + "),
+        per_cpu.len(),
+        lost.join(", ")
     ))
 }
 
@@ -168,7 +225,8 @@ mod tests {
     use rprof_decode::Record;
 
     /// A summary line as `rprof dump` prints it: 2 CPUs, CPU 0 lost 2 to
-    /// the ring, CPU 1 lost 3 to the buffer.
+    /// the ring and 1 to NO_MM, CPU 1 lost 3 to the buffer, 4 to
+    /// NO_MAPPING and 5 to NO_COOKIE.
     fn good() -> String {
         let mut s = Summary::default();
         s.add(&Record::Start {
@@ -176,41 +234,46 @@ mod tests {
             config: rprof_config::new(),
         });
         for cpu in [0, 0, 1, 1, 1, 1] {
+            s.add(&Record::Task {
+                cpu,
+                pid: 1,
+                tid: 1,
+                exe_cookie: 0,
+                comm: "x".into(),
+            });
             s.add(&Record::Sample {
                 flags: 0,
                 time_ns: 0,
-                ip: 0,
-                pid: 0,
-                tid: 0,
-                cpu,
-                event: 0,
+                offset: 0,
                 period: 1,
             });
         }
-        s.add(&Record::Lost {
-            stage: RPROF_LOST_RING,
-            cpu: 0,
-            count: 2,
-        });
-        s.add(&Record::Lost {
-            stage: RPROF_LOST_BUFFER,
-            cpu: 1,
-            count: 3,
-        });
+        for (stage, cpu, count) in [
+            (RPROF_LOST_RING, 0, 2),
+            (RPROF_LOST_BUFFER, 1, 3),
+            (RPROF_LOST_NO_MM, 0, 1),
+            (RPROF_LOST_NO_MAPPING, 1, 4),
+            (RPROF_LOST_NO_COOKIE, 1, 5),
+        ] {
+            s.add(&Record::Lost { stage, cpu, count });
+        }
         s.add(&Record::Stop {
             time_ns: 1,
             config: rprof_config::new(),
         });
         let cpus = [
             rprof_cpu_stats {
-                samples: 4,
+                samples: 5,
                 lost_ring: 2,
+                lost_no_mm: 1,
                 delivered: 2,
                 ..Default::default()
             },
             rprof_cpu_stats {
-                samples: 7,
+                samples: 16,
                 lost_buffer: 3,
+                lost_no_mapping: 4,
+                lost_no_cookie: 5,
                 delivered: 4,
                 ..Default::default()
             },
@@ -218,10 +281,13 @@ mod tests {
         let mut stats = rprof_stats::new();
         stats.nr_cpus = 2;
         stats.total = rprof_cpu_stats {
-            samples: 11,
+            samples: 21,
             lost_ring: 2,
             lost_buffer: 3,
             delivered: 6,
+            lost_no_mm: 1,
+            lost_no_mapping: 4,
+            lost_no_cookie: 5,
             ..Default::default()
         };
         s.to_json(Some((&stats, &cpus)))
@@ -231,11 +297,17 @@ mod tests {
     fn accepts_consistent_figures() {
         let msg = check(&good()).unwrap();
         assert!(
-            msg.contains("samples 11 = delivered 6 + lost_ring 2 + lost_buffer 3"),
+            msg.contains(
+                "samples 21 = delivered 6 + lost_ring 2 + lost_buffer 3 + lost_no_mm 1 + \
+                 lost_no_mapping 4 + lost_no_cookie 5"
+            ),
             "{msg}"
         );
         assert!(msg.contains("on each of 2 CPUs"), "{msg}");
-        assert!(msg.contains("LOST ring 2, buffer 3"), "{msg}");
+        assert!(
+            msg.contains("LOST ring 2, buffer 3, no_mm 1, no_mapping 4, no_cookie 5"),
+            "{msg}"
+        );
         // As printed, with a newline.
         assert!(check(&format!("{}\n", good())).is_ok());
     }
@@ -252,15 +324,22 @@ mod tests {
         for (from, to, says) in [
             // Total identity.
             (
-                "\"total\":{\"samples\":11",
-                "\"total\":{\"samples\":12",
-                "in stats.total: samples == delivered + lost_ring + lost_buffer, got 12 != 6 + 2 + 3 = 11",
+                "\"total\":{\"samples\":21",
+                "\"total\":{\"samples\":22",
+                "in stats.total: samples == delivered + lost_ring + lost_buffer + lost_no_mm + \
+                 lost_no_mapping + lost_no_cookie, got 22 != 6 + 2 + 3 + 1 + 4 + 5 = 21",
             ),
             // A CPU's identity (the total still adds up).
             (
-                "\"per_cpu\":[{\"samples\":4,\"lost_ring\":2",
-                "\"per_cpu\":[{\"samples\":4,\"lost_ring\":1",
-                "on CPU 0: samples == delivered + lost_ring + lost_buffer, got 4 != 2 + 1 + 0 = 3",
+                "\"per_cpu\":[{\"samples\":5,\"lost_ring\":2",
+                "\"per_cpu\":[{\"samples\":5,\"lost_ring\":1",
+                "on CPU 0: samples == delivered + lost_ring + lost_buffer + lost_no_mm + \
+                 lost_no_mapping + lost_no_cookie, got 5 != 2 + 1 + 0 + 1 + 0 + 0 = 4",
+            ),
+            (
+                "\"lost_no_mapping\":4,\"lost_no_cookie\":5}]",
+                "\"lost_no_mapping\":3,\"lost_no_cookie\":5}]",
+                "on CPU 1: samples == delivered",
             ),
             // Stream vs delivered, per CPU.
             (
@@ -281,12 +360,37 @@ mod tests {
                 "lost_by_stage.ring == stats.total.lost_ring, got 1 != 2",
             ),
             (
-                "\"buffer\":3,\"other\"",
-                "\"buffer\":0,\"other\"",
+                "\"buffer\":3,\"no_mm\"",
+                "\"buffer\":0,\"no_mm\"",
                 "lost_by_stage.buffer == stats.total.lost_buffer, got 0 != 3",
             ),
+            (
+                "\"no_mm\":1,",
+                "\"no_mm\":0,",
+                "lost_by_stage.no_mm == stats.total.lost_no_mm, got 0 != 1",
+            ),
+            (
+                "\"no_mapping\":4,",
+                "\"no_mapping\":7,",
+                "lost_by_stage.no_mapping == stats.total.lost_no_mapping, got 7 != 4",
+            ),
+            (
+                "\"no_cookie\":5,",
+                "\"no_cookie\":0,",
+                "lost_by_stage.no_cookie == stats.total.lost_no_cookie, got 0 != 5",
+            ),
+            // Samples without a TASK record before them.
+            (
+                "\"samples_no_task\":0",
+                "\"samples_no_task\":2",
+                "got 2 samples before any",
+            ),
             // START and STOP.
-            ("\"start\":1", "\"start\":0", "exactly one START record, got 0"),
+            (
+                "\"start\":1",
+                "\"start\":0",
+                "exactly one START record, got 0",
+            ),
             ("\"stop\":1", "\"stop\":2", "exactly one STOP record, got 2"),
             // Samples from a CPU the statistics do not know.
             (
@@ -300,7 +404,11 @@ mod tests {
                 "\"delivered\":-6",
                 "expected an unsigned integer at 'delivered', got -6",
             ),
-            ("\"stats\":", "\"statistics\":", "no 'stats' at the top level"),
+            (
+                "\"stats\":",
+                "\"statistics\":",
+                "no 'stats' at the top level",
+            ),
             ("\"types\":", "\"kinds\":", "no 'types' at the top level"),
         ] {
             match check(&broken(from, to)) {
@@ -314,8 +422,8 @@ mod tests {
     fn total_must_be_the_sum_of_the_cpus() {
         // Both identities hold, but the total is not the sum.
         let j = broken(
-            "\"total\":{\"samples\":11,\"lost_ring\":2,\"lost_buffer\":3,\"delivered\":6",
-            "\"total\":{\"samples\":12,\"lost_ring\":3,\"lost_buffer\":3,\"delivered\":6",
+            "\"total\":{\"samples\":21,\"lost_ring\":2,\"lost_buffer\":3,\"delivered\":6",
+            "\"total\":{\"samples\":22,\"lost_ring\":3,\"lost_buffer\":3,\"delivered\":6",
         );
         let j = j.replacen("\"ring\":2", "\"ring\":3", 1);
         match check(&j) {

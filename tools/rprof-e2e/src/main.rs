@@ -18,18 +18,35 @@
 //! rprof-e2e mmap-hardening                  the mapping rules hold
 //! rprof-e2e lost-invariant < SUMMARY.json   loss accounting adds up
 //! rprof-e2e json PATH < DOC.json            print one value (no `ok:`)
+//! rprof-e2e lookup-cookie                   LOOKUP_COOKIE agrees with the stream
+//! rprof-e2e attribution RAW --bin PATH:SYMBOL... [--pid-comm COMM]
+//!                                           user samples land in the right functions
+//! rprof-e2e resolved-fraction RAW --comm COMM --path PATH
+//!                                           COMM's samples resolve to PATH
+//! rprof-e2e module-samples RAW --name NAME  a module's samples and its unload
 //! ```
+//!
+//! The checks on a raw stream (`rprof dump --raw RAW`) print one JSON line
+//! of figures before their `ok:`/`FAIL:` line.
 
+mod attribution;
 mod bad_config;
 mod checks;
+mod elf;
 mod hardening;
 mod json;
+mod lookup_cookie;
 mod lost_invariant;
 mod mapping;
+mod module_samples;
+mod resolved_fraction;
 mod same_stream;
+mod stream;
 
+use attribution::BinSpec;
 use clap::{Parser, Subcommand};
 use rprof::events::EventSpec;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Checks of /dev/rprof for rprof's end-to-end tests (run as root).
@@ -105,6 +122,87 @@ enum Command {
         /// `samples_per_cpu.1`.
         path: String,
     },
+    /// Runs a short session and expects RPROF_IOC_LOOKUP_COOKIE to agree
+    /// with the stream's COOKIE records, and its errors (EINVAL without a
+    /// session, ENOENT, ENAMETOOLONG with the size needed, EBUSY for a
+    /// non-owner).
+    LookupCookie,
+    /// Decodes a raw stream (rprof dump --raw), maps the user samples to
+    /// files and ELF symbols, and expects most of them in the given files
+    /// and the two symbols' counts in the given ratio.
+    Attribution {
+        /// The raw stream file.
+        raw: PathBuf,
+        /// An ELF file (as the module names it) and a function in it;
+        /// repeatable.  With two, their functions' counts are compared.
+        #[arg(long = "bin", value_name = "PATH:SYMBOL", required = true)]
+        bins: Vec<BinSpec>,
+        /// Only user samples of tasks with this comm.
+        #[arg(long, value_name = "COMM")]
+        pid_comm: Option<String>,
+        /// Expected samples(SYMBOL 1) / samples(SYMBOL 2).
+        #[arg(long, value_name = "R", default_value_t = 3.0)]
+        ratio: f64,
+        /// Allowed relative distance from R.
+        #[arg(long, value_name = "F", default_value_t = 0.25)]
+        tolerance: f64,
+        /// Least fraction of the user samples in the given files.
+        #[arg(long, value_name = "F", default_value_t = 0.9)]
+        min_fraction: f64,
+        /// Least number of user samples.
+        #[arg(long, value_name = "N", default_value_t = 100)]
+        min_samples: u64,
+        /// Print the figures, check nothing.
+        #[arg(long)]
+        no_check: bool,
+    },
+    /// Decodes a raw stream and expects COMM's user samples to resolve to
+    /// file PATH, with few LOST no_mm/no_mapping.
+    ResolvedFraction {
+        /// The raw stream file.
+        raw: PathBuf,
+        /// The comm of the tasks to look at.
+        #[arg(long)]
+        comm: String,
+        /// The file their user samples should resolve to.
+        #[arg(long)]
+        path: String,
+        /// A function of PATH that most of PATH's samples should be in.
+        #[arg(long)]
+        symbol: Option<String>,
+        /// Least fraction of COMM's user samples in PATH.
+        #[arg(long, value_name = "F", default_value_t = 0.75)]
+        min_fraction: f64,
+        /// Least fraction of COMM's user samples in some file (not ANON,
+        /// NONE or an unnamed cookie).
+        #[arg(long, value_name = "F", default_value_t = 0.95)]
+        min_file_fraction: f64,
+        /// With --symbol: least fraction of PATH's samples inside SYMBOL.
+        #[arg(long, value_name = "F", default_value_t = 0.9)]
+        min_symbol_fraction: f64,
+        /// LOST no_mm + no_mapping must stay below this fraction of COMM's
+        /// user samples.
+        #[arg(long, value_name = "F", default_value_t = 0.05)]
+        max_lost_fraction: f64,
+        /// Least number of COMM's user samples.
+        #[arg(long, value_name = "N", default_value_t = 20)]
+        min_samples: u64,
+        /// Print the figures, check nothing.
+        #[arg(long)]
+        no_check: bool,
+    },
+    /// Decodes a raw stream and expects MODULE records for module NAME,
+    /// kernel samples inside its text, and its UNLOAD record.
+    ModuleSamples {
+        /// The raw stream file.
+        raw: PathBuf,
+        /// The module's name.
+        #[arg(long)]
+        name: String,
+        /// Least number of samples in the module.
+        #[arg(long, value_name = "N", default_value_t = 10)]
+        min_samples: u64,
+    },
 }
 
 fn main() -> ExitCode {
@@ -122,6 +220,54 @@ fn main() -> ExitCode {
         Command::MmapHardening => hardening::run(),
         Command::LostInvariant => lost_invariant::run(),
         Command::Json { path } => return json::run(&path),
+        Command::LookupCookie => lookup_cookie::run(),
+        Command::Attribution {
+            raw,
+            bins,
+            pid_comm,
+            ratio,
+            tolerance,
+            min_fraction,
+            min_samples,
+            no_check,
+        } => attribution::run(&attribution::Options {
+            raw,
+            bins,
+            comm: pid_comm,
+            ratio,
+            tolerance,
+            min_fraction,
+            min_samples,
+            no_check,
+        }),
+        Command::ResolvedFraction {
+            raw,
+            comm,
+            path,
+            symbol,
+            min_fraction,
+            min_file_fraction,
+            min_symbol_fraction,
+            max_lost_fraction,
+            min_samples,
+            no_check,
+        } => resolved_fraction::run(&resolved_fraction::Options {
+            raw,
+            comm,
+            path,
+            symbol,
+            min_fraction,
+            min_file_fraction,
+            min_symbol_fraction,
+            max_lost_fraction,
+            min_samples,
+            no_check,
+        }),
+        Command::ModuleSamples {
+            raw,
+            name,
+            min_samples,
+        } => module_samples::run(&raw, &name, min_samples),
     };
     match outcome {
         Ok(msg) => {
@@ -160,6 +306,48 @@ mod tests {
             &["rprof-e2e", "mmap-hardening"],
             &["rprof-e2e", "lost-invariant"],
             &["rprof-e2e", "json", "stats.total.samples"],
+            &["rprof-e2e", "lookup-cookie"],
+            &[
+                "rprof-e2e",
+                "attribution",
+                "/tmp/a.raw",
+                "--bin",
+                "/tests/bin/attr_main:main_hot",
+                "--bin",
+                "/tests/bin/libattr_lib.so:lib_hot",
+                "--pid-comm",
+                "attr_main",
+            ],
+            &[
+                "rprof-e2e",
+                "attribution",
+                "/tmp/a.raw",
+                "--bin",
+                "/x:y",
+                "--ratio",
+                "2.5",
+                "--no-check",
+            ],
+            &[
+                "rprof-e2e",
+                "resolved-fraction",
+                "/tmp/s.raw",
+                "--comm",
+                "short",
+                "--path",
+                "/tests/bin/short",
+                "--symbol",
+                "short_hot",
+                "--min-fraction",
+                "0.4",
+            ],
+            &[
+                "rprof-e2e",
+                "module-samples",
+                "/tmp/m.raw",
+                "--name",
+                "rprof_busy",
+            ],
         ] {
             if let Err(e) = Cli::try_parse_from(argv) {
                 panic!("{argv:?}: expected to parse, got {e}");
@@ -167,5 +355,11 @@ mod tests {
         }
         assert!(Cli::try_parse_from(["rprof-e2e", "bad-config", "nonsense"]).is_err());
         assert!(Cli::try_parse_from(["rprof-e2e", "json"]).is_err());
+        // attribution needs a --bin, and PATH:SYMBOL.
+        assert!(Cli::try_parse_from(["rprof-e2e", "attribution", "/tmp/a.raw"]).is_err());
+        assert!(
+            Cli::try_parse_from(["rprof-e2e", "attribution", "/tmp/a.raw", "--bin", "nosym"])
+                .is_err()
+        );
     }
 }

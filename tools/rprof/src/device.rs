@@ -23,6 +23,25 @@ use std::time::Duration;
 /// Where the module's misc device appears.
 pub const DEFAULT_PATH: &str = "/dev/rprof";
 
+/// What `RPROF_IOC_LOOKUP_COOKIE` tells about a file cookie.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CookieInfo {
+    /// The path, without its NUL.
+    pub path: Vec<u8>,
+    /// `RPROF_COOKIE_DELETED`, `_TRUNCATED`, `_NO_PATH`.
+    pub flags: u32,
+    /// `new_encode_dev()` of the file's device.
+    pub dev: u64,
+    /// The file's inode number.
+    pub ino: u64,
+}
+
+/// The first buffer [`Device::lookup_cookie`] tries.
+const LOOKUP_FIRST_SIZE: usize = 256;
+/// The largest buffer [`Device::lookup_cookie`] offers (PATH_MAX is 4096;
+/// the module never needs more, but leave room).
+const LOOKUP_MAX_SIZE: usize = 1 << 16;
+
 /// An open `/dev/rprof`.
 #[derive(Debug)]
 pub struct Device {
@@ -194,6 +213,64 @@ impl Device {
         ))
     }
 
+    /// One `RPROF_IOC_LOOKUP_COOKIE` of `cookie` into `buf` (`path_len` =
+    /// `buf.len()`, capped to `u32::MAX`).
+    ///
+    /// Returns the structure as the module left it, whatever the outcome
+    /// (after ENAMETOOLONG its `path_len` is the size needed), and the
+    /// outcome.  [`Device::lookup_cookie`] is the convenient form.
+    pub fn lookup_cookie_into(
+        &self,
+        cookie: u64,
+        buf: &mut [u8],
+    ) -> (rprof_cookie_lookup, io::Result<()>) {
+        let len = u32::try_from(buf.len()).unwrap_or(u32::MAX);
+        let mut arg = rprof_cookie_lookup::new(cookie, buf.as_mut_ptr() as u64, len);
+        // SAFETY: LOOKUP_COOKIE reads and writes the one structure at its
+        // argument, `arg`, and writes at most `path_len` bytes at `path`,
+        // which are `len` <= `buf.len()` bytes of `buf`, borrowed mutably
+        // for the call.
+        let result = unsafe { self.ioctl_raw(RPROF_IOC_LOOKUP_COOKIE, (&raw mut arg).cast()) };
+        // Do not hand out the (soon dangling) address of `buf`.
+        arg.path = 0;
+        (arg, result.map(|_| ()))
+    }
+
+    /// `RPROF_IOC_LOOKUP_COOKIE`: the path, device and inode of a file
+    /// cookie of this file's session, with a buffer grown as the module
+    /// asks (ENAMETOOLONG).
+    ///
+    /// The module says ENOENT for a cookie it does not know, EINVAL when
+    /// this file has no session, EBUSY when another file owns it.
+    pub fn lookup_cookie(&self, cookie: u64) -> Result<CookieInfo, Error> {
+        let mut size = LOOKUP_FIRST_SIZE;
+        loop {
+            let mut buf = vec![0u8; size];
+            let (arg, result) = self.lookup_cookie_into(cookie, &mut buf);
+            match result {
+                Ok(()) => {
+                    // path_len counts the NUL; trust only what fits `buf`.
+                    let n = (arg.path_len as usize).min(buf.len());
+                    let end = buf[..n].iter().position(|&c| c == 0).unwrap_or(n);
+                    buf.truncate(end);
+                    return Ok(CookieInfo {
+                        path: buf,
+                        flags: arg.flags,
+                        dev: arg.dev,
+                        ino: arg.ino,
+                    });
+                }
+                Err(e)
+                    if e.raw_os_error() == Some(libc::ENAMETOOLONG) && size < LOOKUP_MAX_SIZE =>
+                {
+                    let needed = arg.path_len as usize;
+                    size = if needed > size { needed } else { size * 2 }.min(LOOKUP_MAX_SIZE);
+                }
+                Err(e) => return Err(Error::ioctl("RPROF_IOC_LOOKUP_COOKIE", e)),
+            }
+        }
+    }
+
     /// `read()`: copies records of the event stream into `buf`.
     ///
     /// Returns the bytes read.  If the module has nothing to give, the
@@ -279,6 +356,14 @@ mod tests {
             Ok(v) => panic!("expected ENOTTY, got version {v}"),
         }
         assert!(dev.stats(true).is_err());
+        match dev.lookup_cookie(17) {
+            Err(e) => assert_eq!(e.raw_os_error(), Some(libc::ENOTTY), "got {e}"),
+            Ok(c) => panic!("expected ENOTTY, got {c:?}"),
+        }
+        let mut small = [0u8; 1];
+        let (arg, result) = dev.lookup_cookie_into(17, &mut small);
+        assert!(result.is_err());
+        assert_eq!((arg.cookie, arg.path, arg.path_len), (17, 0, 1));
         assert!(dev.start().is_err());
         let mut big = rprof_config::new();
         big.size += 8;

@@ -24,6 +24,7 @@ pub fn errno_name(errno: i32) -> String {
         libc::EMFILE => "EMFILE",
         libc::ENOTTY => "ENOTTY",
         libc::ENOSPC => "ENOSPC",
+        libc::ENAMETOOLONG => "ENAMETOOLONG",
         libc::ERANGE => "ERANGE",
         libc::ENOSYS => "ENOSYS",
         libc::EOPNOTSUPP => "EOPNOTSUPP",
@@ -57,6 +58,7 @@ mod tests {
         assert_eq!(errno_name(libc::EPERM), "EPERM");
         assert_eq!(errno_name(libc::ENOTTY), "ENOTTY");
         assert_eq!(errno_name(libc::E2BIG), "E2BIG");
+        assert_eq!(errno_name(libc::ENAMETOOLONG), "ENAMETOOLONG");
         assert_eq!(errno_name(4000), "errno 4000");
         let e = std::io::Error::from_raw_os_error(libc::EBUSY);
         assert_eq!(io_error_name(&e), "EBUSY");

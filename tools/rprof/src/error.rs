@@ -104,6 +104,9 @@ impl Error {
             ("RPROF_IOC_START" | "RPROF_IOC_STOP" | "RPROF_IOC_FLUSH", libc::EINVAL) => {
                 Some("no session is configured on this file")
             }
+            ("RPROF_IOC_LOOKUP_COOKIE", libc::ENOENT) => Some("the session has no such cookie"),
+            ("RPROF_IOC_LOOKUP_COOKIE", libc::EINVAL) => Some("no session is configured"),
+            ("RPROF_IOC_LOOKUP_COOKIE", libc::EBUSY) => Some("the session belongs to another file"),
             _ => None,
         }
     }

@@ -7,13 +7,61 @@ use std::borrow::Cow;
 use std::fmt;
 use std::io::{self, Write};
 
-/// The name of a `RPROF_LOST_*` stage: `ring`, `buffer`, or `stageN`.
+/// The name of a `RPROF_LOST_*` stage: `ring`, `buffer`, `no_mm`,
+/// `no_mapping`, `no_cookie`, or `stageN`.
 pub fn lost_stage_name(stage: u32) -> Cow<'static, str> {
     match stage {
         RPROF_LOST_RING => Cow::Borrowed("ring"),
         RPROF_LOST_BUFFER => Cow::Borrowed("buffer"),
+        RPROF_LOST_NO_MM => Cow::Borrowed("no_mm"),
+        RPROF_LOST_NO_MAPPING => Cow::Borrowed("no_mapping"),
+        RPROF_LOST_NO_COOKIE => Cow::Borrowed("no_cookie"),
         other => Cow::Owned(format!("stage{other}")),
     }
+}
+
+/// A string from the stream (a comm, a path, a module name) as one word:
+/// whitespace, control characters and backslashes are escaped (`\x20`,
+/// `\u{85}`), so that a line still splits into its fields.
+pub struct Word<'a>(pub &'a str);
+
+impl fmt::Display for Word<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for c in self.0.chars() {
+            if c == '\\' || c.is_whitespace() || c.is_control() {
+                if c.is_ascii() {
+                    write!(f, "\\x{:02x}", u32::from(c))?;
+                } else {
+                    write!(f, "{}", c.escape_unicode())?;
+                }
+            } else {
+                write!(f, "{c}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The names of the flags of a COOKIE record, each after a space
+/// (` deleted truncated no-path`, and the hex value of unknown bits).
+fn cookie_flags(flags: u16) -> String {
+    let mut out = String::new();
+    for (bit, name) in [
+        (RPROF_COOKIE_DELETED, "deleted"),
+        (RPROF_COOKIE_TRUNCATED, "truncated"),
+        (RPROF_COOKIE_NO_PATH, "no-path"),
+    ] {
+        if u32::from(flags) & bit != 0 {
+            out.push(' ');
+            out.push_str(name);
+        }
+    }
+    let known = RPROF_COOKIE_DELETED | RPROF_COOKIE_TRUNCATED | RPROF_COOKIE_NO_PATH;
+    let unknown = u32::from(flags) & !known;
+    if unknown != 0 {
+        out.push_str(&format!(" flags={unknown:#x}"));
+    }
+    out
 }
 
 /// A session configuration on one line:
@@ -64,7 +112,13 @@ impl fmt::Display for ConfigDisplay<'_> {
 /// A record as one line of `rprof dump`:
 ///
 /// ```text
-/// SAMPLE t=1234 cpu=0 pid=12 tid=13 ip=0xffffffff81000000 kernel ev=0 period=1000000
+/// TASK cpu=1 pid=12 tid=13 comm=busybox exe=17
+/// COOKIE 17 /bin/busybox dev=0x800001 ino=1234
+/// SWITCH 17
+/// MODULE 18 rprof_busy base=0xffffffffc0000000 size=4096
+/// MODULE 18 rprof_busy base=0xffffffffc0000000 size=4096 unload
+/// MODULE 19 rprof_busy base=0xffffffffc0008000 size=512 init
+/// SAMPLE t=1234 user ev=0 off=0x1a2b period=1000000
 /// LOST stage=ring cpu=1 count=5
 /// START t=1000 events=cpu-clock@1000 flags=0 ring_records=0 drain_interval_ms=0 wakeup_bytes=0
 /// THROTTLE t=1500 cpu=1 ev=0
@@ -78,18 +132,63 @@ impl fmt::Display for RecordLine<'_> {
         match r {
             Record::Sample {
                 time_ns,
-                ip,
-                pid,
-                tid,
-                cpu,
-                event,
+                offset,
                 period,
                 ..
             } => write!(
                 f,
-                "SAMPLE t={time_ns} cpu={cpu} pid={pid} tid={tid} ip={ip:#x} {} ev={event} period={period}",
-                if r.is_user_sample() { "user" } else { "kernel" }
+                "SAMPLE t={time_ns} {} ev={} off={offset:#x} period={period}",
+                if r.is_user_sample() { "user" } else { "kernel" },
+                r.sample_event().unwrap_or(0)
             ),
+            Record::Task {
+                cpu,
+                pid,
+                tid,
+                exe_cookie,
+                comm,
+            } => write!(
+                f,
+                "TASK cpu={cpu} pid={pid} tid={tid} comm={} exe={exe_cookie}",
+                Word(comm)
+            ),
+            Record::Switch { cookie } => write!(f, "SWITCH {cookie}"),
+            Record::Cookie {
+                cookie,
+                flags,
+                dev,
+                ino,
+                path,
+            } => write!(
+                f,
+                "COOKIE {cookie} {} dev={dev:#x} ino={ino}{}",
+                Word(path),
+                cookie_flags(*flags)
+            ),
+            Record::Module {
+                cookie,
+                flags,
+                base,
+                size,
+                name,
+            } => {
+                write!(
+                    f,
+                    "MODULE {cookie} {} base={base:#x} size={size}",
+                    Word(name)
+                )?;
+                if u32::from(*flags) & RPROF_MODULE_INIT != 0 {
+                    f.write_str(" init")?;
+                }
+                if r.is_module_unload() {
+                    f.write_str(" unload")?;
+                }
+                let unknown = u32::from(*flags) & !(RPROF_MODULE_UNLOAD | RPROF_MODULE_INIT);
+                if unknown != 0 {
+                    write!(f, " flags={unknown:#x}")?;
+                }
+                Ok(())
+            }
             Record::Lost { stage, cpu, count } => write!(
                 f,
                 "LOST stage={} cpu={cpu} count={count}",
@@ -126,22 +225,25 @@ pub type Counter = fn(&rprof_cpu_stats) -> u64;
 
 /// The columns of the statistics table (the fields of `struct
 /// rprof_cpu_stats`), with their accessors.
-pub const STATS_COLUMNS: [(&str, Counter); 6] = [
+pub const STATS_COLUMNS: [(&str, Counter); 9] = [
     ("samples", |s| s.samples),
     ("lost_ring", |s| s.lost_ring),
     ("lost_buffer", |s| s.lost_buffer),
     ("delivered", |s| s.delivered),
     ("ring_high_water", |s| s.ring_high_water),
     ("throttled", |s| s.throttled),
+    ("lost_no_mm", |s| s.lost_no_mm),
+    ("lost_no_mapping", |s| s.lost_no_mapping),
+    ("lost_no_cookie", |s| s.lost_no_cookie),
 ];
 
 /// Writes the module's statistics as a table, total first, then a line
 /// per CPU, then the drain and wakeup counts:
 ///
 /// ```text
-/// cpu       samples  lost_ring  lost_buffer  delivered  ring_high_water  throttled
-/// total        2000          0            0       2000               12          0
-/// 0            1000          0            0       1000               12          0
+/// cpu     samples lost_ring lost_buffer delivered ring_high_water throttled lost_no_mm lost_no_mapping lost_no_cookie
+/// total      2000         0           0      2000              12         0          0               0              0
+/// 0          1000         0           0      1000              12         0          0               0              0
 /// drains: 200 wakeups: 10
 /// ```
 pub fn write_stats(
@@ -179,19 +281,102 @@ mod tests {
     #[test]
     fn record_lines() {
         let s = Record::Sample {
-            flags: 0,
+            flags: sample_flags(false, 2),
             time_ns: 5,
-            ip: 0xffff_ffff_8100_0000,
-            pid: 12,
-            tid: 13,
-            cpu: 1,
-            event: 0,
+            offset: 0xffff_ffff_8100_0000,
             period: 1000,
         };
         assert_eq!(
             RecordLine(&s).to_string(),
-            "SAMPLE t=5 cpu=1 pid=12 tid=13 ip=0xffffffff81000000 kernel ev=0 period=1000"
+            "SAMPLE t=5 kernel ev=2 off=0xffffffff81000000 period=1000"
         );
+        let s = Record::Sample {
+            flags: sample_flags(true, 0),
+            time_ns: 6,
+            offset: 0x1a2b,
+            period: 1,
+        };
+        assert_eq!(
+            RecordLine(&s).to_string(),
+            "SAMPLE t=6 user ev=0 off=0x1a2b period=1"
+        );
+        let t = Record::Task {
+            cpu: 1,
+            pid: 12,
+            tid: 13,
+            exe_cookie: 17,
+            comm: "kworker/0:1 x".into(),
+        };
+        assert_eq!(
+            RecordLine(&t).to_string(),
+            "TASK cpu=1 pid=12 tid=13 comm=kworker/0:1\\x20x exe=17"
+        );
+        assert_eq!(
+            RecordLine(&Record::Switch { cookie: 17 }).to_string(),
+            "SWITCH 17"
+        );
+        let c = Record::Cookie {
+            cookie: 17,
+            flags: 0,
+            dev: 0x80_0001,
+            ino: 1234,
+            path: "/bin/busybox".into(),
+        };
+        assert_eq!(
+            RecordLine(&c).to_string(),
+            "COOKIE 17 /bin/busybox dev=0x800001 ino=1234"
+        );
+        let c = Record::Cookie {
+            cookie: 18,
+            flags: (RPROF_COOKIE_DELETED | RPROF_COOKIE_NO_PATH | 0x80) as u16,
+            dev: 0,
+            ino: 1,
+            path: "memfd:x (deleted)".into(),
+        };
+        assert_eq!(
+            RecordLine(&c).to_string(),
+            "COOKIE 18 memfd:x\\x20(deleted) dev=0x0 ino=1 deleted no-path flags=0x80"
+        );
+        let m = Record::Module {
+            cookie: 19,
+            flags: 0,
+            base: 0xffff_ffff_c000_0000,
+            size: 4096,
+            name: "rprof_busy".into(),
+        };
+        assert_eq!(
+            RecordLine(&m).to_string(),
+            "MODULE 19 rprof_busy base=0xffffffffc0000000 size=4096"
+        );
+        let m = Record::Module {
+            cookie: 19,
+            flags: RPROF_MODULE_UNLOAD as u16,
+            base: 0x10,
+            size: 1,
+            name: "rprof_busy".into(),
+        };
+        assert_eq!(
+            RecordLine(&m).to_string(),
+            "MODULE 19 rprof_busy base=0x10 size=1 unload"
+        );
+        let m = Record::Module {
+            cookie: 20,
+            flags: (RPROF_MODULE_UNLOAD | RPROF_MODULE_INIT | 0x40) as u16,
+            base: 0x10,
+            size: 1,
+            name: "m".into(),
+        };
+        assert_eq!(
+            RecordLine(&m).to_string(),
+            "MODULE 20 m base=0x10 size=1 init unload flags=0x40"
+        );
+        for (stage, name) in [
+            (RPROF_LOST_NO_MM, "no_mm"),
+            (RPROF_LOST_NO_MAPPING, "no_mapping"),
+            (RPROF_LOST_NO_COOKIE, "no_cookie"),
+        ] {
+            assert_eq!(lost_stage_name(stage), name);
+        }
         let l = Record::Lost {
             stage: RPROF_LOST_RING,
             cpu: 1,
@@ -253,6 +438,7 @@ mod tests {
             rprof_cpu_stats {
                 samples: 20,
                 lost_ring: 2,
+                lost_no_cookie: 4,
                 ..Default::default()
             },
         ];
@@ -262,6 +448,8 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 5, "{text}");
         assert!(lines[0].starts_with("cpu") && lines[0].contains("ring_high_water"));
+        assert!(lines[0].ends_with("lost_no_mm lost_no_mapping lost_no_cookie"));
+        assert_eq!(lines[3].split_whitespace().last(), Some("4"));
         assert_eq!(
             lines[1].split_whitespace().take(2).collect::<Vec<_>>(),
             ["total", "30"]

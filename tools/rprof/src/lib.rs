@@ -24,6 +24,6 @@ pub mod mmap;
 pub mod signal;
 pub mod summary;
 
-pub use device::Device;
+pub use device::{CookieInfo, Device};
 pub use error::Error;
 pub use mmap::MmapReader;

@@ -113,6 +113,10 @@ struct DumpArgs {
     /// instead of as text (with --quiet, the only output).
     #[arg(long)]
     summary_json: bool,
+
+    /// Also write the raw event stream (the bytes exactly as read) to FILE.
+    #[arg(long, value_name = "FILE")]
+    raw: Option<PathBuf>,
 }
 
 /// Parses a positive, finite number of seconds.
@@ -181,6 +185,7 @@ impl DumpArgs {
             quiet: self.quiet,
             summary_json: self.summary_json,
             stall: self.stall,
+            raw: self.raw.clone(),
         }
     }
 }
@@ -217,6 +222,8 @@ mod tests {
             "--quiet",
             "--summary-json",
             "--stall",
+            "--raw",
+            "/tmp/a.raw",
         ])
         .unwrap();
         let Command::Dump(args) = cli.command else {
@@ -230,11 +237,13 @@ mod tests {
         let o = args.output_options();
         assert_eq!(o.duration, std::time::Duration::from_millis(500));
         assert!(o.use_read && o.quiet && o.summary_json && o.stall);
+        assert_eq!(o.raw, Some(PathBuf::from("/tmp/a.raw")));
         let cli = Cli::try_parse_from(["rprof", "dump"]).unwrap();
         let Command::Dump(args) = cli.command else {
             panic!("expected dump, got {:?}", cli.command)
         };
         assert!(!args.output_options().stall);
+        assert_eq!(args.output_options().raw, None);
     }
 
     #[test]

@@ -288,11 +288,7 @@ mod tests {
         Record::Sample {
             flags: 1,
             time_ns: n,
-            ip: 0x1000 + n,
-            pid: 1,
-            tid: 2,
-            cpu: 0,
-            event: 0,
+            offset: 0x1000 + n,
             period: 1,
         }
     }
@@ -301,8 +297,8 @@ mod tests {
     fn reads_published_records_across_the_wrap() {
         let page = page_size().unwrap() as u64;
         let fake = FakeModule::new("wrap", 2 * page, RPROF_ABI_VERSION);
-        // Start 24 bytes before the end: a 48-byte sample wraps in halves.
-        let start = 10 * fake.data_size - 24;
+        // Start 16 bytes before the end: a 32-byte sample wraps in halves.
+        let start = 10 * fake.data_size - 16;
         fake.set(HEAD, start);
         fake.set(TAIL, start);
         let dev = Device::open(&fake.path).unwrap();
@@ -315,20 +311,20 @@ mod tests {
         let mut bytes = sample(1).to_bytes();
         sample(2).encode(&mut bytes);
         fake.publish(start, &bytes);
-        assert_eq!(reader.pending(), 96);
-        assert_eq!(reader.read_available(&mut out).unwrap(), 96);
+        assert_eq!(reader.pending(), 64);
+        assert_eq!(reader.read_available(&mut out).unwrap(), 64);
         assert_eq!(decode_all(&out), Ok(vec![sample(1), sample(2)]));
-        assert_eq!(fake.u64_at(TAIL), start + 96, "data_tail not released");
+        assert_eq!(fake.u64_at(TAIL), start + 64, "data_tail not released");
         assert_eq!(reader.pending(), 0);
 
         // A full buffer's worth, exactly data_size bytes.
         out.clear();
-        let n = fake.data_size / 48;
+        let n = fake.data_size / 32;
         let mut bytes = Vec::new();
         for i in 0..n {
             sample(i).encode(&mut bytes);
         }
-        fake.publish(start + 96, &bytes);
+        fake.publish(start + 64, &bytes);
         assert_eq!(reader.read_available(&mut out).unwrap(), bytes.len());
         assert_eq!(out, bytes);
     }

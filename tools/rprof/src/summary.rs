@@ -12,20 +12,39 @@ pub struct Summary {
     pub records: u64,
     /// SAMPLE records.
     pub samples: u64,
-    /// Samples with a user `ip`.
+    /// Samples taken in user mode.
     pub samples_user: u64,
-    /// Samples with a kernel `ip`.
+    /// Samples taken in kernel mode.
     pub samples_kernel: u64,
-    /// Samples per CPU, indexed by CPU number.
+    /// Samples per CPU (the CPU of the TASK record before each), indexed
+    /// by CPU number.
     pub samples_per_cpu: Vec<u64>,
+    /// Samples before any TASK record (a broken stream: counted in no CPU).
+    pub samples_no_task: u64,
     /// Samples per event, indexed by `rprof_config.events` index.
     pub samples_per_event: Vec<u64>,
+    /// COOKIE records.
+    pub cookies: u64,
+    /// TASK records.
+    pub tasks: u64,
+    /// SWITCH records.
+    pub switches: u64,
+    /// MODULE records (loads and unloads).
+    pub modules: u64,
+    /// The CPU of the last TASK record.
+    pub current_cpu: Option<u32>,
     /// LOST records.
     pub lost_records: u64,
     /// Sum of `count` of LOST records with stage `RPROF_LOST_RING`.
     pub lost_ring: u64,
     /// Sum of `count` of LOST records with stage `RPROF_LOST_BUFFER`.
     pub lost_buffer: u64,
+    /// Sum of `count` of LOST records with stage `RPROF_LOST_NO_MM`.
+    pub lost_no_mm: u64,
+    /// Sum of `count` of LOST records with stage `RPROF_LOST_NO_MAPPING`.
+    pub lost_no_mapping: u64,
+    /// Sum of `count` of LOST records with stage `RPROF_LOST_NO_COOKIE`.
+    pub lost_no_cookie: u64,
     /// Sum of `count` of LOST records with another stage.
     pub lost_other: u64,
     /// START records.
@@ -58,24 +77,35 @@ impl Summary {
     pub fn add(&mut self, record: &Record) {
         self.records += 1;
         match record {
-            Record::Sample { cpu, event, .. } => {
+            Record::Sample { flags, .. } => {
                 self.samples += 1;
                 if record.is_user_sample() {
                     self.samples_user += 1;
                 } else {
                     self.samples_kernel += 1;
                 }
-                // Guard against absurd CPU numbers of a corrupt stream.
-                if *cpu < 65536 {
-                    bump(&mut self.samples_per_cpu, *cpu as usize);
+                match self.current_cpu {
+                    // Guard against absurd CPU numbers of a corrupt stream.
+                    Some(cpu) if cpu < 65536 => bump(&mut self.samples_per_cpu, cpu as usize),
+                    _ => self.samples_no_task += 1,
                 }
-                bump(&mut self.samples_per_event, usize::from(*event));
+                bump(&mut self.samples_per_event, sample_event(*flags) as usize);
             }
+            Record::Task { cpu, .. } => {
+                self.tasks += 1;
+                self.current_cpu = Some(*cpu);
+            }
+            Record::Switch { .. } => self.switches += 1,
+            Record::Cookie { .. } => self.cookies += 1,
+            Record::Module { .. } => self.modules += 1,
             Record::Lost { stage, count, .. } => {
                 self.lost_records += 1;
                 let total = match *stage {
                     RPROF_LOST_RING => &mut self.lost_ring,
                     RPROF_LOST_BUFFER => &mut self.lost_buffer,
+                    RPROF_LOST_NO_MM => &mut self.lost_no_mm,
+                    RPROF_LOST_NO_MAPPING => &mut self.lost_no_mapping,
+                    RPROF_LOST_NO_COOKIE => &mut self.lost_no_cookie,
                     _ => &mut self.lost_other,
                 };
                 *total = total.saturating_add(*count);
@@ -96,9 +126,15 @@ impl Summary {
 
     /// Samples reported lost in-band, all stages.
     pub fn lost(&self) -> u64 {
-        self.lost_ring
-            .saturating_add(self.lost_buffer)
-            .saturating_add(self.lost_other)
+        [
+            self.lost_buffer,
+            self.lost_no_mm,
+            self.lost_no_mapping,
+            self.lost_no_cookie,
+            self.lost_other,
+        ]
+        .iter()
+        .fold(self.lost_ring, |a, &b| a.saturating_add(b))
     }
 
     /// `records: N samples: S lost: L`.
@@ -116,10 +152,12 @@ impl Summary {
     ///
     /// ```json
     /// {"records":N,"samples":S,"lost":L,
-    ///  "types":{"sample":S,"lost":..,"start":1,"stop":1,"throttle":0,"unthrottle":0,"unknown":0},
+    ///  "types":{"sample":S,"lost":..,"start":1,"stop":1,"throttle":0,"unthrottle":0,
+    ///           "cookie":C,"task":T,"switch":W,"module":M,"unknown":0},
     ///  "samples_user":U,"samples_kernel":K,
-    ///  "samples_per_cpu":[..],"samples_per_event":[..],
-    ///  "lost_by_stage":{"ring":R,"buffer":B,"other":0},
+    ///  "samples_per_cpu":[..],"samples_no_task":0,"samples_per_event":[..],
+    ///  "lost_by_stage":{"ring":R,"buffer":B,"no_mm":..,"no_mapping":..,"no_cookie":..,"other":0},
+    ///  "session_ns":NS,
     ///  "stats":{"nr_cpus":2,"drains":D,"wakeups":W,
     ///           "total":{"samples":..,"lost_ring":..,...},
     ///           "per_cpu":[{"samples":..,...},...]}}
@@ -144,10 +182,12 @@ impl Summary {
             j,
             "{{\"records\":{},\"samples\":{},\"lost\":{},\
              \"types\":{{\"sample\":{},\"lost\":{},\"start\":{},\"stop\":{},\
-             \"throttle\":{},\"unthrottle\":{},\"unknown\":{}}},\
+             \"throttle\":{},\"unthrottle\":{},\"cookie\":{},\"task\":{},\
+             \"switch\":{},\"module\":{},\"unknown\":{}}},\
              \"samples_user\":{},\"samples_kernel\":{},\
-             \"samples_per_cpu\":{},\"samples_per_event\":{},\
-             \"lost_by_stage\":{{\"ring\":{},\"buffer\":{},\"other\":{}}},\
+             \"samples_per_cpu\":{},\"samples_no_task\":{},\"samples_per_event\":{},\
+             \"lost_by_stage\":{{\"ring\":{},\"buffer\":{},\"no_mm\":{},\
+             \"no_mapping\":{},\"no_cookie\":{},\"other\":{}}},\
              \"session_ns\":{}",
             self.records,
             self.samples,
@@ -158,13 +198,21 @@ impl Summary {
             self.stops,
             self.throttles,
             self.unthrottles,
+            self.cookies,
+            self.tasks,
+            self.switches,
+            self.modules,
             self.unknown,
             self.samples_user,
             self.samples_kernel,
             list(&per_cpu),
+            self.samples_no_task,
             list(&self.samples_per_event),
             self.lost_ring,
             self.lost_buffer,
+            self.lost_no_mm,
+            self.lost_no_mapping,
+            self.lost_no_cookie,
             self.lost_other,
             match (self.start_ns, self.stop_ns) {
                 (Some(a), Some(b)) => b.saturating_sub(a),
@@ -199,15 +247,21 @@ impl Summary {
 mod tests {
     use super::*;
 
-    fn sample(cpu: u32, event: u16, user: bool) -> Record {
-        Record::Sample {
-            flags: u16::from(user),
-            time_ns: 0,
-            ip: 0,
+    fn task(cpu: u32) -> Record {
+        Record::Task {
+            cpu,
             pid: 1,
             tid: 1,
-            cpu,
-            event,
+            exe_cookie: 0,
+            comm: "t".into(),
+        }
+    }
+
+    fn sample(event: u32, user: bool) -> Record {
+        Record::Sample {
+            flags: sample_flags(user, event),
+            time_ns: 0,
+            offset: 0,
             period: 1,
         }
     }
@@ -216,9 +270,13 @@ mod tests {
     fn counts_and_line() {
         let mut s = Summary::default();
         for r in [
-            sample(0, 0, true),
-            sample(1, 0, false),
-            sample(1, 1, false),
+            sample(0, false), // before any TASK
+            task(0),
+            sample(0, true),
+            task(1),
+            Record::Switch { cookie: 1 },
+            sample(0, false),
+            sample(1, false),
             Record::Lost {
                 stage: RPROF_LOST_RING,
                 cpu: 1,
@@ -229,24 +287,60 @@ mod tests {
                 cpu: 0,
                 count: 2,
             },
+            Record::Lost {
+                stage: RPROF_LOST_NO_MAPPING,
+                cpu: 0,
+                count: 3,
+            },
+            Record::Lost {
+                stage: RPROF_LOST_NO_MM,
+                cpu: 0,
+                count: 4,
+            },
+            Record::Lost {
+                stage: RPROF_LOST_NO_COOKIE,
+                cpu: 0,
+                count: 6,
+            },
             Record::Start {
                 time_ns: 0,
                 config: rprof_config::new(),
             },
+            Record::Cookie {
+                cookie: 16,
+                flags: 0,
+                dev: 0,
+                ino: 0,
+                path: "/x".into(),
+            },
+            Record::Module {
+                cookie: 17,
+                flags: 0,
+                base: 0,
+                size: 0,
+                name: "m".into(),
+            },
         ] {
             s.add(&r);
         }
-        assert_eq!(s.line(), "records: 6 samples: 3 lost: 7");
+        assert_eq!(s.line(), "records: 15 samples: 4 lost: 20");
         assert_eq!(s.samples_per_cpu, [1, 2]);
-        assert_eq!(s.samples_per_event, [2, 1]);
-        assert_eq!((s.samples_user, s.samples_kernel), (1, 2));
+        assert_eq!(s.samples_no_task, 1);
+        assert_eq!(s.samples_per_event, [3, 1]);
+        assert_eq!((s.samples_user, s.samples_kernel), (1, 3));
         assert_eq!((s.lost_ring, s.lost_buffer, s.starts), (5, 2, 1));
+        assert_eq!(
+            (s.lost_no_mm, s.lost_no_mapping, s.lost_no_cookie),
+            (4, 3, 6)
+        );
+        assert_eq!((s.tasks, s.switches, s.cookies, s.modules), (2, 1, 1, 1));
     }
 
     #[test]
     fn json() {
         let mut s = Summary::default();
-        s.add(&sample(1, 0, false));
+        s.add(&task(1));
+        s.add(&sample(0, false));
         let mut stats = rprof_stats::new();
         stats.nr_cpus = 3;
         stats.drains = 9;
@@ -255,19 +349,31 @@ mod tests {
         let cpus = [rprof_cpu_stats::default(); 3];
         let j = s.to_json(Some((&stats, &cpus)));
         assert!(
-            j.starts_with("{\"records\":1,\"samples\":1,\"lost\":0,"),
+            j.starts_with("{\"records\":2,\"samples\":1,\"lost\":0,"),
             "{j}"
         );
         assert!(j.contains("\"samples_per_cpu\":[0,1,0]"), "{j}");
         assert!(j.contains("\"types\":{\"sample\":1,\"lost\":0,"), "{j}");
         assert!(
-            j.contains("\"lost_by_stage\":{\"ring\":0,\"buffer\":0,\"other\":0}"),
+            j.contains(
+                "\"lost_by_stage\":{\"ring\":0,\"buffer\":0,\"no_mm\":0,\"no_mapping\":0,\
+                 \"no_cookie\":0,\"other\":0}"
+            ),
             "{j}"
         );
         assert!(
             j.contains(
+                "\"types\":{\"sample\":1,\"lost\":0,\"start\":0,\"stop\":0,\"throttle\":0,\
+                 \"unthrottle\":0,\"cookie\":0,\"task\":1,\"switch\":0,\"module\":0,\"unknown\":0}"
+            ),
+            "{j}"
+        );
+        assert!(j.contains("\"samples_no_task\":0"), "{j}");
+        assert!(
+            j.contains(
                 "\"total\":{\"samples\":1,\"lost_ring\":0,\"lost_buffer\":0,\"delivered\":1,\
-                 \"ring_high_water\":0,\"throttled\":0}"
+                 \"ring_high_water\":0,\"throttled\":0,\"lost_no_mm\":0,\"lost_no_mapping\":0,\
+                 \"lost_no_cookie\":0}"
             ),
             "{j}"
         );
@@ -278,16 +384,24 @@ mod tests {
         // Balanced braces and brackets, as a cheap well-formedness check.
         assert_eq!(j.matches('{').count(), j.matches('}').count());
         assert_eq!(j.matches('[').count(), j.matches(']').count());
-        assert!(Summary::default().to_json(None).ends_with("\"other\":0},\"session_ns\":0}"));
+        assert!(Summary::default()
+            .to_json(None)
+            .ends_with("\"other\":0},\"session_ns\":0}"));
     }
 
     #[test]
     fn session_time_spans_start_to_stop() {
         let mut s = Summary::default();
         let config = rprof_abi::rprof_config::default();
-        s.add(&Record::Start { time_ns: 1_000, config });
-        s.add(&sample(0, 0, true));
-        s.add(&Record::Stop { time_ns: 5_001_000, config });
+        s.add(&Record::Start {
+            time_ns: 1_000,
+            config,
+        });
+        s.add(&sample(0, true));
+        s.add(&Record::Stop {
+            time_ns: 5_001_000,
+            config,
+        });
         assert_eq!((s.start_ns, s.stop_ns), (Some(1_000), Some(5_001_000)));
         assert!(s.to_json(None).contains("\"session_ns\":5000000"));
     }

@@ -11,14 +11,18 @@
 //! only sleeps until the duration has passed), so that a small event
 //! buffer overflows and the module must count and report what it drops;
 //! everything is taken after STOP.
+//!
+//! With `--raw FILE` the bytes of the stream are also written to FILE
+//! exactly as they were read, for tools that resolve samples later.
 
 use rprof::format::{write_stats, RecordLine};
 use rprof::summary::Summary;
 use rprof::{signal, Device, Error, MmapReader};
 use rprof_abi::rprof_config;
 use rprof_decode::Decoder;
+use std::fs::File;
 use std::io::{self, BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// The longest wait in `poll()` between two looks at the buffer.
@@ -40,6 +44,8 @@ pub struct Options {
     pub summary_json: bool,
     /// Consume nothing until the session is stopped.
     pub stall: bool,
+    /// Also write the raw stream to this file.
+    pub raw: Option<PathBuf>,
 }
 
 /// A started session; STOPs it when dropped on an error path.
@@ -79,6 +85,8 @@ struct Sink<W: Write> {
     out: W,
     quiet: bool,
     error: Option<String>,
+    /// Where the raw bytes go, with `--raw`.
+    raw: Option<Box<dyn Write>>,
 }
 
 impl<W: Write> Sink<W> {
@@ -90,11 +98,17 @@ impl<W: Write> Sink<W> {
             out,
             quiet,
             error: None,
+            raw: None,
         }
     }
 
     /// Takes the next bytes of the stream.
     fn feed(&mut self, bytes: &[u8]) -> Result<(), Error> {
+        if let Some(raw) = &mut self.raw {
+            // Every byte as read, even after a malformed record.
+            raw.write_all(bytes)
+                .map_err(|e| Error::io("writing the raw stream (--raw)", e))?;
+        }
         if self.error.is_some() || bytes.is_empty() {
             return Ok(());
         }
@@ -124,6 +138,16 @@ impl<W: Write> Sink<W> {
         self.pending.drain(..used);
         self.offset += used;
         Ok(())
+    }
+
+    /// Flushes the raw stream file, if any.
+    fn flush_raw(&mut self) -> Result<(), Error> {
+        match &mut self.raw {
+            Some(raw) => raw
+                .flush()
+                .map_err(|e| Error::io("writing the raw stream (--raw)", e)),
+            None => Ok(()),
+        }
     }
 
     /// The stream has ended: reports a malformed or incomplete record.
@@ -203,6 +227,10 @@ pub fn run(path: &Path, config: &rprof_config, opts: &Options) -> Result<(), Err
     };
     signal::install_stop_handler().map_err(|e| Error::io("installing a SIGINT handler", e))?;
     let mut sink = Sink::new(BufWriter::new(io::stdout().lock()), opts.quiet);
+    if let Some(path) = &opts.raw {
+        let file = File::create(path).map_err(|e| Error::io("creating the --raw file", e))?;
+        sink.raw = Some(Box::new(BufWriter::new(file)));
+    }
 
     dev.start()?;
     let mut running = Running {
@@ -243,6 +271,7 @@ pub fn run(path: &Path, config: &rprof_config, opts: &Options) -> Result<(), Err
         eprintln!("rprof: warning: the session ended without a STOP record");
     }
 
+    sink.flush_raw()?;
     let (stats, cpus) = dev.stats(true)?;
     let out = &mut sink.out;
     let written = if opts.summary_json {
@@ -265,12 +294,32 @@ mod tests {
         Record::Sample {
             flags: 0,
             time_ns: n,
-            ip: 0xffff_ffff_8100_0000 + n,
+            offset: 0xffff_ffff_8100_0000 + n,
+            period: 1,
+        }
+    }
+
+    fn task(cpu: u32) -> Record {
+        Record::Task {
+            cpu,
             pid: 0,
             tid: 0,
-            cpu: (n % 2) as u32,
-            event: 0,
-            period: 1,
+            exe_cookie: 0,
+            comm: "swapper/0".into(),
+        }
+    }
+
+    /// A `Write` whose bytes stay readable after the sink took it.
+    #[derive(Clone, Default)]
+    struct Shared(std::rc::Rc<std::cell::RefCell<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0.borrow_mut().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
         }
     }
 
@@ -278,37 +327,50 @@ mod tests {
     fn sink_reassembles_records_split_across_chunks() {
         let mut stream = Vec::new();
         for n in 0..10 {
+            task((n % 2) as u32).encode(&mut stream);
             sample(n).encode(&mut stream);
         }
+        let raw = Shared::default();
         let mut sink = Sink::new(Vec::new(), false);
+        sink.raw = Some(Box::new(raw.clone()));
         for chunk in stream.chunks(13) {
             sink.feed(chunk).unwrap();
         }
+        sink.flush_raw().unwrap();
         sink.finish().unwrap();
         assert_eq!(sink.summary.samples, 10);
         assert_eq!(sink.summary.samples_per_cpu, [5, 5]);
         let text = String::from_utf8(sink.out).unwrap();
-        assert_eq!(text.lines().count(), 10);
-        assert!(text.starts_with("SAMPLE t=0 cpu=0 "), "{text}");
+        assert_eq!(text.lines().count(), 20);
+        assert!(
+            text.starts_with(
+                "TASK cpu=0 pid=0 tid=0 comm=swapper/0 exe=0\nSAMPLE t=0 kernel ev=0 "
+            ),
+            "{text}"
+        );
+        assert_eq!(*raw.0.borrow(), stream, "--raw must get the bytes as read");
     }
 
     #[test]
     fn sink_reports_incomplete_and_malformed_streams() {
         let bytes = sample(1).to_bytes();
         let mut sink = Sink::new(Vec::new(), true);
-        sink.feed(&bytes[..40]).unwrap();
+        sink.feed(&bytes[..24]).unwrap();
         assert!(
             sink.finish().is_err(),
             "an incomplete record must be reported"
         );
         assert!(sink.out.is_empty());
 
+        let raw = Shared::default();
         let mut sink = Sink::new(Vec::new(), true);
+        sink.raw = Some(Box::new(raw.clone()));
         sink.feed(&bytes).unwrap();
         sink.feed(&[1, 0, 0, 0, 12, 0, 0, 0]).unwrap();
         sink.feed(&bytes).unwrap();
+        assert_eq!(raw.0.borrow().len(), 2 * 32 + 8, "raw bytes after an error");
         match sink.finish() {
-            Err(Error::Protocol(msg)) => assert!(msg.contains("offset 48"), "got {msg}"),
+            Err(Error::Protocol(msg)) => assert!(msg.contains("offset 32"), "got {msg}"),
             other => panic!("expected a malformed-record error, got {other:?}"),
         }
         assert_eq!(

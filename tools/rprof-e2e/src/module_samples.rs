@@ -1,0 +1,207 @@
+//! `module-samples RAW --name NAME`: a kernel module loaded and unloaded
+//! during a session shows up in the stream.
+//!
+//! Expects a MODULE record naming NAME, at least `--min-samples` kernel
+//! samples in that module's cookies (its text, and its init text if the
+//! module reports it apart), every one with an offset below the size of its
+//! region, and a MODULE record with `RPROF_MODULE_UNLOAD` for each of its
+//! core-text cookies that samples used.  Prints one JSON line, then the
+//! verdict.
+
+use crate::checks::Outcome;
+use crate::stream::Stream;
+use rprof_abi::*;
+use rprof_decode::Record;
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// One cookie of the module, as its MODULE records describe it.
+#[derive(Debug, Default, Clone)]
+struct Region {
+    base: u64,
+    size: u64,
+    init: bool,
+    unloaded: bool,
+    samples: u64,
+    user_samples: u64,
+    max_offset: Option<u64>,
+    out_of_range: u64,
+}
+
+/// Runs `module-samples` on a decoded stream; prints the JSON line.
+pub fn check(stream: &Stream, name: &str, min_samples: u64) -> Outcome {
+    let mut regions: BTreeMap<u64, Region> = BTreeMap::new();
+    for r in &stream.records {
+        if let Record::Module {
+            cookie,
+            flags,
+            base,
+            size,
+            name: n,
+        } = r
+        {
+            if n != name {
+                continue;
+            }
+            let region = regions.entry(*cookie).or_default();
+            region.base = *base;
+            region.size = *size;
+            region.init = u32::from(*flags) & RPROF_MODULE_INIT != 0;
+            region.unloaded |= r.is_module_unload();
+        }
+    }
+    for s in &stream.samples {
+        let Some(region) = regions.get_mut(&s.cookie) else {
+            continue;
+        };
+        region.samples += 1;
+        if s.user {
+            region.user_samples += 1;
+        }
+        region.max_offset = Some(region.max_offset.map_or(s.offset, |m| m.max(s.offset)));
+        if s.offset >= region.size {
+            region.out_of_range += 1;
+        }
+    }
+    let report = json!({
+        "module": name,
+        "regions": regions.iter().map(|(cookie, r)| json!({
+            "cookie": cookie,
+            "base": format!("{:#x}", r.base),
+            "size": r.size,
+            "init": r.init,
+            "unloaded": r.unloaded,
+            "samples": r.samples,
+            "user_samples": r.user_samples,
+            "max_offset": r.max_offset,
+            "out_of_range": r.out_of_range,
+        })).collect::<Vec<_>>(),
+        "samples": stream.samples.len(),
+    });
+    println!("{report}");
+
+    if regions.is_empty() {
+        return Err(format!("expected a MODULE record named {name}, got none"));
+    }
+    let total: u64 = regions.values().map(|r| r.samples).sum();
+    if total < min_samples {
+        return Err(format!(
+            "expected at least {min_samples} samples in module {name}, got {total}"
+        ));
+    }
+    for (cookie, r) in &regions {
+        if r.out_of_range > 0 {
+            return Err(format!(
+                "expected every sample of {name} (cookie {cookie}) at an offset below its \
+                 text size {}, got {} beyond (largest {:#x})",
+                r.size,
+                r.out_of_range,
+                r.max_offset.unwrap_or(0)
+            ));
+        }
+        if r.user_samples > 0 {
+            return Err(format!(
+                "expected only kernel samples in module {name} (cookie {cookie}), got {} user samples",
+                r.user_samples
+            ));
+        }
+        if r.samples > 0 && !r.init && !r.unloaded {
+            return Err(format!(
+                "expected an UNLOAD MODULE record for {name} (cookie {cookie}), got none"
+            ));
+        }
+    }
+    if !regions.values().any(|r| r.unloaded) {
+        return Err(format!(
+            "expected an UNLOAD MODULE record for {name}, got none"
+        ));
+    }
+    Ok(format!(
+        "{total} kernel samples in module {name} ({} cookies), all inside its text; \
+         UNLOAD recorded",
+        regions.len()
+    ))
+}
+
+/// Runs `module-samples`.
+pub fn run(raw: &Path, name: &str, min_samples: u64) -> Outcome {
+    let stream = Stream::load(raw)?;
+    check(&stream, name, min_samples)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stream(offsets: &[u64], unload: bool, user: bool) -> Stream {
+        let module = |flags: u32| Record::Module {
+            cookie: 20,
+            flags: flags as u16,
+            base: 0xffff_ffff_c000_0000,
+            size: 0x100,
+            name: "rprof_busy".into(),
+        };
+        let mut records = vec![
+            Record::Task {
+                cpu: 0,
+                pid: 50,
+                tid: 50,
+                exe_cookie: 0,
+                comm: "insmod".into(),
+            },
+            Record::Module {
+                cookie: 21,
+                flags: 0,
+                base: 0,
+                size: 0x10,
+                name: "other".into(),
+            },
+            module(0),
+            Record::Switch { cookie: 20 },
+        ];
+        for &offset in offsets {
+            records.push(Record::Sample {
+                flags: sample_flags(user, 0),
+                time_ns: 0,
+                offset,
+                period: 1,
+            });
+        }
+        records.push(Record::Switch { cookie: 21 });
+        records.push(Record::Sample {
+            flags: 0,
+            time_ns: 0,
+            offset: 0x5000,
+            period: 1,
+        });
+        if unload {
+            records.push(module(RPROF_MODULE_UNLOAD));
+        }
+        let mut bytes = Vec::new();
+        for r in &records {
+            r.encode(&mut bytes);
+        }
+        Stream::decode(&bytes).unwrap()
+    }
+
+    #[test]
+    fn verdicts() {
+        let ok = check(&stream(&[0, 0x10, 0xff], true, false), "rprof_busy", 3).unwrap();
+        assert!(ok.starts_with("3 kernel samples"), "{ok}");
+        for (s, says) in [
+            (
+                stream(&[0, 1, 0x100], true, false),
+                "below its text size 256",
+            ),
+            (stream(&[0, 1, 2], false, false), "an UNLOAD MODULE record"),
+            (stream(&[0], true, false), "at least 3 samples"),
+            (stream(&[0, 1, 2], true, true), "only kernel samples"),
+        ] {
+            let e = check(&s, "rprof_busy", 3).unwrap_err();
+            assert!(e.contains(says), "{says}: {e}");
+        }
+        let e = check(&stream(&[0], true, false), "absent", 1).unwrap_err();
+        assert!(e.contains("a MODULE record named absent"), "{e}");
+    }
+}
