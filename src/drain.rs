@@ -25,7 +25,8 @@
 //!
 //! # Output
 //!
-//! TASK when the CPU or task differs from the last TASK in the stream,
+//! TASK when the CPU or task differs from the last TASK in the stream (or
+//! the task exec'd or renamed itself: its address space or comm changed),
 //! SWITCH when the cookie differs from the last SWITCH, a COOKIE or MODULE
 //! record before a cookie's first SWITCH, then the compact SAMPLE.  The
 //! context is updated only by records that were actually written.
@@ -89,12 +90,24 @@ pub(crate) struct Drain {
     pub(crate) drains: u64,
     pub(crate) wakeups: u64,
     pub(crate) cookies: CookieTable,
-    /// The last TASK written: (cpu, pid, tid).
-    task: Option<(u32, u32, u32)>,
+    /// The last TASK written.
+    task: Option<TaskKey>,
     /// The last SWITCH written.
     cookie: u64,
     /// Scratch for variable-size records.
     scratch: KVec<u8>,
+}
+
+/// What a TASK record says, to tell when another is due: the CPU, the
+/// task, and what exec and prctl(PR_SET_NAME) change (the address space,
+/// compared by address only, and the comm).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct TaskKey {
+    cpu: u32,
+    pid: u32,
+    tid: u32,
+    mm: usize,
+    comm: [u8; 16],
 }
 
 /// What `resolve` found for a sample.
@@ -288,7 +301,7 @@ impl Drain {
     /// Writes the context records `rec` needs, then its SAMPLE.
     fn emit(&mut self, buf: &EventBuffer, cpu: usize, rec: &RingRecord, w: &Where, reserve: u64) -> bool {
         let s = &rec.sample;
-        let task = (cpu as u32, s.pid, s.tid);
+        let task = TaskKey { cpu: cpu as u32, pid: s.pid, tid: s.tid, mm: rec.mm.0 as usize, comm: s.comm };
         if self.task != Some(task) {
             let exe = self.exe_cookie(rec);
             if !self.announce(buf, exe, reserve) {
