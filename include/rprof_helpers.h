@@ -158,10 +158,13 @@ __u64 rprof_local_clock(void);
 void rprof_kunit_fail(struct kunit *test, const char *file, unsigned int line,
 		      const void *fmt_args);
 
-/* Stress-test writers (test builds only). */
+/* Stress-test writers (test builds only): a kthread per CPU (task), a
+ * pinned hard-IRQ hrtimer, an irq_work it queues and a self-NMI it sends,
+ * so that the four contexts nest on every CPU. */
 #define RPROF_TEST_SRC_TASK 0
 #define RPROF_TEST_SRC_TIMER 1
 #define RPROF_TEST_SRC_IRQ_WORK 2
+#define RPROF_TEST_SRC_NMI 3
 struct rprof_test;
 struct rprof_test *rprof_test_start(void (*fn)(void *ctx, unsigned int cpu, unsigned int src),
 				    void *ctx, __u64 period_ns);

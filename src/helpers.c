@@ -41,6 +41,8 @@
 #include <linux/wait.h>
 #include <linux/workqueue.h>
 #include <linux/completion.h>
+#include <asm/apic.h>
+#include <asm/nmi.h>
 #include <linux/cpu.h>
 #include <linux/cpuhotplug.h>
 #include <linux/hrtimer.h>
@@ -698,6 +700,7 @@ void rprof_kunit_fail(struct kunit *test, const char *file, unsigned int line,
  * only.
  */
 struct rprof_test_cpu {
+	atomic_t nmi_expected;
 	struct hrtimer timer;
 	struct irq_work irq_work;
 	struct task_struct *thread;
@@ -714,12 +717,35 @@ struct rprof_test {
 	struct rprof_test_cpu cpus[];
 };
 
+/*
+ * The NMI writer: an NMI_LOCAL handler that writes when its CPU's timer
+ * asked for an NMI (other NMIs are not ours: NMI_DONE).
+ */
+static struct rprof_test *rprof_test_nmi_owner;
+
+static int rprof_test_nmi(unsigned int type, struct pt_regs *regs)
+{
+	struct rprof_test *t = READ_ONCE(rprof_test_nmi_owner);
+	unsigned int cpu = smp_processor_id();
+
+	if (!t || !atomic_xchg(&t->cpus[cpu].nmi_expected, 0))
+		return NMI_DONE;
+	WARN_ON_ONCE(!in_nmi());
+	t->fn(t->ctx, cpu, RPROF_TEST_SRC_NMI);
+	return NMI_HANDLED;
+}
+
 static enum hrtimer_restart rprof_test_timer_fn(struct hrtimer *timer)
 {
 	struct rprof_test_cpu *c = container_of(timer, struct rprof_test_cpu, timer);
 
 	c->t->fn(c->t->ctx, c->cpu, RPROF_TEST_SRC_TIMER);
 	irq_work_queue(&c->irq_work);
+	/* An NMI nested in this hard IRQ, which may have interrupted the
+	 * task writer: all four contexts on one CPU. */
+	if (READ_ONCE(rprof_test_nmi_owner) == c->t &&
+	    !atomic_xchg(&c->nmi_expected, 1))
+		__apic_send_IPI_self(NMI_VECTOR);
 	if (READ_ONCE(c->t->stopping))
 		return HRTIMER_NORESTART;
 	hrtimer_forward_now(timer, ns_to_ktime(c->t->period_ns));
@@ -762,6 +788,9 @@ struct rprof_test *rprof_test_start(void (*fn)(void *, unsigned int, unsigned in
 	t->fn = fn;
 	t->ctx = ctx;
 	t->period_ns = period_ns;
+	/* One test at a time owns the NMI handler (KUnit runs cases one by one). */
+	if (!register_nmi_handler(NMI_LOCAL, rprof_test_nmi, 0, "rprof_test"))
+		WRITE_ONCE(rprof_test_nmi_owner, t);
 	cpus_read_lock();
 	for_each_online_cpu(cpu) {
 		struct rprof_test_cpu *c = &t->cpus[cpu];
@@ -797,6 +826,11 @@ void rprof_test_stop(struct rprof_test *t)
 			continue;
 		hrtimer_cancel(&t->cpus[cpu].timer);
 		irq_work_sync(&t->cpus[cpu].irq_work);
+	}
+	if (READ_ONCE(rprof_test_nmi_owner) == t) {
+		/* Waits for running handlers (synchronize_rcu). */
+		unregister_nmi_handler(NMI_LOCAL, "rprof_test");
+		WRITE_ONCE(rprof_test_nmi_owner, NULL);
 	}
 	kfree(t);
 }

@@ -200,6 +200,8 @@ pub(crate) const TEST_SRC_TASK: u32 = 0;
 pub(crate) const TEST_SRC_TIMER: u32 = 1;
 #[cfg(rprof_kunit)]
 pub(crate) const TEST_SRC_IRQ_WORK: u32 = 2;
+#[cfg(rprof_kunit)]
+pub(crate) const TEST_SRC_NMI: u32 = 3;
 
 #[cfg(rprof_bench)]
 extern "C" {

@@ -4,7 +4,7 @@
 
 use crate::config::Config;
 use crate::cookies::{CookieTable, NoCookie, Object, PathRef};
-use crate::helpers::{self, RawSample, TEST_SRC_IRQ_WORK, TEST_SRC_TASK, TEST_SRC_TIMER};
+use crate::helpers::{self, RawSample, TEST_SRC_IRQ_WORK, TEST_SRC_NMI, TEST_SRC_TASK, TEST_SRC_TIMER};
 use crate::kunit::{kassert, kassert_eq, kunit_suite, Test};
 use crate::params::{self, Params};
 use crate::ring::{Push, Ring, Slot};
@@ -108,8 +108,8 @@ kunit_suite!(RING_SUITE, "rprof-ring", [ring_rejects_odd_sizes, ring_exact_fit_t
 
 // ---- stress: writers in task, hrtimer and irq_work context ---------------
 
-const SOURCES: usize = 3;
-const TASK_RECORDS: u64 = 20_000;
+const SOURCES: usize = 4;
+const TASK_RECORDS: u64 = 200_000;
 
 fn checksum(cpu: u32, src: u32, seq: u64) -> u64 {
     seq.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ ((cpu as u64) << 40) ^ ((src as u64) << 32) ^ 0x5a5a
@@ -257,7 +257,7 @@ fn new_stress(session: Option<Arc<Session>>, ring_records: u32) -> Result<KBox<S
             Some(s) => ctxs.push(s.handler_ctx(cpu), GFP_KERNEL)?,
             None => rings.push(sampler::new_ring(ring_records)?, GFP_KERNEL)?,
         }
-        seq.push([AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)], GFP_KERNEL)?;
+        seq.push([AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)], GFP_KERNEL)?;
     }
     Ok(KBox::new(
         Stress {
@@ -340,7 +340,9 @@ fn ring_stress_all_contexts(t: &mut Test) {
     // Every context wrote: the task writers alone wrote TASK_RECORDS each.
     let timer: u64 = stress.seq.iter().map(|s| s[TEST_SRC_TIMER as usize].load(Ordering::Relaxed)).sum();
     let irq_work: u64 = stress.seq.iter().map(|s| s[TEST_SRC_IRQ_WORK as usize].load(Ordering::Relaxed)).sum();
-    kassert!(t, timer > 0 && irq_work > 0, "timer {} irq_work {}", timer, irq_work);
+    let nmi: u64 = stress.seq.iter().map(|s| s[TEST_SRC_NMI as usize].load(Ordering::Relaxed)).sum();
+    pr_info!("ring stress: timer {} irq_work {} nmi {} writes\n", timer, irq_work, nmi);
+    kassert!(t, timer > 0 && irq_work > 0 && nmi > 0, "timer {} irq_work {} nmi {}", timer, irq_work, nmi);
     kassert!(t, attempts >= TASK_RECORDS);
 }
 
@@ -436,6 +438,8 @@ fn pipeline_stress_exact_counts(t: &mut Test) {
         total.lost_buffer,
         drains
     );
+    let nmi: u64 = stress.seq.iter().map(|s| s[TEST_SRC_NMI as usize].load(Ordering::Relaxed)).sum();
+    kassert!(t, nmi > 0, "no write from NMI context");
     kassert_eq!(t, seen.start, 1);
     kassert_eq!(t, seen.stop, 1);
     kassert_eq!(t, seen.head_backwards, 0);
