@@ -76,8 +76,10 @@ int rprof_resolve_user(struct mm_struct *mm, __u64 ip, __u32 seq,
 bool rprof_mm_exe_path(struct mm_struct *mm, struct path *path);
 /* d_path() of path into buf (NUL-terminated, moved to buf's start);
  * returns the length without NUL and sets dev, ino, RPROF_COOKIE_* flags. */
-int rprof_path_info(const struct path *path, char *buf, int len, __u64 *dev,
-		    __u64 *ino, __u32 *flags);
+int rprof_path_info(const struct path *path, const struct path *root,
+		    char *buf, int len, __u64 *dev, __u64 *ino, __u32 *flags);
+/* The caller's root directory, with a reference. */
+void rprof_current_root(struct path *root);
 void rprof_path_put(struct path *path);
 
 /* Kernel modules. */

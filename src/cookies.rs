@@ -115,18 +115,37 @@ pub(crate) struct CookieTable {
     max: usize,
     /// Scratch for `d_path()`.
     scratch: KVec<u8>,
+    /// The session owner's root: files not under it are flagged
+    /// `RPROF_COOKIE_UNREACHABLE`.
+    root: PathRef,
 }
 
 /// Room for a path, as `d_path()` needs.
 const PATH_MAX: usize = 4096;
 
 impl CookieTable {
-    /// An empty table of at most `max` cookies.
+    /// An empty table of at most `max` cookies, for a session owned by
+    /// the calling process (whose root directory decides what is
+    /// reachable).
     pub(crate) fn new(max: usize) -> Result<Self> {
         let mut scratch = KVec::new();
         scratch.extend_with(PATH_MAX, 0u8, GFP_KERNEL)?;
+        // SAFETY: All-zero is a valid (empty) `struct path` to fill.
+        let mut root: bindings::path = unsafe { core::mem::zeroed() };
+        // SAFETY: Process context; fills `root` with a reference.
+        unsafe { helpers::rprof_current_root(&mut root) };
+        // SAFETY: The reference is ours.
+        let root = unsafe { PathRef::from_raw(root) };
         // INVARIANT: empty.
-        Ok(Self { index: RBTree::new(), entries: RBTree::new(), len: 0, next: RPROF_COOKIE_FIRST as u64, max, scratch })
+        Ok(Self {
+            index: RBTree::new(),
+            entries: RBTree::new(),
+            len: 0,
+            next: RPROF_COOKIE_FIRST as u64,
+            max,
+            scratch,
+            root,
+        })
     }
 
     /// Cookies in use.
@@ -167,6 +186,7 @@ impl CookieTable {
         let n = unsafe {
             helpers::rprof_path_info(
                 path.as_ptr(),
+                self.root.as_ptr(),
                 self.scratch.as_mut_ptr(),
                 PATH_MAX as c_int,
                 &mut dev,

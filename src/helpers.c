@@ -19,6 +19,7 @@
 #include <linux/capability.h>
 #include <linux/err.h>
 #include <linux/fs.h>
+#include <linux/fs_struct.h>
 #include <linux/irq_work.h>
 #include <linux/miscdevice.h>
 #include <linux/mm.h>
@@ -339,8 +340,13 @@ bool rprof_mm_exe_path(struct mm_struct *mm, struct path *path)
 	return true;
 }
 
-int rprof_path_info(const struct path *path, char *buf, int len, u64 *dev,
-		    u64 *ino, u32 *flags)
+void rprof_current_root(struct path *root)
+{
+	get_fs_root(current->fs, root);
+}
+
+int rprof_path_info(const struct path *path, const struct path *root,
+		    char *buf, int len, u64 *dev, u64 *ino, u32 *flags)
 {
 	struct inode *inode = d_inode(path->dentry);
 	char *p;
@@ -351,6 +357,8 @@ int rprof_path_info(const struct path *path, char *buf, int len, u64 *dev,
 	*ino = inode ? inode->i_ino : 0;
 	if (d_unlinked(path->dentry))
 		*flags |= RPROF_COOKIE_DELETED;
+	if (!path_is_under((struct path *)path, (struct path *)root))
+		*flags |= RPROF_COOKIE_UNREACHABLE;
 	p = d_path(path, buf, len);
 	if (IS_ERR(p)) {
 		/* Too long, or no path: fall back to the file's own name. */

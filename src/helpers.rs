@@ -148,8 +148,10 @@ extern "C" {
         offset: *mut u64,
     ) -> c_int;
     pub(crate) fn rprof_mm_exe_path(mm: *mut MmStruct, path: *mut bindings::path) -> bool;
+    pub(crate) fn rprof_current_root(root: *mut bindings::path);
     pub(crate) fn rprof_path_info(
         path: *const bindings::path,
+        root: *const bindings::path,
         buf: *mut c_char,
         len: c_int,
         dev: *mut u64,

@@ -278,9 +278,14 @@ struct rprof_switch {
 #define RPROF_COOKIE_DELETED (1U << 0)   /* the file was unlinked */
 #define RPROF_COOKIE_TRUNCATED (1U << 1) /* the path did not fit (PATH_MAX) */
 #define RPROF_COOKIE_NO_PATH (1U << 2)   /* d_path failed: path is a name */
+#define RPROF_COOKIE_UNREACHABLE (1U << 3) /* not under the root of the
+					    * session owner (another mount
+					    * namespace, outside a chroot) */
 
 /* Names a file cookie.  The path is as d_path() gives it from the
- * module's root, NUL-terminated, padded with NULs to a multiple of 8. */
+ * kernel's initial root (" (deleted)" appended to unlinked files),
+ * NUL-terminated, padded with NULs to a multiple of 8.  Flags say when it
+ * is not a path the session's owner can open. */
 struct rprof_cookie_record {
 	struct rprof_record_header header;
 	__u64 cookie;

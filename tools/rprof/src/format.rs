@@ -49,6 +49,7 @@ fn cookie_flags(flags: u16) -> String {
     for (bit, name) in [
         (RPROF_COOKIE_DELETED, "deleted"),
         (RPROF_COOKIE_TRUNCATED, "truncated"),
+        (RPROF_COOKIE_UNREACHABLE, "unreachable"),
         (RPROF_COOKIE_NO_PATH, "no-path"),
     ] {
         if u32::from(flags) & bit != 0 {
@@ -56,7 +57,8 @@ fn cookie_flags(flags: u16) -> String {
             out.push_str(name);
         }
     }
-    let known = RPROF_COOKIE_DELETED | RPROF_COOKIE_TRUNCATED | RPROF_COOKIE_NO_PATH;
+    let known =
+        RPROF_COOKIE_DELETED | RPROF_COOKIE_TRUNCATED | RPROF_COOKIE_NO_PATH | RPROF_COOKIE_UNREACHABLE;
     let unknown = u32::from(flags) & !known;
     if unknown != 0 {
         out.push_str(&format!(" flags={unknown:#x}"));
