@@ -5,7 +5,7 @@
 //! side in one boot.  Built into bench builds only (`cfg(rprof_bench)`);
 //! runs at insmod and prints its figures to the kernel log.
 //!
-//! Both sides write the same 48-byte payload from task context on one CPU,
+//! Both sides write the same payload (a ring record) from task context on one CPU,
 //! in batches that fit their buffer, and only the writes are timed: the
 //! buffers are emptied between batches, untimed.
 
@@ -42,7 +42,8 @@ fn rprof_ring() -> Result<u64> {
 }
 
 /// Nanoseconds for `RECORDS` calls of the whole overflow handler body
-/// (`rprof_on_sample`: filter, ring write, watermark check).
+/// (`rprof_on_sample`: filter, address-space reference, ring write,
+/// watermark check).  Untimed: dropping the references again.
 fn rprof_handler() -> Result<u64> {
     let ring = sampler::new_ring(BATCH as u32)?;
     let ctx = HandlerCtx {
@@ -65,7 +66,13 @@ fn rprof_handler() -> Result<u64> {
         }
         ns += clock() - t0;
         // SAFETY: The only consumer.
-        while unsafe { ring.pop() }.is_some() {}
+        while let Some(rec) = unsafe { ring.pop() } {
+            if !rec.mm.0.is_null() {
+                // SAFETY: The handler took this reference on insmod's
+                // address space; process context.
+                unsafe { helpers::rprof_mm_put(rec.mm.0) };
+            }
+        }
         n += BATCH;
     }
     Ok(ns)

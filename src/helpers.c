@@ -922,7 +922,7 @@ void rprof_inject_warn(void)
 u64 rprof_bench_ftrace(u64 records, u64 batch, u32 size, u64 *dropped)
 {
 	struct trace_buffer *rb;
-	u64 payload[8] = { 0 };
+	u64 payload[16] = { 0 };
 	u64 ns = 0, n, i;
 
 	if (size > sizeof(payload))
