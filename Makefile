@@ -4,8 +4,7 @@
 # tests.  `make help` lists the targets.
 
 ifneq ($(KERNELRELEASE),)
-# Invoked by Kbuild: everything is in ./Kbuild.
-CONFIG_RPROF ?= m
+# Invoked by Kbuild (which reads ./Kbuild first; this is a fallback).
 include $(src)/Kbuild
 else
 
