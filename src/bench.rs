@@ -10,7 +10,7 @@
 //! buffers are emptied between batches, untimed.
 
 use crate::helpers::{self, RawSample};
-use crate::sampler::{self, HandlerCtx, RingRecord};
+use crate::sampler::{self, HandlerCtx, RingRecord, SampleRing};
 use core::ffi::c_void;
 use kernel::prelude::*;
 
@@ -22,47 +22,16 @@ fn clock() -> u64 {
     unsafe { helpers::rprof_local_clock() }
 }
 
-/// Nanoseconds for `RECORDS` pushes of rprof's ring.
-fn rprof_ring() -> Result<u64> {
-    let ring = sampler::new_ring(BATCH as u32)?;
+/// Nanoseconds spent in `write` for `RECORDS` records, in batches that
+/// fit `ring`, which is emptied between batches (untimed; address-space
+/// references the handler took are dropped).
+fn timed_batches(ring: &SampleRing, mut write: impl FnMut(RawSample)) -> u64 {
     let mut ns = 0;
     let mut n = 0;
     while n < RECORDS {
         let t0 = clock();
         for i in 0..BATCH {
-            let sample = RawSample { time_ns: i, ip: n + i, ..Default::default() };
-            let _ = ring.push(RingRecord::new(sample, 0));
-        }
-        ns += clock() - t0;
-        // SAFETY: The only consumer.
-        while unsafe { ring.pop() }.is_some() {}
-        n += BATCH;
-    }
-    Ok(ns)
-}
-
-/// Nanoseconds for `RECORDS` calls of the whole overflow handler body
-/// (`rprof_on_sample`: filter, address-space reference, ring write,
-/// watermark check).  Untimed: dropping the references again.
-fn rprof_handler() -> Result<u64> {
-    let ring = sampler::new_ring(BATCH as u32)?;
-    let ctx = HandlerCtx {
-        ring: &ring,
-        kicker: core::ptr::null_mut(),
-        event: 0,
-        pid: -1,
-        kick_at: u64::MAX,
-    };
-    let mut ns = 0;
-    let mut n = 0;
-    while n < RECORDS {
-        let t0 = clock();
-        for i in 0..BATCH {
-            let sample = RawSample { time_ns: i, ip: n + i, ..Default::default() };
-            // SAFETY: `ctx` and its ring live across the call; the ring
-            // never fills (emptied every batch), so the null kicker is
-            // never kicked.
-            unsafe { sampler::rprof_on_sample(&ctx as *const HandlerCtx as *mut c_void, &sample) };
+            write(RawSample { time_ns: i, ip: n + i, ..Default::default() });
         }
         ns += clock() - t0;
         // SAFETY: The only consumer.
@@ -75,7 +44,28 @@ fn rprof_handler() -> Result<u64> {
         }
         n += BATCH;
     }
-    Ok(ns)
+    ns
+}
+
+/// Nanoseconds for `RECORDS` pushes of rprof's ring.
+fn rprof_ring() -> Result<u64> {
+    let ring = sampler::new_ring(BATCH as u32)?;
+    Ok(timed_batches(&ring, |sample| {
+        let _ = ring.push(RingRecord::new(sample, 0));
+    }))
+}
+
+/// Nanoseconds for `RECORDS` calls of the whole overflow handler body
+/// (`rprof_on_sample`: filter, address-space reference, ring write,
+/// watermark check).
+fn rprof_handler() -> Result<u64> {
+    let ring = sampler::new_ring(BATCH as u32)?;
+    let ctx = HandlerCtx { ring: &ring, kicker: core::ptr::null_mut(), event: 0, pid: -1, kick_at: u64::MAX };
+    Ok(timed_batches(&ring, |sample| {
+        // SAFETY: `ctx` and its ring live across the call; the ring never
+        // fills (emptied every batch), so the null kicker is never kicked.
+        unsafe { sampler::rprof_on_sample(&ctx as *const HandlerCtx as *mut c_void, &sample) };
+    }))
 }
 
 fn per_record(ns: u64) -> (u64, u64) {

@@ -10,6 +10,7 @@
 //! hotplug lock; [`CpusReadGuard`] takes it for reading where code needs a
 //! stable set of online CPUs (starting a session).
 
+use crate::ctx::ArcCtx;
 use crate::device::Rprof;
 use crate::helpers;
 use core::ffi::{c_int, c_uint, c_void};
@@ -21,39 +22,30 @@ use kernel::sync::Arc;
 ///
 /// # Invariants
 ///
-/// The state is registered with `ctx`, which came from [`Arc::into_raw`] and
-/// owns one reference, until `Drop`.
+/// The state is registered with `ctx` until `Drop`.
 pub(crate) struct Registration {
-    ctx: *const Rprof,
+    _ctx: ArcCtx<Rprof>,
 }
-
-// SAFETY: The registration only holds an `Arc` in raw form.
-unsafe impl Send for Registration {}
-// SAFETY: As above.
-unsafe impl Sync for Registration {}
 
 impl Registration {
     /// Registers the state; no callback runs for CPUs already online.
     pub(crate) fn register(dev: Arc<Rprof>) -> Result<Self> {
-        let ctx = Arc::into_raw(dev);
-        // SAFETY: `ctx` stays valid until `Drop` unregisters the state.
-        let ret = unsafe { helpers::rprof_hotplug_register(ctx as *mut c_void) };
+        let ctx = ArcCtx::new(dev);
+        // SAFETY: `ctx` stays alive until `Drop` unregisters the state.
+        let ret = unsafe { helpers::rprof_hotplug_register(ctx.as_ptr()) };
         if ret < 0 {
-            // SAFETY: From `into_raw` above; not shared.
-            drop(unsafe { Arc::from_raw(ctx) });
             return Err(Error::from_errno(ret));
         }
         // INVARIANT: registered with `ctx`.
-        Ok(Self { ctx })
+        Ok(Self { _ctx: ctx })
     }
 }
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        // SAFETY: Registered (type invariant); after this no callback runs.
+        // SAFETY: Registered (type invariant); after this no callback runs,
+        // and `_ctx` is dropped after this body.
         unsafe { helpers::rprof_hotplug_unregister() };
-        // SAFETY: The reference `ctx` owned.
-        drop(unsafe { Arc::from_raw(self.ctx) });
     }
 }
 
@@ -65,7 +57,7 @@ impl Drop for Registration {
 #[no_mangle]
 pub(crate) unsafe extern "C" fn rprof_cpu_up(ctx: *mut c_void, cpu: c_uint) -> c_int {
     // SAFETY: Alive while registered (the caller's contract).
-    let dev = unsafe { &*(ctx as *const Rprof) };
+    let dev = unsafe { ArcCtx::<Rprof>::borrow(ctx) };
     // Profiling must never stop a CPU from coming up: errors are logged.
     dev.cpu_up(cpu);
     0
@@ -79,7 +71,7 @@ pub(crate) unsafe extern "C" fn rprof_cpu_up(ctx: *mut c_void, cpu: c_uint) -> c
 #[no_mangle]
 pub(crate) unsafe extern "C" fn rprof_cpu_down(ctx: *mut c_void, cpu: c_uint) -> c_int {
     // SAFETY: Alive while registered (the caller's contract).
-    let dev = unsafe { &*(ctx as *const Rprof) };
+    let dev = unsafe { ArcCtx::<Rprof>::borrow(ctx) };
     dev.cpu_down(cpu);
     0
 }

@@ -16,6 +16,7 @@
 //! so the module, and with it the [`Registration`], outlives every open
 //! file; per-file objects additionally hold an [`Arc`] of the context.
 
+use crate::ctx::ArcCtx;
 use crate::helpers;
 use kernel::ffi::{c_int, c_long, c_uint, c_ulong, c_void};
 use core::marker::PhantomData;
@@ -93,13 +94,12 @@ pub(crate) trait FileOps: Sized + Send + Sync {
 /// # Invariants
 ///
 /// `misc` is a registered `struct rprof_misc` whose `fops` is `*fops` and
-/// whose context pointer is `ctx`, which came from [`Arc::into_raw`] and
-/// owns one reference; both stay in place until `Drop` has deregistered the
-/// device.
+/// whose context pointer is `ctx`; both stay in place until `Drop` has
+/// deregistered the device (fields drop after `drop()`).
 pub(crate) struct Registration<T: FileOps> {
     misc: *mut helpers::RprofMisc,
     _fops: Pin<KBox<bindings::file_operations>>,
-    ctx: *const T::Context,
+    _ctx: ArcCtx<T::Context>,
 }
 
 // SAFETY: The registration is only created and dropped; the raw pointer is
@@ -119,19 +119,17 @@ impl<T: FileOps> Registration<T> {
         let mut fops = Self::fops_table();
         fops.owner = module.as_ptr();
         let fops = KBox::pin(fops, GFP_KERNEL)?;
-        let ctx = Arc::into_raw(ctx);
+        let ctx = ArcCtx::new(ctx);
         // SAFETY: `name` is a static C string; `fops` and the context are
         // kept alive and in place by the returned object until `Drop`.
-        let misc = unsafe { helpers::rprof_misc_register(name.as_char_ptr(), &*fops, ctx as *mut c_void) };
+        let misc = unsafe { helpers::rprof_misc_register(name.as_char_ptr(), &*fops, ctx.as_ptr()) };
         // SAFETY: `rprof_ptr_err` only inspects the pointer value.
         let err = unsafe { helpers::rprof_ptr_err(misc as *const c_void) };
         if err != 0 {
-            // SAFETY: `ctx` came from `into_raw` above and was not shared.
-            drop(unsafe { Arc::from_raw(ctx) });
             return Err(Error::from_errno(err as c_int));
         }
         // INVARIANT: registered with `fops` and `ctx` as above.
-        Ok(Self { misc, _fops: fops, ctx })
+        Ok(Self { misc, _fops: fops, _ctx: ctx })
     }
 
     fn fops_table() -> bindings::file_operations {
@@ -154,9 +152,8 @@ impl<T: FileOps> Drop for Registration<T> {
         // SAFETY: `misc` is registered by the type invariant; after this no
         // new file can be opened, and open files pin the module.
         unsafe { helpers::rprof_misc_deregister(self.misc) };
-        // SAFETY: The reference `ctx` owned (type invariant); the device is
-        // gone, so `open` can no longer borrow it.
-        drop(unsafe { Arc::from_raw(self.ctx) });
+        // `_ctx` is dropped after this: the device is gone, so `open` can no
+        // longer borrow it.
     }
 }
 
@@ -185,8 +182,8 @@ unsafe extern "C" fn open_callback<T: FileOps>(
     // SAFETY: `misc_open()` put our miscdevice into `private_data`, and the
     // registration (hence the context) is alive while `misc_mtx` is held.
     let ctx_ptr = unsafe { helpers::rprof_misc_ctx(file) } as *const T::Context;
-    // SAFETY: `ctx_ptr` came from `Arc::into_raw` in `register` and that
-    // reference is held until after `misc_deregister()`.
+    // SAFETY: `ctx_ptr` is the registration's `ArcCtx`, whose reference is
+    // held until after `misc_deregister()`.
     let ctx = unsafe { kernel::sync::ArcBorrow::from_raw(ctx_ptr) };
     let ctx: Arc<T::Context> = ctx.into();
     let f = file_ref(file);

@@ -9,6 +9,7 @@
 //! the UNLOAD flag for each of its cookies.  New modules need no hook: the
 //! drain names a module's text the first time a sample falls into it.
 
+use crate::ctx::ArcCtx;
 use crate::device::Rprof;
 use crate::helpers;
 use core::ffi::c_void;
@@ -19,38 +20,29 @@ use kernel::sync::Arc;
 ///
 /// # Invariants
 ///
-/// Registered with `ctx`, which came from [`Arc::into_raw`] and owns one
-/// reference, until `Drop`.
+/// Registered with `ctx` until `Drop`.
 pub(crate) struct Registration {
-    ctx: *const Rprof,
+    _ctx: ArcCtx<Rprof>,
 }
-
-// SAFETY: The registration only holds an `Arc` in raw form.
-unsafe impl Send for Registration {}
-// SAFETY: As above.
-unsafe impl Sync for Registration {}
 
 impl Registration {
     pub(crate) fn register(dev: Arc<Rprof>) -> Result<Self> {
-        let ctx = Arc::into_raw(dev);
-        // SAFETY: `ctx` stays valid until `Drop` unregisters.
-        let ret = unsafe { helpers::rprof_module_notifier_register(ctx as *mut c_void) };
+        let ctx = ArcCtx::new(dev);
+        // SAFETY: `ctx` stays alive until `Drop` unregisters.
+        let ret = unsafe { helpers::rprof_module_notifier_register(ctx.as_ptr()) };
         if ret < 0 {
-            // SAFETY: From `into_raw` above; not shared.
-            drop(unsafe { Arc::from_raw(ctx) });
             return Err(Error::from_errno(ret));
         }
         // INVARIANT: registered with `ctx`.
-        Ok(Self { ctx })
+        Ok(Self { _ctx: ctx })
     }
 }
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        // SAFETY: Registered (type invariant); after this no callback runs.
+        // SAFETY: Registered (type invariant); after this no callback runs,
+        // and `_ctx` is dropped after this body.
         unsafe { helpers::rprof_module_notifier_unregister() };
-        // SAFETY: The reference `ctx` owned.
-        drop(unsafe { Arc::from_raw(self.ctx) });
     }
 }
 
@@ -62,6 +54,6 @@ impl Drop for Registration {
 #[no_mangle]
 pub(crate) unsafe extern "C" fn rprof_module_going(ctx: *mut c_void, id: *const c_void) {
     // SAFETY: Alive while registered (the caller's contract).
-    let dev = unsafe { &*(ctx as *const Rprof) };
+    let dev = unsafe { ArcCtx::<Rprof>::borrow(ctx) };
     dev.module_going(id as usize);
 }

@@ -15,6 +15,7 @@ use kernel::prelude::*;
 mod config;
 mod cookies;
 mod counter;
+mod ctx;
 mod device;
 mod drain;
 mod evbuf;
