@@ -9,19 +9,21 @@
 //! ```
 //!
 //! Locks, and why none touches the sampling path: the handler only pushes
-//! to its CPU's lock-free ring and queues an irq_work.  `producer` (a mutex)
-//! serialises the drain, FLUSH and STOP's final drain, and makes the drain
-//! the rings' only consumer and the event buffer's only producer.
-//! `consumer` serialises `read()` calls.  The device's session slot lock
-//! (`device.rs`) is taken before `producer` when both are held.
+//! to its CPU's lock-free ring and queues an irq_work.  `drain` (a mutex)
+//! serialises the drain work, FLUSH, STOP's final drain and the module
+//! notifier, and makes the drain the rings' only consumer and the event
+//! buffer's only producer; it is taken before `mmap_lock` (resolution), so
+//! the device never takes it under its slot lock (see `device.rs`).
+//! `consumer` serialises `read()` calls.
 //!
 //! Loss accounting is exact.  For each CPU at any quiescent point:
-//! `samples == delivered + lost_ring + lost_buffer + (records still in the
-//! ring)`, and after STOP's final drain the rings are empty.  Drops are
-//! reported in-band as LOST records, written as soon as the buffer has room
-//! for them; a reserve kept free by samples makes room for those and for
-//! STOP in the common case, and what still does not fit stays pending
-//! until the reader frees space (the next drain, FLUSH or `read()`).
+//! `samples == delivered + lost (ring, buffer, no mm, no mapping, no
+//! cookie) + (records still in the ring)`, and after STOP's final drain the
+//! rings are empty.  Losses are reported in-band as LOST records, written
+//! as soon as the buffer has room for them; a reserve kept free by samples
+//! makes room for those and for STOP in the common case, and what still
+//! does not fit stays pending until the reader frees space (the next
+//! drain, FLUSH or `read()`).
 
 use crate::config::Config;
 use crate::counter::Counter;
