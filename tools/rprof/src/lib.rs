@@ -12,16 +12,26 @@
 //! - [`format`](mod@format) and [`summary`]: the text and JSON output of `rprof dump`
 //!   and `rprof stat`.
 //! - [`signal`]: SIGINT/SIGTERM end a session cleanly.
+//! - [`session`]: configure, start, pump and drain a session, shared by
+//!   every command that samples; [`sampling`]: their common options.
+//! - [`snapshot`]: what `rprof record` keeps for reporting later.
+//! - [`daemon`]: `rprof daemon` / `rprofd`, continuous profiling into
+//!   rotating pprof files.
 //!
 //! Only [`device`], [`mmap`] and [`signal`] contain `unsafe` code.
 
+pub mod daemon;
 pub mod device;
 pub mod errno;
 pub mod error;
 pub mod events;
 pub mod format;
+pub mod live;
 pub mod mmap;
+pub mod sampling;
+pub mod session;
 pub mod signal;
+pub mod snapshot;
 pub mod summary;
 
 pub use device::{CookieInfo, Device};

@@ -1,9 +1,15 @@
 //! `rprof`: the command line front end of the rprof system-wide profiler.
 //!
 //! ```text
-//! rprof version               ABI versions of this program and the module
-//! rprof stat                  the module's statistics, total and per CPU
-//! rprof dump [options]        run a session and print every record
+//! rprof record [-e EVENT]... [-a | -p PID | -- CMD]   sample into rprof.data
+//! rprof report [-i FILE] [--sort KEYS]                the top table of a recording
+//! rprof annotate SYMBOL [-i FILE]                     samples inside one function
+//! rprof export --format pprof|folded|speedscope -o OUT
+//! rprof top [-d SECS]                                 live view of the hottest functions
+//! rprof daemon --dir DIR [--interval S] [--keep N]    continuous profiling (also `rprofd`)
+//! rprof stat                                          the module's statistics
+//! rprof dump [options]                                run a session and print every record
+//! rprof version                                       ABI versions of this program and the module
 //! ```
 //!
 //! Exit status: 0 on success, 1 on a runtime error (printed as one
@@ -30,6 +36,21 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Sample the system (or one process, or while a command runs) into
+    /// an rprof.data file.
+    Record(cmd::record::RecordArgs),
+    /// Show where the samples of a recording are: overhead per command,
+    /// shared object and symbol.
+    Report(cmd::report::ReportArgs),
+    /// Show the samples inside one function, per instruction and per
+    /// source line.
+    Annotate(cmd::annotate::AnnotateArgs),
+    /// Write a recording as pprof, folded stacks or speedscope JSON.
+    Export(cmd::export::ExportArgs),
+    /// Show the hottest functions of the whole system, live.
+    Top(cmd::top::TopArgs),
+    /// Profile continuously into rotating pprof files (as `rprofd`).
+    Daemon(rprof::daemon::DaemonArgs),
     /// Print the ABI version of this program and of the loaded module.
     Version,
     /// Print the module's statistics, in total and per CPU.
@@ -133,6 +154,12 @@ fn parse_seconds(s: &str) -> Result<std::time::Duration, String> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Record(args) => cmd::record::run(&cli.device, &args),
+        Command::Report(args) => cmd::report::run(&args),
+        Command::Annotate(args) => cmd::annotate::run(&args),
+        Command::Export(args) => cmd::export::run(&args),
+        Command::Top(args) => cmd::top::run(&cli.device, &args),
+        Command::Daemon(args) => rprof::daemon::run(&cli.device, &args),
         Command::Version => cmd::version::run(&cli.device),
         Command::Stat => cmd::stat::run(&cli.device),
         Command::Dump(args) => {
@@ -247,6 +274,106 @@ mod tests {
     }
 
     #[test]
+    fn record_options_parse() {
+        let cli = Cli::try_parse_from([
+            "rprof",
+            "record",
+            "-e",
+            "cpu-clock@99",
+            "-o",
+            "/tmp/x.data",
+            "-d",
+            "2",
+            "--",
+            "/bin/sleep",
+            "1",
+        ])
+        .unwrap();
+        let Command::Record(args) = cli.command else {
+            panic!("expected record, got {:?}", cli.command)
+        };
+        assert_eq!(args.command, ["/bin/sleep", "1"]);
+        assert_eq!(args.output, PathBuf::from("/tmp/x.data"));
+        assert_eq!(args.duration, Some(std::time::Duration::from_secs(2)));
+        let c = args.sampling.session_options(args.pid).to_config().unwrap();
+        assert_eq!(c.events[0].period, 99);
+        // The default: cpu-clock@999, whole system, rprof.data.
+        let cli = Cli::try_parse_from(["rprof", "record"]).unwrap();
+        let Command::Record(args) = cli.command else {
+            panic!("expected record")
+        };
+        let c = args.sampling.session_options(args.pid).to_config().unwrap();
+        assert_eq!((c.nr_events, c.events[0].period, c.flags), (1, 999, 0));
+        assert_eq!(args.output, PathBuf::from("rprof.data"));
+        let cli = Cli::try_parse_from(["rprof", "record", "-p", "7"]).unwrap();
+        let Command::Record(args) = cli.command else {
+            panic!("expected record")
+        };
+        let c = args.sampling.session_options(args.pid).to_config().unwrap();
+        assert_eq!((c.pid, c.flags), (7, rprof_abi::RPROF_CONFIG_PID_FILTER));
+    }
+
+    #[test]
+    fn report_export_annotate_top_daemon_parse() {
+        for argv in [
+            &[
+                "rprof",
+                "report",
+                "-i",
+                "a.data",
+                "--sort",
+                "dso,sym",
+                "--pid",
+                "3",
+                "--comm",
+                "x",
+                "--percent-limit",
+                "1.5",
+                "--stdio",
+            ][..],
+            &["rprof", "report", "--sort", "pid,comm"],
+            &["rprof", "export", "--format", "pprof", "-o", "p.pb.gz"],
+            &[
+                "rprof", "export", "--format", "folded", "-i", "a", "-o", "-",
+            ],
+            &[
+                "rprof",
+                "export",
+                "--format",
+                "speedscope",
+                "-o",
+                "s.json",
+                "--symfs",
+                "/x",
+            ],
+            &["rprof", "annotate", "main_hot", "-i", "a.data"],
+            &["rprof", "top", "-d", "0.5", "-n", "3"],
+            &[
+                "rprof",
+                "daemon",
+                "--dir",
+                "/tmp/d",
+                "--interval",
+                "5",
+                "--keep",
+                "4",
+            ],
+        ] {
+            Cli::try_parse_from(argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+        }
+    }
+
+    #[test]
+    fn every_command_has_help() {
+        for sub in [
+            "record", "report", "annotate", "export", "top", "daemon", "stat", "dump", "version",
+        ] {
+            let err = Cli::try_parse_from(["rprof", sub, "--help"]).unwrap_err();
+            assert_eq!(err.kind(), clap::error::ErrorKind::DisplayHelp, "{sub}");
+        }
+    }
+
+    #[test]
     fn usage_errors() {
         for argv in [
             &["rprof", "dump", "-e", "bogus"][..],
@@ -255,6 +382,12 @@ mod tests {
             &["rprof", "dump", "-d", "nan"],
             &["rprof", "dump", "-p", "0"],
             &["rprof", "frobnicate"],
+            &["rprof", "record", "-a", "-p", "3"],
+            &["rprof", "report", "--sort", "bogus"],
+            &["rprof", "export", "--format", "svg", "-o", "x"],
+            &["rprof", "export", "--format", "pprof"],
+            &["rprof", "annotate"],
+            &["rprof", "daemon"],
         ] {
             let err = Cli::try_parse_from(argv).unwrap_err();
             assert_eq!(err.exit_code(), 2, "{argv:?}: {err}");

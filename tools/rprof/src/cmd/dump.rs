@@ -16,10 +16,10 @@
 //! exactly as they were read, for tools that resolve samples later.
 
 use rprof::format::{write_stats, RecordLine};
+use rprof::session::{self, Framer, Session};
 use rprof::summary::Summary;
-use rprof::{signal, Device, Error, MmapReader};
+use rprof::{signal, Device, Error};
 use rprof_abi::rprof_config;
-use rprof_decode::Decoder;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -27,9 +27,6 @@ use std::time::{Duration, Instant};
 
 /// The longest wait in `poll()` between two looks at the buffer.
 const POLL_INTERVAL: Duration = Duration::from_millis(100);
-
-/// The buffer size of `read()` with `--read`.
-const READ_SIZE: usize = 256 * 1024;
 
 /// How `rprof dump` reads and prints.
 #[derive(Debug, Clone)]
@@ -48,29 +45,6 @@ pub struct Options {
     pub raw: Option<PathBuf>,
 }
 
-/// A started session; STOPs it when dropped on an error path.
-struct Running<'a> {
-    dev: &'a Device,
-    running: bool,
-}
-
-impl Running<'_> {
-    /// STOPs the session.
-    fn stop(&mut self) -> Result<(), Error> {
-        self.running = false;
-        self.dev.stop()
-    }
-}
-
-impl Drop for Running<'_> {
-    fn drop(&mut self) {
-        if self.running {
-            // Already on an error path: that error is the one to report.
-            let _ = self.dev.stop();
-        }
-    }
-}
-
 /// Decodes the stream as it arrives, printing and counting records.
 ///
 /// Chunks need not end on record boundaries: an incomplete last record
@@ -78,13 +52,10 @@ impl Drop for Running<'_> {
 /// rest of the stream is then only drained, and the error is reported at
 /// the end.
 struct Sink<W: Write> {
-    pending: Vec<u8>,
-    /// Stream offset of `pending[0]`.
-    offset: usize,
+    framer: Framer,
     summary: Summary,
     out: W,
     quiet: bool,
-    error: Option<String>,
     /// Where the raw bytes go, with `--raw`.
     raw: Option<Box<dyn Write>>,
 }
@@ -92,12 +63,10 @@ struct Sink<W: Write> {
 impl<W: Write> Sink<W> {
     fn new(out: W, quiet: bool) -> Self {
         Sink {
-            pending: Vec::new(),
-            offset: 0,
+            framer: Framer::new(),
             summary: Summary::default(),
             out,
             quiet,
-            error: None,
             raw: None,
         }
     }
@@ -109,35 +78,15 @@ impl<W: Write> Sink<W> {
             raw.write_all(bytes)
                 .map_err(|e| Error::io("writing the raw stream (--raw)", e))?;
         }
-        if self.error.is_some() || bytes.is_empty() {
-            return Ok(());
-        }
-        self.pending.extend_from_slice(bytes);
-        let mut decoder = Decoder::new(&self.pending);
-        for item in decoder.by_ref() {
-            match item {
-                Ok(record) => {
-                    self.summary.add(&record);
-                    if !self.quiet {
-                        writeln!(self.out, "{}", RecordLine(&record))
-                            .map_err(|e| Error::io("writing to standard output", e))?;
-                    }
-                }
-                Err(e) if e.kind.is_truncation() => break,
-                Err(e) => {
-                    self.error = Some(format!(
-                        "malformed record at stream offset {}: {}",
-                        self.offset + e.offset,
-                        e.kind
-                    ));
-                    break;
-                }
+        let (summary, out, quiet) = (&mut self.summary, &mut self.out, self.quiet);
+        self.framer.feed(bytes, |record| {
+            summary.add(record);
+            if !quiet {
+                writeln!(out, "{}", RecordLine(record))
+                    .map_err(|e| Error::io("writing to standard output", e))?;
             }
-        }
-        let used = decoder.position();
-        self.pending.drain(..used);
-        self.offset += used;
-        Ok(())
+            Ok(())
+        })
     }
 
     /// Flushes the raw stream file, if any.
@@ -152,79 +101,24 @@ impl<W: Write> Sink<W> {
 
     /// The stream has ended: reports a malformed or incomplete record.
     fn finish(&self) -> Result<(), Error> {
-        if let Some(e) = &self.error {
-            return Err(Error::Protocol(e.clone()));
-        }
-        if !self.pending.is_empty() {
-            return Err(Error::Protocol(format!(
-                "the event stream ended inside a record ({} bytes at stream offset {})",
-                self.pending.len(),
-                self.offset
-            )));
-        }
-        Ok(())
+        self.framer.finish()
     }
 }
 
-/// Where the records come from.
-enum Source<'dev> {
-    Mmap {
-        reader: MmapReader<'dev>,
-        chunk: Vec<u8>,
-    },
-    Read {
-        buf: Vec<u8>,
-    },
-}
+impl<W: Write> session::Sink for Sink<W> {
+    fn feed(&mut self, bytes: &[u8]) -> Result<(), Error> {
+        Sink::feed(self, bytes)
+    }
 
-impl Source<'_> {
-    /// Moves what is available into `sink`; returns the bytes moved.
-    /// `readable` is what `poll()` said (read() is only tried then).
-    fn take<W: Write>(
-        &mut self,
-        dev: &Device,
-        readable: bool,
-        sink: &mut Sink<W>,
-    ) -> Result<usize, Error> {
-        match self {
-            Source::Mmap { reader, chunk } => {
-                chunk.clear();
-                let n = reader.read_available(chunk)?;
-                sink.feed(chunk)?;
-                Ok(n)
-            }
-            Source::Read { buf } => {
-                if !readable {
-                    return Ok(0);
-                }
-                match dev.read(buf) {
-                    Ok(n) => {
-                        sink.feed(&buf[..n])?;
-                        Ok(n)
-                    }
-                    Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EINTR)) => Ok(0),
-                    Err(e) => Err(e),
-                }
-            }
-        }
+    fn saw_stop(&self) -> bool {
+        self.summary.stops > 0
     }
 }
 
 /// Runs `rprof dump` on the device at `path` with `config`.
 pub fn run(path: &Path, config: &rprof_config, opts: &Options) -> Result<(), Error> {
     let dev = Device::open(path)?;
-    dev.check_version()?;
-    dev.set_config(config)?;
-    let mut source = if opts.use_read {
-        Source::Read {
-            buf: vec![0; READ_SIZE],
-        }
-    } else {
-        Source::Mmap {
-            reader: MmapReader::new(&dev)?,
-            chunk: Vec::new(),
-        }
-    };
+    let mut session = Session::new(&dev, config, opts.use_read)?;
     signal::install_stop_handler().map_err(|e| Error::io("installing a SIGINT handler", e))?;
     let mut sink = Sink::new(BufWriter::new(io::stdout().lock()), opts.quiet);
     if let Some(path) = &opts.raw {
@@ -232,11 +126,7 @@ pub fn run(path: &Path, config: &rprof_config, opts: &Options) -> Result<(), Err
         sink.raw = Some(Box::new(BufWriter::new(file)));
     }
 
-    dev.start()?;
-    let mut running = Running {
-        dev: &dev,
-        running: true,
-    };
+    session.start()?;
     let deadline = Instant::now() + opts.duration;
     loop {
         let now = Instant::now();
@@ -249,25 +139,9 @@ pub fn run(path: &Path, config: &rprof_config, opts: &Options) -> Result<(), Err
             std::thread::sleep(wait);
             continue;
         }
-        let readable = dev.poll(wait)?;
-        source.take(&dev, readable, &mut sink)?;
+        session.pump(wait, &mut sink)?;
     }
-    running.stop()?;
-    // Take everything up to the STOP record.  When the buffer was full at
-    // STOP, the module still owes LOST records and STOP itself; each FLUSH
-    // after freeing space lets it write more.  Give up only when a FLUSH
-    // brought nothing twice in a row.
-    let mut idle_flushes = 0;
-    while sink.summary.stops == 0 && idle_flushes < 2 {
-        let readable = dev.poll(Duration::ZERO)?;
-        if source.take(&dev, readable, &mut sink)? == 0 {
-            dev.flush()?;
-            idle_flushes += 1;
-        } else {
-            idle_flushes = 0;
-        }
-    }
-    if sink.summary.stops == 0 {
+    if !session.stop_and_drain(&mut sink)? {
         eprintln!("rprof: warning: the session ended without a STOP record");
     }
 

@@ -1,0 +1,146 @@
+#!/bin/sh
+# The performance engineer's CLI end to end: rprof record, report, export,
+# annotate, top, and the daemon (rprof daemon, the same code as rprofd).
+# Workloads: tests/workloads (scripts/workloads.sh).
+#
+# With rprof_fixture on the kernel command line the recording of attr_main
+# and the two programs it samples are also printed base64-encoded between
+# "# FIXTURE-BEGIN NAME" and "# FIXTURE-END NAME" lines, for the host
+# tests' fixture (tests/fixtures/README.md).
+. /tests/e2e/lib.sh
+
+# Outputs go through files, not `echo | ...`: busybox's echo loses its
+# output when a child's SIGCHLD interrupts the write.
+
+# rows FILE: the table lines of a report ("  74.81%  2245  comm  dso  sym").
+rows() {
+	grep -E '^ +[0-9.]+% ' "$1"
+}
+
+unload
+load
+
+# 1. record while a command runs, then report.
+if rprof record -o /tmp/r.data -- /tests/bin/attr_main 2 >/tmp/r.out 2>/tmp/r.err; then
+	ok "rprof record -- attr_main 2 writes /tmp/r.data"
+else
+	not_ok "rprof record -- attr_main 2 writes /tmp/r.data"
+fi
+diag "$(cat /tmp/r.out /tmp/r.err)"
+
+rprof report -i /tmp/r.data --stdio --comm attr_main >/tmp/r.report 2>&1
+diag "$(head -n 24 /tmp/r.report)"
+rows /tmp/r.report >/tmp/r.rows
+# Row 1 main_hot, row 2 lib_hot, samples 3:1 within 25%.
+if awk 'NR == 1 { s1 = $2; y1 = $NF } NR == 2 { s2 = $2; y2 = $NF }
+	END { if (y1 != "main_hot" || y2 != "lib_hot" || s2 == 0) exit 1
+	      r = s1 / s2; if (r < 2.25 || r > 3.75) exit 1 }' /tmp/r.rows; then
+	ok "report --comm attr_main: main_hot then lib_hot, 3:1 within 25%"
+else
+	not_ok "report --comm attr_main: main_hot then lib_hot, 3:1 within 25%"
+fi
+check "... the header names the command and its losses" \
+	sh -c 'grep -q "^# events: cpu-clock@999; command: /tests/bin/attr_main 2 (pid " /tmp/r.report &&
+		grep -q "^# lost: " /tmp/r.report'
+
+# The table's total is every sample of the file.
+total=$(sed -n 's/^# samples: \([0-9]*\)$/\1/p' /tmp/r.report)
+rprof report -i /tmp/r.data --stdio --sort dso,sym >/tmp/all.report 2>&1
+check "report --sort dso,sym: the rows add up to the samples ($total)" \
+	sh -c "[ -n '$total' ] && [ \$(grep -E '^ +[0-9.]+% ' /tmp/all.report | awk '{ s += \$2 } END { print s }') = '$total' ]"
+
+# 2. exports.
+rprof export --format folded -i /tmp/r.data -o /tmp/r.folded >/tmp/e.out 2>&1
+check "export --format folded: comm;dso;sym lines adding up to $total" \
+	sh -c "grep -q '^attr_main;attr_main;main_hot [0-9]*$' /tmp/r.folded &&
+		[ \$(awk '{ s += \$NF } END { print s }' /tmp/r.folded) = '$total' ]"
+rprof export --format pprof -i /tmp/r.data -o /tmp/r.pb.gz >>/tmp/e.out 2>&1
+check "export --format pprof: a gzip file" sh -c 'gzip -dc /tmp/r.pb.gz | wc -c | grep -qv "^0$"'
+rprof export --format speedscope -i /tmp/r.data -o /tmp/r.json >>/tmp/e.out 2>&1
+check "export --format speedscope: JSON naming main_hot" \
+	sh -c 'head -c 1 /tmp/r.json | grep -q "{" && grep -q "\"main_hot\"" /tmp/r.json'
+diag "$(cat /tmp/e.out)"
+
+# 3. annotate.
+rprof annotate main_hot -i /tmp/r.data >/tmp/a.out 2>&1
+check "annotate main_hot: per-offset counts in /tests/bin/attr_main" \
+	sh -c 'grep -q "^# main_hot in /tests/bin/attr_main" /tmp/a.out && grep -qE "^ +[0-9.]+% +[0-9]+ +\+0x" /tmp/a.out'
+diag "$(head -n 12 /tmp/a.out)"
+
+# 4. -p PID: the module's filter, only that process's samples.
+/tests/bin/attr_main 3 >/dev/null 2>&1 &
+target=$!
+sleep 0.3
+rprof record -p $target -o /tmp/p.data -d 1 >/dev/null 2>/tmp/p.err
+rprof report -i /tmp/p.data --stdio --sort pid >/tmp/p.report 2>&1
+wait $target
+check "record -p PID: every sample is of PID $target" \
+	sh -c "[ \$(grep -cE '^ +[0-9.]+% ' /tmp/p.report) -eq 1 ] && grep -qE '^ +100.00% +[0-9]+ +$target\$' /tmp/p.report"
+diag "$(cat /tmp/p.err; tail -n 3 /tmp/p.report)"
+
+# 5. SIGTERM ends a recording cleanly.
+rprof record -o /tmp/t.data >/dev/null 2>/tmp/t.err &
+rec=$!
+sleep 1
+kill -TERM $rec
+wait $rec
+rc=$?
+check "record ended by SIGTERM: exit 0, stats on stderr, a readable file" \
+	sh -c "[ $rc -eq 0 ] && grep -q 'rprof: module: samples' /tmp/t.err && rprof report -i /tmp/t.data --stdio >/dev/null"
+diag "$(cat /tmp/t.err)"
+
+# 6. Without the capability: one line, non-zero exit.
+out=$(rprof-e2e run-as-uid 65534 rprof record -o /tmp/x -d 1 2>&1)
+rc=$?
+if [ $rc -ne 0 ] && [ "$(echo "$out" | wc -l)" -eq 1 ] && echo "$out" | grep -q "^rprof: permission denied"; then
+	ok "record as uid 65534: one-line message, exit $rc"
+else
+	not_ok "record as uid 65534: one-line message, exit != 0"
+fi
+diag "$out"
+check_fails "report of a file that is not a recording fails" rprof report -i /tests/bin/short
+
+# 7. top, two screens without a terminal.
+rprof top -n 2 -d 0.5 >/tmp/top.out 2>&1
+check "top -n 2: two screens" sh -c '[ $(grep -c "rprof top: " /tmp/top.out) -eq 2 ]'
+
+# 8. The daemon: SIGKILL mid-session leaves the module usable.
+rprof daemon --dir /tmp/d1 --interval 1 >/tmp/d1.out 2>&1 &
+d=$!
+sleep 1.5
+kill -KILL $d
+wait $d 2>/dev/null
+rprof record -o /tmp/after.data -d 1 >/dev/null 2>/tmp/after.err
+check "after a SIGKILLed daemon, rprof record -d 1 works" \
+	sh -c 'grep -q "rprof: recorded" /tmp/after.err'
+diag "$(cat /tmp/after.err)"
+
+# SIGTERM: a final flush, at least one profile.
+rprof daemon --dir /tmp/d2 --interval 30 --keep 3 >/tmp/d2.out 2>&1 &
+d=$!
+sleep 1.5
+kill -TERM $d
+wait $d
+rc=$?
+check "daemon stopped by SIGTERM: exit 0 and a profile in /tmp/d2" \
+	sh -c "[ $rc -eq 0 ] && ls /tmp/d2/rprof-*.pb.gz >/dev/null && gzip -t /tmp/d2/rprof-*.pb.gz"
+diag "$(cat /tmp/d2.out; ls -l /tmp/d2)"
+# Rotation: --keep 2 with 0.5 s intervals.
+rprof daemon --dir /tmp/d3 --interval 0.5 --keep 2 >/tmp/d3.out 2>&1 &
+d=$!
+sleep 2.5
+kill -TERM $d
+wait $d
+check "daemon --keep 2 keeps two profiles" sh -c '[ $(ls /tmp/d3 | grep -c "^rprof-.*\.pb\.gz$") -eq 2 ]'
+
+# 9. The host tests' fixture.
+if grep -q rprof_fixture /proc/cmdline; then
+	for f in /tmp/r.data /tests/bin/attr_main /tests/bin/libattr_lib.so; do
+		echo "# FIXTURE-BEGIN ${f##*/}"
+		base64 "$f" | sed 's/^/# /'
+		echo "# FIXTURE-END ${f##*/}"
+	done
+fi
+
+check "the module unloads cleanly after all that" rmmod rprof
+done_testing

@@ -1,0 +1,247 @@
+//! Counting samples of a stream by (event, task, cookie, offset).
+
+use rprof_abi::*;
+use rprof_decode::{Decoder, Record, Resolver};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+/// What samples are counted by.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Key {
+    /// Index of the event in the session's configuration.
+    pub event: u32,
+    /// Thread group id (0: idle, or no TASK record).
+    pub pid: u32,
+    /// The task's comm (`[unknown]` without a TASK record).
+    pub comm: Arc<str>,
+    /// The cookie the offset is relative to.
+    pub cookie: u64,
+    /// File offset, module offset, or ip (see `struct rprof_sample`).
+    pub offset: u64,
+}
+
+/// Samples of one key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Counts {
+    /// How many.
+    pub samples: u64,
+    /// The sum of their periods.
+    pub period: u64,
+}
+
+/// Which samples a report shows.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Filter {
+    /// Only this thread group.
+    pub pid: Option<u32>,
+    /// Only tasks with this comm.
+    pub comm: Option<String>,
+    /// Only this event index.
+    pub event: Option<u32>,
+}
+
+impl Filter {
+    /// Whether `key` passes.
+    pub fn accepts(&self, key: &Key) -> bool {
+        self.pid.is_none_or(|p| p == key.pid)
+            && self.comm.as_deref().is_none_or(|c| c == &*key.comm)
+            && self.event.is_none_or(|e| e == key.event)
+    }
+
+    /// Whether any filter is set.
+    pub fn is_empty(&self) -> bool {
+        *self == Filter::default()
+    }
+}
+
+/// The names of `enum rprof_lost_stage` 1..=5, in that order.
+pub const LOST_STAGES: [&str; 5] = ["ring", "buffer", "no_mm", "no_mapping", "no_cookie"];
+
+/// A stream's samples, counted, and what it said about losses.
+#[derive(Debug, Clone, Default)]
+pub struct Aggregate {
+    resolver: Resolver,
+    comms: HashSet<Arc<str>>,
+    counts: HashMap<Key, Counts>,
+    /// Samples counted.
+    pub samples: u64,
+    /// LOST counts by stage (index `stage - 1`, see [`LOST_STAGES`]).
+    pub lost: [u64; 5],
+    /// LOST counts of stages this program does not know.
+    pub lost_other: u64,
+    /// THROTTLE records.
+    pub throttles: u64,
+    /// START records.
+    pub starts: u64,
+    /// STOP records.
+    pub stops: u64,
+    /// Time of the first START.
+    pub start_ns: Option<u64>,
+    /// Time of the last STOP.
+    pub stop_ns: Option<u64>,
+}
+
+impl Aggregate {
+    /// An empty aggregate at the start of a stream.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Takes the next record of the stream.
+    pub fn feed(&mut self, record: &Record) {
+        match record {
+            Record::Lost { stage, count, .. } => match stage {
+                1..=5 => self.lost[*stage as usize - 1] += count,
+                _ => self.lost_other += count,
+            },
+            Record::Throttle { .. } => self.throttles += 1,
+            Record::Start { time_ns, .. } => {
+                self.starts += 1;
+                self.start_ns.get_or_insert(*time_ns);
+            }
+            Record::Stop { time_ns, .. } => {
+                self.stops += 1;
+                self.stop_ns = Some(*time_ns);
+            }
+            _ => {}
+        }
+        let Some(s) = self.resolver.feed(record) else {
+            return;
+        };
+        let (pid, comm) = match &s.task {
+            Some(t) => (t.pid, t.comm.as_str()),
+            None => (0, "[unknown]"),
+        };
+        let comm = match self.comms.get(comm) {
+            Some(c) => c.clone(),
+            None => {
+                let c: Arc<str> = Arc::from(comm);
+                self.comms.insert(c.clone());
+                c
+            }
+        };
+        let key = Key {
+            event: s.event,
+            pid,
+            comm,
+            cookie: s.cookie,
+            offset: s.offset,
+        };
+        let c = self.counts.entry(key).or_default();
+        c.samples += 1;
+        c.period = c.period.saturating_add(s.period);
+        self.samples += 1;
+    }
+
+    /// Decodes `stream` and feeds every record.  A malformed record ends
+    /// the walk: the error names its byte offset in the stream (what came
+    /// before it is counted).
+    pub fn feed_stream(&mut self, stream: &[u8]) -> Result<(), String> {
+        for item in Decoder::new(stream) {
+            match item {
+                Ok(r) => self.feed(&r),
+                Err(e) => {
+                    return Err(format!(
+                        "malformed record at stream offset {}: {}",
+                        e.offset, e.kind
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The counts, by key.
+    pub fn counts(&self) -> &HashMap<Key, Counts> {
+        &self.counts
+    }
+
+    /// The stream's state: cookie names, current context.
+    pub fn resolver(&self) -> &Resolver {
+        &self.resolver
+    }
+
+    /// Forgets the counts (not the stream's state): the next interval of
+    /// a continuous session starts from zero.
+    pub fn clear_counts(&mut self) {
+        self.counts.clear();
+        self.samples = 0;
+        self.lost = [0; 5];
+        self.lost_other = 0;
+        self.throttles = 0;
+    }
+
+    /// All lost samples.
+    pub fn lost_total(&self) -> u64 {
+        self.lost.iter().sum::<u64>() + self.lost_other
+    }
+
+    /// "ring 0, buffer 0, no_mm 1, ..." for a header.
+    pub fn lost_line(&self) -> String {
+        let mut parts: Vec<String> = LOST_STAGES
+            .iter()
+            .zip(self.lost)
+            .map(|(n, c)| format!("{n} {c}"))
+            .collect();
+        if self.lost_other > 0 {
+            parts.push(format!("other {}", self.lost_other));
+        }
+        parts.join(", ")
+    }
+}
+
+/// Samples of `agg` that pass `filter`.
+pub fn filtered_samples(agg: &Aggregate, filter: &Filter) -> u64 {
+    agg.counts
+        .iter()
+        .filter(|(k, _)| filter.accepts(k))
+        .map(|(_, c)| c.samples)
+        .sum()
+}
+
+/// Whether `cookie` is one of the fixed ones (NONE, KERNEL, ANON).
+pub fn is_fixed_cookie(cookie: u64) -> bool {
+    cookie < u64::from(RPROF_COOKIE_FIRST)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testdata;
+
+    #[test]
+    fn counts_samples_and_losses() {
+        let (stream, _) = testdata::stream();
+        let mut agg = Aggregate::new();
+        agg.feed_stream(&stream).unwrap();
+        assert_eq!(agg.samples, testdata::SAMPLES);
+        assert_eq!(agg.lost[RPROF_LOST_NO_MAPPING as usize - 1], 3);
+        assert_eq!(agg.lost_total(), 3);
+        assert_eq!((agg.starts, agg.stops), (1, 1));
+        assert!(agg.lost_line().contains("no_mapping 3"));
+        let f = Filter {
+            comm: Some("attr_main".into()),
+            ..Filter::default()
+        };
+        assert_eq!(filtered_samples(&agg, &f), 40);
+        let f = Filter {
+            pid: Some(0),
+            ..Filter::default()
+        };
+        assert_eq!(filtered_samples(&agg, &f), 10);
+        agg.clear_counts();
+        assert_eq!((agg.samples, agg.counts().len()), (0, 0));
+        assert!(agg.resolver().path(16).is_some(), "names survive a clear");
+    }
+
+    #[test]
+    fn malformed_stream_names_the_offset() {
+        let (mut stream, _) = testdata::stream();
+        let len = stream.len();
+        stream.extend_from_slice(&[1, 0, 0, 0, 12, 0, 0, 0]);
+        let mut agg = Aggregate::new();
+        let e = agg.feed_stream(&stream).unwrap_err();
+        assert!(e.contains(&format!("offset {len}")), "{e}");
+        assert_eq!(agg.samples, testdata::SAMPLES);
+    }
+}

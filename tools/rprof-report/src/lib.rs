@@ -1,0 +1,129 @@
+//! rprof's reports: from a recorded (or live) event stream to tables,
+//! annotations and profile files.
+//!
+//! - [`aggregate`]: walks a stream ([`rprof_decode::Resolver`] keeps its
+//!   context) and counts samples per (event, task, cookie, offset), with
+//!   the losses and throttles the stream reported.
+//! - [`symbolize`]: names each counted (cookie, offset) with a
+//!   [`Frame`](symbolize::Frame): the shared object and the function.
+//!   User samples go through the ELF file the cookie names (checked
+//!   against the build-id and inode recorded in `rprof.data`), kernel and
+//!   module samples through the recorded kallsyms.
+//! - [`table`]: the `rprof report` table.
+//! - [`annotate`]: samples per instruction and per source line of one
+//!   function.
+//! - [`pprof`], [`folded`], [`speedscope`]: profile files for other tools.
+//!
+//! Every sample's "stack" is `[comm, shared object, symbol]`: the module
+//! records no call chains yet.
+
+#![cfg_attr(not(test), forbid(unsafe_code))]
+
+pub mod aggregate;
+pub mod annotate;
+pub mod folded;
+pub mod loaded;
+pub mod pprof;
+pub mod speedscope;
+pub mod symbolize;
+pub mod table;
+
+pub use aggregate::{Aggregate, Filter, Key};
+pub use loaded::Loaded;
+pub use symbolize::{Frame, Symbolizer};
+
+use std::sync::Arc;
+
+/// One line of a profile: samples of one event in one task, in one
+/// function of one object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Row {
+    /// Index of the event in the session's configuration.
+    pub event: u32,
+    /// Thread group id.
+    pub pid: u32,
+    /// The task's comm.
+    pub comm: Arc<str>,
+    /// Where the samples are.
+    pub frame: Arc<Frame>,
+    /// How many samples.
+    pub samples: u64,
+    /// The sum of their periods (events they stand for).
+    pub period: u64,
+}
+
+/// Symbolizes every key of `agg` and merges keys that name the same
+/// (event, pid, comm, frame) into one [`Row`]; rows come sorted by
+/// samples, most first.
+pub fn rows(agg: &Aggregate, sym: &mut Symbolizer, filter: &Filter) -> Vec<Row> {
+    use std::collections::HashMap;
+    type RowKey = (u32, u32, Arc<str>, Arc<Frame>);
+    let mut merged: HashMap<RowKey, (u64, u64)> = HashMap::new();
+    for (key, counts) in agg.counts() {
+        if !filter.accepts(key) {
+            continue;
+        }
+        let frame = sym.frame(key.cookie, key.offset, agg.resolver());
+        let e = merged
+            .entry((key.event, key.pid, key.comm.clone(), frame))
+            .or_default();
+        e.0 += counts.samples;
+        e.1 += counts.period;
+    }
+    let mut rows: Vec<Row> = merged
+        .into_iter()
+        .map(|((event, pid, comm, frame), (samples, period))| Row {
+            event,
+            pid,
+            comm,
+            frame,
+            samples,
+            period,
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        b.samples
+            .cmp(&a.samples)
+            .then_with(|| a.comm.cmp(&b.comm))
+            .then_with(|| a.frame.dso.cmp(&b.frame.dso))
+            .then_with(|| a.frame.symbol.cmp(&b.frame.symbol))
+            .then_with(|| a.pid.cmp(&b.pid))
+    });
+    rows
+}
+
+/// The name of an event of a configuration, `cpu-clock@999` style.
+pub fn event_label(config: &rprof_abi::rprof_config, index: u32) -> String {
+    let Some(e) = config.events.get(index as usize) else {
+        return format!("event{index}");
+    };
+    let name = event_name(e.kind);
+    if e.flags & rprof_abi::RPROF_EVENT_FREQ != 0 {
+        format!("{name}@{}", e.period)
+    } else {
+        format!("{name}:{}", e.period)
+    }
+}
+
+/// The name of `enum rprof_event_kind` value `kind`.
+pub fn event_name(kind: u32) -> String {
+    use rprof_abi::*;
+    match kind {
+        RPROF_EVENT_CPU_CLOCK => "cpu-clock".into(),
+        RPROF_EVENT_TASK_CLOCK => "task-clock".into(),
+        RPROF_EVENT_CYCLES => "cycles".into(),
+        RPROF_EVENT_INSTRUCTIONS => "instructions".into(),
+        RPROF_EVENT_CACHE_MISSES => "cache-misses".into(),
+        RPROF_EVENT_BRANCH_MISSES => "branch-misses".into(),
+        k => format!("kind{k}"),
+    }
+}
+
+/// Whether the period of event kind `kind` is in nanoseconds (the
+/// software clocks) rather than a count of events.
+pub fn period_is_time(kind: u32) -> bool {
+    kind == rprof_abi::RPROF_EVENT_CPU_CLOCK || kind == rprof_abi::RPROF_EVENT_TASK_CLOCK
+}
+
+#[cfg(test)]
+pub(crate) mod testdata;

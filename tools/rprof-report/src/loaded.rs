@@ -1,0 +1,154 @@
+//! A recorded `rprof.data`, walked and ready to report.
+
+use crate::{Aggregate, Filter, Symbolizer};
+use rprof_data::{meta, DataFile};
+use std::io::{self, Write};
+use std::path::PathBuf;
+
+/// A data file with its stream counted and a symbolizer over its snapshot.
+#[derive(Debug)]
+pub struct Loaded {
+    /// The file.
+    pub data: DataFile,
+    /// Its samples, counted.
+    pub agg: Aggregate,
+    /// Names for them.
+    pub sym: Symbolizer,
+    /// A malformed record ended the stream early (what came before it is
+    /// counted).
+    pub stream_error: Option<String>,
+}
+
+impl Loaded {
+    /// Walks `data`'s stream; files are looked up under `symfs` if given.
+    pub fn new(data: DataFile, symfs: Option<PathBuf>) -> Loaded {
+        let mut agg = Aggregate::new();
+        let stream_error = agg.feed_stream(&data.stream).err();
+        let sym = Symbolizer::new(&data.kallsyms, &data.files, symfs);
+        Loaded {
+            data,
+            agg,
+            sym,
+            stream_error,
+        }
+    }
+
+    /// The event indices that have samples passing `filter`, ascending.
+    pub fn events(&self, filter: &Filter) -> Vec<u32> {
+        let mut v: Vec<u32> = self
+            .agg
+            .counts()
+            .keys()
+            .filter(|k| filter.accepts(k))
+            .map(|k| k.event)
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// Writes the `#` header of a report: what was recorded, the totals
+    /// and the losses.
+    pub fn write_header(
+        &self,
+        out: &mut dyn Write,
+        source: &str,
+        filter: &Filter,
+    ) -> io::Result<()> {
+        let d = &self.data;
+        writeln!(out, "# rprof report of {source}")?;
+        let events: Vec<String> = (0..d.config.nr_events.min(8))
+            .map(|i| crate::event_label(&d.config, i))
+            .collect();
+        write!(out, "# events: {}", events.join(", "))?;
+        if let Some(c) = d.meta(meta::COMMAND) {
+            write!(out, "; command: {c}")?;
+        }
+        if let Some(p) = d.meta(meta::TARGET_PID) {
+            write!(out, " (pid {p})")?;
+        }
+        writeln!(out)?;
+        if let (Some(h), Some(k)) = (d.meta(meta::HOSTNAME), d.meta(meta::KERNEL)) {
+            writeln!(out, "# host: {h}, kernel {k}")?;
+        }
+        if let (Some(a), Some(b)) = (self.agg.start_ns, self.agg.stop_ns) {
+            writeln!(out, "# session: {:.3} s", b.saturating_sub(a) as f64 / 1e9)?;
+        }
+        writeln!(out, "# samples: {}", self.agg.samples)?;
+        writeln!(
+            out,
+            "# lost: {} ({})",
+            self.agg.lost_total(),
+            self.agg.lost_line()
+        )?;
+        if let Some(s) = d.stats {
+            writeln!(
+                out,
+                "# module at stop: samples {}, delivered {}, throttled {}",
+                s.samples, s.delivered, s.throttled
+            )?;
+        }
+        if !filter.is_empty() {
+            let mut parts = Vec::new();
+            if let Some(p) = filter.pid {
+                parts.push(format!("pid {p}"));
+            }
+            if let Some(c) = &filter.comm {
+                parts.push(format!("comm {c}"));
+            }
+            writeln!(
+                out,
+                "# shown: {} samples of {}",
+                crate::aggregate::filtered_samples(&self.agg, filter),
+                parts.join(", ")
+            )?;
+        }
+        if let Some(e) = &self.stream_error {
+            writeln!(out, "# warning: {e}; later records were ignored")?;
+        }
+        if self.agg.stops == 0 {
+            writeln!(
+                out,
+                "# warning: the stream has no STOP record (recording cut short?)"
+            )?;
+        }
+        for w in self.sym.warnings() {
+            writeln!(out, "# warning: {w}")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testdata;
+
+    #[test]
+    fn header_and_rows_of_a_data_file() {
+        let data = DataFile::parse(&testdata::data_file().to_bytes()).unwrap();
+        let mut l = Loaded::new(data, None);
+        assert_eq!(l.stream_error, None);
+        let filter = Filter {
+            comm: Some("attr_main".into()),
+            ..Filter::default()
+        };
+        let rows = crate::rows(&l.agg, &mut l.sym, &filter);
+        assert_eq!(rows[0].frame.symbol, "rprof_report_test_hot");
+        assert_eq!(rows.iter().map(|r| r.samples).sum::<u64>(), 40);
+        let mut out = Vec::new();
+        l.write_header(&mut out, "t.data", &filter).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("# events: cpu-clock@999 (pid 100)"), "{text}");
+        assert!(text.contains("# samples: 50\n"), "{text}");
+        assert!(
+            text.contains("# lost: 3 (ring 0, buffer 0, no_mm 0, no_mapping 3, no_cookie 0)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("# shown: 40 samples of comm attr_main"),
+            "{text}"
+        );
+        assert_eq!(l.events(&Filter::default()), [0]);
+    }
+}

@@ -1,0 +1,429 @@
+//! Naming (cookie, offset) pairs: the shared object and the function.
+//!
+//! | cookie | shared object | symbol |
+//! |---|---|---|
+//! | file, found and the same file | its base name | ELF symbol of the file offset, else `[unknown] NAME+0xOFF` |
+//! | file, build-id or inode differs | its base name | `[mismatch] PATH` (one row per file: no wrong symbols) |
+//! | file, missing or deleted | its base name | `[unknown] PATH+0xOFF` |
+//! | KERNEL | `[kernel.kallsyms]` (or `[MODULE]`) | kallsyms, else `[unknown] 0xIP` |
+//! | module | `[NAME]` | kallsyms `[NAME]` entries at base + offset, else `[unknown] [NAME]+0xOFF` |
+//! | ANON | `[anon]` | `[unknown] 0xIP` |
+//! | NONE or never named | `[unknown]` | `[unknown] 0xOFF` |
+//!
+//! "The same file": when `rprof.data` recorded a build-id for the cookie,
+//! the file found now must have that build-id; otherwise its device and
+//! inode must be the COOKIE record's (not checked under `--symfs`, where
+//! files are copies).
+
+use rprof_data::FileInfo;
+use rprof_decode::{CookieName, Resolver};
+use rprof_symbols::dev::same_device;
+use rprof_symbols::{read_build_id, ElfImage, Kallsyms};
+use std::collections::{HashMap, HashSet};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// What a frame is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FrameKind {
+    /// A user-space file.
+    File,
+    /// The kernel image.
+    Kernel,
+    /// A kernel module.
+    Module,
+    /// Anonymous executable memory.
+    Anon,
+    /// Nothing known.
+    Unknown,
+}
+
+/// A named place: a function of a shared object (or the best that is
+/// known).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Frame {
+    /// The shared object's short name: a file's base name,
+    /// `[kernel.kallsyms]`, `[MODULE]`, `[anon]`, `[unknown]`.
+    pub dso: String,
+    /// The full path of a file (else the same as `dso`).
+    pub path: String,
+    /// The function, or `[unknown] ...` / `[mismatch] ...`.
+    pub symbol: String,
+    /// What the object is.
+    pub kind: FrameKind,
+    /// Whether `symbol` is a real symbol name.
+    pub resolved: bool,
+    /// The function's address (virtual address in the file, or kernel
+    /// address); for an unresolved frame the offset or ip.
+    pub addr: u64,
+    /// The file's build-id, if known.
+    pub build_id: Vec<u8>,
+}
+
+/// Why a file cookie's symbols cannot be used.
+#[derive(Debug, Clone)]
+enum ImageState {
+    Ok(Arc<ElfImage>),
+    Mismatch,
+    Missing,
+    Unreadable,
+}
+
+/// Turns (cookie, offset) into [`Frame`]s, caching files and results.
+#[derive(Debug, Default)]
+pub struct Symbolizer {
+    kallsyms: Kallsyms,
+    files: HashMap<u64, FileInfo>,
+    symfs: Option<PathBuf>,
+    images: HashMap<u64, ImageState>,
+    frames: HashMap<(u64, u64), Arc<Frame>>,
+    interned: HashSet<Arc<Frame>>,
+    warnings: Vec<String>,
+}
+
+/// The base name of a path.
+fn base_name(path: &str) -> &str {
+    path.rsplit('/')
+        .next()
+        .filter(|s| !s.is_empty())
+        .unwrap_or(path)
+}
+
+impl Symbolizer {
+    /// A symbolizer over kallsyms text and the recorded file snapshot;
+    /// with `symfs`, files are looked up under that directory.
+    pub fn new(kallsyms: &str, files: &[FileInfo], symfs: Option<PathBuf>) -> Self {
+        let kallsyms = Kallsyms::parse(kallsyms);
+        let mut warnings = Vec::new();
+        if kallsyms.restricted() {
+            warnings.push(
+                "kallsyms addresses were hidden (kptr_restrict): kernel samples stay unresolved"
+                    .to_string(),
+            );
+        }
+        Symbolizer {
+            kallsyms,
+            files: files.iter().map(|f| (f.cookie, f.clone())).collect(),
+            symfs,
+            warnings,
+            ..Symbolizer::default()
+        }
+    }
+
+    /// Notes about files that did not match, for the report's header.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// The ELF image of file cookie `cookie`, if it is usable.
+    pub fn image(&mut self, cookie: u64, names: &Resolver) -> Option<Arc<ElfImage>> {
+        match self.image_state(cookie, names) {
+            ImageState::Ok(i) => Some(i.clone()),
+            _ => None,
+        }
+    }
+
+    /// Where file `path` is read from.
+    pub fn host_path(&self, path: &str) -> PathBuf {
+        match &self.symfs {
+            Some(dir) => dir.join(path.trim_start_matches('/')),
+            None => PathBuf::from(path),
+        }
+    }
+
+    /// The kernel symbols.
+    pub fn kallsyms(&self) -> &Kallsyms {
+        &self.kallsyms
+    }
+
+    fn image_state(&mut self, cookie: u64, names: &Resolver) -> &ImageState {
+        if !self.images.contains_key(&cookie) {
+            let state = self.load(cookie, names);
+            self.images.insert(cookie, state);
+        }
+        // Inserted just above if it was missing.
+        &self.images[&cookie]
+    }
+
+    fn load(&mut self, cookie: u64, names: &Resolver) -> ImageState {
+        let Some(CookieName::File {
+            path,
+            flags,
+            dev,
+            ino,
+        }) = names.name(cookie)
+        else {
+            return ImageState::Missing;
+        };
+        if u32::from(*flags) & rprof_abi::RPROF_COOKIE_DELETED != 0 {
+            return ImageState::Missing;
+        }
+        let host = self.host_path(path);
+        let Ok(meta) = std::fs::metadata(&host) else {
+            return ImageState::Missing;
+        };
+        let recorded = self.files.get(&cookie);
+        let mismatch = match recorded.filter(|f| !f.build_id.is_empty()) {
+            Some(f) => match read_build_id(&host) {
+                Ok(Some(now)) if now == f.build_id => None,
+                Ok(Some(now)) => Some(format!(
+                    "build-id {} recorded, {} found",
+                    rprof_symbols::elf::hex(&f.build_id),
+                    rprof_symbols::elf::hex(&now)
+                )),
+                _ => Some("build-id recorded, none found".to_string()),
+            },
+            None if self.symfs.is_some() => None,
+            None => (!(same_device(*dev, meta.dev()) && *ino == meta.ino())).then(|| {
+                format!(
+                    "device/inode {dev:#x}/{ino} recorded, {:#x}/{} found",
+                    meta.dev(),
+                    meta.ino()
+                )
+            }),
+        };
+        if let Some(why) = mismatch {
+            self.warnings
+                .push(format!("{}: not the recorded file ({why})", host.display()));
+            return ImageState::Mismatch;
+        }
+        match ElfImage::load(&host) {
+            Ok(image) => ImageState::Ok(Arc::new(image)),
+            Err(e) => {
+                self.warnings.push(e);
+                ImageState::Unreadable
+            }
+        }
+    }
+
+    /// The frame of `offset` relative to `cookie`; `names` are the stream's
+    /// cookie names.
+    pub fn frame(&mut self, cookie: u64, offset: u64, names: &Resolver) -> Arc<Frame> {
+        if let Some(f) = self.frames.get(&(cookie, offset)) {
+            return f.clone();
+        }
+        let frame = self.compute(cookie, offset, names);
+        let frame = match self.interned.get(&frame) {
+            Some(f) => f.clone(),
+            None => {
+                let f = Arc::new(frame);
+                self.interned.insert(f.clone());
+                f
+            }
+        };
+        self.frames.insert((cookie, offset), frame.clone());
+        frame
+    }
+
+    fn compute(&mut self, cookie: u64, offset: u64, names: &Resolver) -> Frame {
+        use rprof_abi::{RPROF_COOKIE_ANON, RPROF_COOKIE_KERNEL};
+        let unknown = |dso: &str, path: &str, kind: FrameKind, symbol: String| Frame {
+            dso: dso.to_string(),
+            path: path.to_string(),
+            symbol,
+            kind,
+            resolved: false,
+            addr: offset,
+            build_id: Vec::new(),
+        };
+        if cookie == u64::from(RPROF_COOKIE_KERNEL) {
+            return match self.kallsyms.lookup(offset) {
+                Some((hit, module)) => {
+                    let (dso, kind) = match module {
+                        Some(m) => (format!("[{m}]"), FrameKind::Module),
+                        None => ("[kernel.kallsyms]".to_string(), FrameKind::Kernel),
+                    };
+                    Frame {
+                        path: dso.clone(),
+                        dso,
+                        symbol: hit.name.to_string(),
+                        kind,
+                        resolved: true,
+                        addr: hit.addr,
+                        build_id: Vec::new(),
+                    }
+                }
+                None => unknown(
+                    "[kernel.kallsyms]",
+                    "[kernel.kallsyms]",
+                    FrameKind::Kernel,
+                    format!("[unknown] {offset:#x}"),
+                ),
+            };
+        }
+        if cookie == u64::from(RPROF_COOKIE_ANON) {
+            return unknown(
+                "[anon]",
+                "[anon]",
+                FrameKind::Anon,
+                format!("[unknown] {offset:#x}"),
+            );
+        }
+        match names.name(cookie) {
+            Some(CookieName::Module {
+                name, base, size, ..
+            }) => {
+                let dso = format!("[{name}]");
+                let addr = base.wrapping_add(offset);
+                let hit = if offset < *size {
+                    self.kallsyms.lookup_in_module(name, addr)
+                } else {
+                    None
+                };
+                match hit {
+                    Some(hit) => Frame {
+                        path: dso.clone(),
+                        dso,
+                        symbol: hit.name.to_string(),
+                        kind: FrameKind::Module,
+                        resolved: true,
+                        addr: hit.addr,
+                        build_id: Vec::new(),
+                    },
+                    None => unknown(
+                        &dso,
+                        &dso,
+                        FrameKind::Module,
+                        format!("[unknown] {dso}+{offset:#x}"),
+                    ),
+                }
+            }
+            Some(CookieName::File { path, .. }) => {
+                let path = path.clone();
+                let dso = base_name(&path).to_string();
+                let build_id = self
+                    .files
+                    .get(&cookie)
+                    .map(|f| f.build_id.clone())
+                    .unwrap_or_default();
+                let mut frame = unknown(
+                    &dso,
+                    &path,
+                    FrameKind::File,
+                    format!("[unknown] {path}+{offset:#x}"),
+                );
+                frame.build_id = build_id;
+                match self.image_state(cookie, names).clone() {
+                    ImageState::Ok(image) => {
+                        let (vaddr, hit) = image.symbol_at_offset(offset);
+                        match hit {
+                            Some(hit) => {
+                                frame.symbol = hit.name.to_string();
+                                frame.resolved = true;
+                                frame.addr = hit.addr;
+                            }
+                            None => {
+                                frame.symbol = format!("[unknown] {dso}+{offset:#x}");
+                                frame.addr = vaddr.unwrap_or(offset);
+                            }
+                        }
+                    }
+                    ImageState::Mismatch => {
+                        frame.symbol = format!("[mismatch] {path}");
+                        frame.addr = 0;
+                    }
+                    ImageState::Missing | ImageState::Unreadable => {}
+                }
+                frame
+            }
+            None => unknown(
+                "[unknown]",
+                "[unknown]",
+                FrameKind::Unknown,
+                format!("[unknown] {offset:#x}"),
+            ),
+        }
+    }
+}
+
+/// Whether `path` names a file that exists.
+pub fn exists(path: &Path) -> bool {
+    path.exists()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testdata;
+
+    #[test]
+    fn names_user_kernel_module_and_unknown_samples() {
+        let (stream, info) = testdata::stream();
+        let mut agg = crate::Aggregate::new();
+        agg.feed_stream(&stream).unwrap();
+        let mut sym = Symbolizer::new(testdata::KALLSYMS, std::slice::from_ref(&info), None);
+        let names = agg.resolver();
+        let hot = sym.frame(16, testdata::hot_offset(), names);
+        assert_eq!(hot.symbol, "rprof_report_test_hot");
+        assert_eq!(hot.kind, FrameKind::File);
+        assert!(hot.resolved);
+        assert_eq!(hot.path, testdata::exe().to_string_lossy());
+        let k = sym.frame(1, 0xffffffff81001010, names);
+        assert_eq!(
+            (k.dso.as_str(), k.symbol.as_str()),
+            ("[kernel.kallsyms]", "do_idle")
+        );
+        let k = sym.frame(1, 0x10, names);
+        assert_eq!(k.symbol, "[unknown] 0x10");
+        let m = sym.frame(40, 0x8, names);
+        assert_eq!(
+            (m.dso.as_str(), m.symbol.as_str()),
+            ("[rprof_busy]", "busy_spin")
+        );
+        let m = sym.frame(40, 0x1900, names);
+        assert_eq!(m.symbol, "[unknown] [rprof_busy]+0x1900");
+        let a = sym.frame(2, 0x7000, names);
+        assert_eq!(a.dso, "[anon]");
+        let u = sym.frame(77, 0x5, names);
+        assert_eq!(
+            (u.dso.as_str(), u.symbol.as_str()),
+            ("[unknown]", "[unknown] 0x5")
+        );
+        // Two offsets in one function share one frame.
+        let again = sym.frame(16, testdata::hot_offset() + 1, names);
+        assert!(Arc::ptr_eq(&hot, &again));
+    }
+
+    #[test]
+    fn another_build_id_is_a_mismatch() {
+        let (stream, mut info) = testdata::stream();
+        let mut agg = crate::Aggregate::new();
+        agg.feed_stream(&stream).unwrap();
+        info.build_id = vec![1, 2, 3];
+        let mut sym = Symbolizer::new("", &[info], None);
+        let f = sym.frame(16, testdata::hot_offset(), agg.resolver());
+        assert_eq!(
+            f.symbol,
+            format!("[mismatch] {}", testdata::exe().display())
+        );
+        assert!(!f.resolved);
+        assert!(sym
+            .warnings()
+            .iter()
+            .any(|w| w.contains("not the recorded file")));
+    }
+
+    #[test]
+    fn another_inode_is_a_mismatch_and_a_missing_file_unknown() {
+        let (stream, mut info) = testdata::stream_with(Some(12345), None);
+        let mut agg = crate::Aggregate::new();
+        agg.feed_stream(&stream).unwrap();
+        info.build_id.clear();
+        let mut sym = Symbolizer::new("", &[info.clone()], None);
+        let f = sym.frame(16, testdata::hot_offset(), agg.resolver());
+        assert!(f.symbol.starts_with("[mismatch] "), "{f:?}");
+        // Under --symfs the inode is not compared.
+        let mut sym = Symbolizer::new("", &[info], Some(PathBuf::from("/")));
+        let f = sym.frame(16, testdata::hot_offset(), agg.resolver());
+        assert_eq!(f.symbol, "rprof_report_test_hot");
+
+        let (stream, _) = testdata::stream_with(None, Some("/nonexistent/rprof/prog"));
+        let mut agg = crate::Aggregate::new();
+        agg.feed_stream(&stream).unwrap();
+        let mut sym = Symbolizer::new("", &[], None);
+        let f = sym.frame(16, 0x1234, agg.resolver());
+        assert_eq!(f.symbol, "[unknown] /nonexistent/rprof/prog+0x1234");
+        assert_eq!(f.dso, "prog");
+    }
+}

@@ -1,0 +1,282 @@
+//! The `rprof report` table: rows grouped by the sort keys, most samples
+//! first.
+//!
+//! ```text
+//! # Overhead  Samples  Command    Shared Object      Symbol
+//!     74.81%     2245  attr_main  attr_main          main_hot
+//!     24.99%      750  attr_main  libattr_lib.so     lib_hot
+//! ```
+
+use crate::Row;
+use std::collections::HashMap;
+use std::io::{self, Write};
+
+/// A column to group by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SortKey {
+    /// The task's comm.
+    Comm,
+    /// The thread group id.
+    Pid,
+    /// The shared object.
+    Dso,
+    /// The symbol.
+    Sym,
+}
+
+impl SortKey {
+    fn title(self) -> &'static str {
+        match self {
+            SortKey::Comm => "Command",
+            SortKey::Pid => "Pid",
+            SortKey::Dso => "Shared Object",
+            SortKey::Sym => "Symbol",
+        }
+    }
+
+    fn value(self, row: &Row) -> String {
+        match self {
+            SortKey::Comm => row.comm.to_string(),
+            SortKey::Pid => row.pid.to_string(),
+            SortKey::Dso => row.frame.dso.clone(),
+            SortKey::Sym => row.frame.symbol.clone(),
+        }
+    }
+}
+
+/// The default `--sort`: as perf's.
+pub const DEFAULT_SORT: &str = "comm,dso,sym";
+
+/// Parses `--sort`: comma-separated `comm`, `pid`, `dso`, `sym`.
+pub fn parse_sort(s: &str) -> Result<Vec<SortKey>, String> {
+    let mut keys = Vec::new();
+    for part in s.split(',') {
+        let key = match part.trim() {
+            "comm" => SortKey::Comm,
+            "pid" => SortKey::Pid,
+            "dso" => SortKey::Dso,
+            "sym" | "symbol" => SortKey::Sym,
+            other => {
+                return Err(format!(
+                    "unknown sort key '{other}' (known: comm, pid, dso, sym)"
+                ))
+            }
+        };
+        if keys.contains(&key) {
+            return Err(format!("sort key '{}' given twice", part.trim()));
+        }
+        keys.push(key);
+    }
+    Ok(keys)
+}
+
+/// A parsed `--sort` (for clap: `FromStr`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SortKeys(pub Vec<SortKey>);
+
+impl std::str::FromStr for SortKeys {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        parse_sort(s).map(SortKeys)
+    }
+}
+
+/// A row of the table: the key values and the counts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Line {
+    /// The values of the sort keys, in their order.
+    pub values: Vec<String>,
+    /// Samples.
+    pub samples: u64,
+    /// Sum of periods.
+    pub period: u64,
+}
+
+/// Groups `rows` by `keys`; most samples first (ties by the values).
+pub fn group(rows: &[Row], keys: &[SortKey]) -> Vec<Line> {
+    let mut map: HashMap<Vec<String>, (u64, u64)> = HashMap::new();
+    for row in rows {
+        let values: Vec<String> = keys.iter().map(|k| k.value(row)).collect();
+        let e = map.entry(values).or_default();
+        e.0 += row.samples;
+        e.1 += row.period;
+    }
+    let mut lines: Vec<Line> = map
+        .into_iter()
+        .map(|(values, (samples, period))| Line {
+            values,
+            samples,
+            period,
+        })
+        .collect();
+    lines.sort_by(|a, b| {
+        b.samples
+            .cmp(&a.samples)
+            .then_with(|| a.values.cmp(&b.values))
+    });
+    lines
+}
+
+/// Writes the table of `lines`, percentages of `total`; lines under
+/// `percent_limit` percent are left out (and counted in a last comment).
+pub fn write(
+    out: &mut dyn Write,
+    lines: &[Line],
+    keys: &[SortKey],
+    total: u64,
+    percent_limit: f64,
+) -> io::Result<()> {
+    let pct = |n: u64| {
+        if total == 0 {
+            0.0
+        } else {
+            100.0 * n as f64 / total as f64
+        }
+    };
+    let shown: Vec<&Line> = lines
+        .iter()
+        .filter(|l| pct(l.samples) >= percent_limit)
+        .collect();
+    // Column widths: the title or the widest value, at most 40 (the last
+    // column is not padded).
+    let widths: Vec<usize> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| {
+            shown
+                .iter()
+                .map(|l| l.values[i].chars().count())
+                .chain([k.title().len()])
+                .max()
+                .unwrap_or(0)
+                .min(40)
+        })
+        .collect();
+    let samples_w = shown
+        .iter()
+        .map(|l| l.samples.to_string().len())
+        .chain(["Samples".len()])
+        .max()
+        .unwrap_or(7);
+    let cells = |values: &[&str]| -> String {
+        let mut s = String::new();
+        for (i, v) in values.iter().enumerate() {
+            if i + 1 == values.len() {
+                s.push_str(v);
+            } else {
+                s.push_str(&format!("{v:<w$}  ", w = widths[i]));
+            }
+        }
+        s
+    };
+    let titles: Vec<&str> = keys.iter().map(|k| k.title()).collect();
+    writeln!(
+        out,
+        "# Overhead  {:>samples_w$}  {}",
+        "Samples",
+        cells(&titles)
+    )?;
+    writeln!(
+        out,
+        "# ........  {}  {}",
+        ".".repeat(samples_w),
+        cells(
+            &widths
+                .iter()
+                .map(|w| ".".repeat(*w))
+                .collect::<Vec<_>>()
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>()
+        )
+    )?;
+    writeln!(out, "#")?;
+    for l in &shown {
+        let values: Vec<&str> = l.values.iter().map(String::as_str).collect();
+        writeln!(
+            out,
+            "  {:>7.2}%  {:>samples_w$}  {}",
+            pct(l.samples),
+            l.samples,
+            cells(&values)
+        )?;
+    }
+    let hidden = lines.len() - shown.len();
+    if hidden > 0 {
+        let samples: u64 = lines.iter().map(|l| l.samples).sum::<u64>()
+            - shown.iter().map(|l| l.samples).sum::<u64>();
+        writeln!(
+            out,
+            "#\n# {hidden} more lines under {percent_limit}% ({samples} samples)"
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{testdata, Aggregate, Filter, Symbolizer};
+
+    #[test]
+    fn sort_keys() {
+        assert_eq!(
+            parse_sort("dso,sym").unwrap(),
+            vec![SortKey::Dso, SortKey::Sym]
+        );
+        assert_eq!(
+            parse_sort(DEFAULT_SORT).unwrap(),
+            vec![SortKey::Comm, SortKey::Dso, SortKey::Sym]
+        );
+        assert!(parse_sort("dso,bogus").is_err());
+        assert!(parse_sort("sym,sym").is_err());
+    }
+
+    #[test]
+    fn table_of_the_test_stream() {
+        let (stream, info) = testdata::stream();
+        let mut agg = Aggregate::new();
+        agg.feed_stream(&stream).unwrap();
+        let mut sym = Symbolizer::new(testdata::KALLSYMS, &[info], None);
+        let rows = crate::rows(&agg, &mut sym, &Filter::default());
+        assert_eq!(
+            rows.iter().map(|r| r.samples).sum::<u64>(),
+            testdata::SAMPLES
+        );
+        let keys = parse_sort(DEFAULT_SORT).unwrap();
+        let lines = group(&rows, &keys);
+        assert_eq!(lines[0].values[2], "rprof_report_test_hot");
+        assert_eq!(lines[0].samples, 30);
+        assert_eq!(lines[1].values[2], "rprof_report_test_warm");
+        let mut out = Vec::new();
+        write(&mut out, &lines, &keys, testdata::SAMPLES, 0.0).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let first = text.lines().nth(3).unwrap();
+        assert!(
+            first.starts_with("    60.00%       30  attr_main"),
+            "{text}"
+        );
+        assert!(first.ends_with("rprof_report_test_hot"), "{text}");
+        assert!(text.contains("do_idle"), "{text}");
+        assert!(text.contains("[rprof_busy]"), "{text}");
+        // --percent-limit 15 keeps 60% and 20%.
+        let mut out = Vec::new();
+        write(&mut out, &lines, &keys, testdata::SAMPLES, 15.0).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(
+            text.lines().filter(|l| l.starts_with("  ")).count(),
+            2,
+            "{text}"
+        );
+        assert!(
+            text.contains("2 more lines under 15% (10 samples)"),
+            "{text}"
+        );
+        // By pid, comm.
+        let keys = parse_sort("pid,comm").unwrap();
+        let lines = group(&rows, &keys);
+        assert_eq!(lines[0].values, ["100", "attr_main"]);
+        assert_eq!(lines[1].values, ["0", "swapper/1"]);
+    }
+}

@@ -1,0 +1,204 @@
+//! Reports and exports of a real recording: tests/fixtures/ holds
+//! `rprof record -o r.data -- /tests/bin/attr_main 2` made in the test
+//! guest, and the two programs it sampled (see tests/fixtures/README.md).
+
+// Helpers of tests: a panic there is a test failure with a message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use rprof_data::DataFile;
+use rprof_decode::{Decoder, Record};
+use rprof_report::{annotate, folded, pprof, speedscope, table, Filter, Loaded};
+use std::path::PathBuf;
+
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
+}
+
+fn data() -> DataFile {
+    let path = fixtures().join("attr_main.rprof.data");
+    DataFile::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn loaded() -> Loaded {
+    Loaded::new(data(), Some(fixtures().join("symfs")))
+}
+
+fn attr_main() -> Filter {
+    Filter {
+        comm: Some("attr_main".into()),
+        ..Filter::default()
+    }
+}
+
+/// SAMPLE records in the stream, counted without the report code.
+fn stream_samples(d: &DataFile) -> u64 {
+    Decoder::new(&d.stream)
+        .map(|r| r.expect("the fixture's stream decodes"))
+        .filter(|r| matches!(r, Record::Sample { .. }))
+        .count() as u64
+}
+
+#[test]
+fn the_file_is_a_complete_recording() {
+    let d = data();
+    assert!(d
+        .meta("command")
+        .is_some_and(|c| c.starts_with("/tests/bin/attr_main")));
+    assert!(d.meta("target-pid").is_some());
+    assert!(!d.kallsyms.is_empty() && !d.modules.is_empty());
+    let exe = d
+        .files
+        .iter()
+        .find(|f| f.path == "/tests/bin/attr_main")
+        .expect("attr_main is a file of the snapshot");
+    assert_eq!(exe.build_id.len(), 20, "gcc's default sha1 build-id");
+    let stats = d.stats.expect("module statistics");
+    assert!(stats.samples > 0 && stats.samples >= stats.delivered);
+    let l = loaded();
+    assert_eq!(l.stream_error, None);
+    assert_eq!(l.agg.stops, 1);
+    assert_eq!(l.agg.samples, stream_samples(&l.data));
+}
+
+#[test]
+fn main_hot_and_lib_hot_lead_three_to_one() {
+    let mut l = loaded();
+    let rows = rprof_report::rows(&l.agg, &mut l.sym, &attr_main());
+    let keys = table::parse_sort("dso,sym").unwrap();
+    let lines = table::group(&rows, &keys);
+    assert_eq!(lines[0].values, ["attr_main", "main_hot"], "{lines:?}");
+    assert_eq!(lines[1].values, ["libattr_lib.so", "lib_hot"], "{lines:?}");
+    let ratio = lines[0].samples as f64 / lines[1].samples as f64;
+    assert!((2.25..=3.75).contains(&ratio), "main_hot:lib_hot = {ratio}");
+    assert!(l.sym.warnings().is_empty(), "{:?}", l.sym.warnings());
+}
+
+#[test]
+fn totals_are_the_sample_count() {
+    let mut l = loaded();
+    let n = stream_samples(&l.data);
+    let rows = rprof_report::rows(&l.agg, &mut l.sym, &Filter::default());
+    assert_eq!(rows.iter().map(|r| r.samples).sum::<u64>(), n);
+    let lines = table::group(&rows, &table::parse_sort(table::DEFAULT_SORT).unwrap());
+    assert_eq!(lines.iter().map(|r| r.samples).sum::<u64>(), n);
+    // The table's text: the percentages add up to 100.
+    let mut out = Vec::new();
+    table::write(
+        &mut out,
+        &lines,
+        &table::parse_sort(table::DEFAULT_SORT).unwrap(),
+        n,
+        0.0,
+    )
+    .unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let pct: f64 = text
+        .lines()
+        .filter(|l| l.starts_with("  "))
+        .map(|l| l.split('%').next().unwrap().trim().parse::<f64>().unwrap())
+        .sum();
+    assert!((pct - 100.0).abs() < 0.5, "percentages add up to {pct}");
+    // Kernel samples are named through the recorded kallsyms.
+    assert!(
+        rows.iter()
+            .any(|r| r.frame.dso == "[kernel.kallsyms]" && r.frame.resolved),
+        "no resolved kernel symbol"
+    );
+}
+
+#[test]
+fn pprof_folded_and_speedscope_add_up() {
+    let mut l = loaded();
+    let n = stream_samples(&l.data);
+    let rows = rprof_report::rows(&l.agg, &mut l.sym, &Filter::default());
+
+    let mut gz = Vec::new();
+    let opts = pprof::Options {
+        event: "cpu-clock".into(),
+        period_is_time: true,
+        period: 1_001_001,
+        ..pprof::Options::default()
+    };
+    pprof::write_gz(&mut gz, &rows, &opts).unwrap();
+    let p = pprof::decode(&gz).unwrap();
+    assert_eq!(p.totals[0], n as i64);
+    assert_eq!(
+        p.sample_types[1],
+        ("cpu".to_string(), "nanoseconds".to_string())
+    );
+    let period: u64 = rows.iter().map(|r| r.period).sum();
+    assert_eq!(p.totals[1], period as i64);
+    for f in ["main_hot", "lib_hot", "attr_main"] {
+        assert!(p.functions.iter().any(|x| x == f), "no function {f}");
+    }
+    assert!(p.mappings.iter().any(|m| m == "/tests/bin/attr_main"));
+
+    let folded: u64 = folded::lines(&rows).iter().map(|(_, c)| c).sum();
+    assert_eq!(folded, n);
+    assert!(folded::lines(&rows)
+        .iter()
+        .any(|(s, _)| s == "attr_main;attr_main;main_hot"));
+
+    let doc = speedscope::document(&rows, "fixture");
+    let doc: serde_json::Value = serde_json::from_str(&doc.to_string()).unwrap();
+    let total: u64 = doc["profiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["weights"].as_array().unwrap().iter())
+        .map(|w| w.as_u64().unwrap())
+        .sum();
+    assert_eq!(total, n);
+}
+
+#[test]
+fn annotate_main_hot_with_source_lines() {
+    let mut l = loaded();
+    let a = annotate::annotate(&l.agg, &mut l.sym, &attr_main(), "main_hot");
+    assert_eq!(a.len(), 1);
+    let a = &a[0];
+    assert_eq!(a.path, "/tests/bin/attr_main");
+    assert_eq!(a.insns.iter().map(|i| i.samples).sum::<u64>(), a.samples);
+    assert!(a
+        .insns
+        .iter()
+        .all(|i| i.offset < 0x100 && !i.bytes.is_empty()));
+    assert!(
+        a.lines.iter().any(|(f, _, _)| f.ends_with("attr_main.c")),
+        "{:?}",
+        a.lines
+    );
+}
+
+#[test]
+fn other_or_missing_files_are_not_symbolized() {
+    // Without --symfs the guest's /tests/bin does not exist here.
+    let mut l = Loaded::new(data(), Some(PathBuf::from("/nonexistent/rprof-symfs")));
+    let rows = rprof_report::rows(&l.agg, &mut l.sym, &attr_main());
+    assert!(
+        rows[0]
+            .frame
+            .symbol
+            .starts_with("[unknown] /tests/bin/attr_main+0x"),
+        "{:?}",
+        rows[0].frame
+    );
+    // A symfs whose attr_main is another ELF file (the library): the
+    // build-id differs, so no symbol of it is shown.
+    let dir = std::env::temp_dir().join(format!("rprof-mismatch-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("tests/bin")).unwrap();
+    let lib = fixtures().join("symfs/tests/bin/libattr_lib.so");
+    std::fs::copy(&lib, dir.join("tests/bin/attr_main")).unwrap();
+    std::fs::copy(&lib, dir.join("tests/bin/libattr_lib.so")).unwrap();
+    let mut l = Loaded::new(data(), Some(dir.clone()));
+    let rows = rprof_report::rows(&l.agg, &mut l.sym, &attr_main());
+    let lines = table::group(&rows, &table::parse_sort("sym").unwrap());
+    assert_eq!(
+        lines[0].values,
+        ["[mismatch] /tests/bin/attr_main"],
+        "{lines:?}"
+    );
+    assert_eq!(lines[1].values, ["lib_hot"]);
+    assert!(l.sym.warnings().iter().any(|w| w.contains("build-id")));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,0 +1,79 @@
+//! Source lines from DWARF, for `rprof annotate`.
+//!
+//! The sections are read uncompressed (`.zdebug`/`SHF_COMPRESSED` debug
+//! info is reported as "no line information").  Addresses are virtual
+//! addresses of the unrelocated image, as [`crate::ElfImage`] gives them.
+
+use addr2line::gimli;
+use object::{Object, ObjectSection};
+
+type Reader<'a> = gimli::EndianSlice<'a, gimli::RunTimeEndian>;
+
+/// The line tables of one ELF file, borrowing its bytes.
+pub struct Lines<'a> {
+    ctx: addr2line::Context<Reader<'a>>,
+}
+
+impl std::fmt::Debug for Lines<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Lines")
+    }
+}
+
+impl<'a> Lines<'a> {
+    /// Loads the DWARF of an ELF file's bytes; `None` if it has no line
+    /// information that can be read.
+    pub fn parse(data: &'a [u8]) -> Option<Lines<'a>> {
+        let file = object::File::parse(data).ok()?;
+        file.section_by_name(".debug_line")?;
+        let endian = if file.is_little_endian() {
+            gimli::RunTimeEndian::Little
+        } else {
+            gimli::RunTimeEndian::Big
+        };
+        let load = |id: gimli::SectionId| -> Result<Reader<'a>, gimli::Error> {
+            let bytes: &'a [u8] = file
+                .section_by_name(id.name())
+                .and_then(|s| s.data().ok())
+                .unwrap_or(&[]);
+            Ok(Reader::new(bytes, endian))
+        };
+        let dwarf = gimli::Dwarf::load(load).ok()?;
+        let ctx = addr2line::Context::from_dwarf(dwarf).ok()?;
+        Some(Lines { ctx })
+    }
+
+    /// The source file and line of `vaddr`.
+    pub fn line(&self, vaddr: u64) -> Option<(String, u32)> {
+        let loc = self.ctx.find_location(vaddr).ok()??;
+        Some((loc.file?.to_string(), loc.line?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn garbage_has_no_lines() {
+        assert!(Lines::parse(b"not elf").is_none());
+    }
+
+    #[test]
+    fn this_test_binary_may_have_lines() {
+        // Test binaries carry line tables in the default profile only with
+        // debug info; either way nothing panics, and a found line names a
+        // file.
+        let exe = std::env::current_exe().unwrap();
+        let data = std::fs::read(exe).unwrap();
+        if let Some(lines) = Lines::parse(&data) {
+            let image = crate::ElfImage::parse(&data).unwrap();
+            let syms = image.symbols_named("rprof_symbols_test_marker");
+            if let Some((addr, _)) = syms.first() {
+                if let Some((file, line)) = lines.line(*addr) {
+                    assert!(!file.is_empty() && line > 0);
+                }
+            }
+        }
+    }
+}

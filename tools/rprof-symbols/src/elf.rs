@@ -1,0 +1,271 @@
+//! ELF files: function symbols by file offset, and build-ids.
+//!
+//! The module reports a user sample as (file cookie, file offset), the
+//! offset being `(vm_pgoff << PAGE_SHIFT) + ip - vm_start`.  A PT_LOAD
+//! segment maps its file bytes at the same distances in memory, so for the
+//! segment that holds the offset `vaddr = offset - p_offset + p_vaddr`, and
+//! symbol values are virtual addresses of that same unrelocated image, for
+//! executables and shared objects alike.
+
+use crate::Hit;
+use object::elf::{PF_X, PT_LOAD};
+use object::read::elf::{ElfFile64, ProgramHeader};
+use object::{Endianness, Object, ObjectSymbol, ReadCache, SymbolKind};
+use std::fs::File;
+use std::path::Path;
+
+/// A PT_LOAD segment: where its bytes are in the file and in memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Segment {
+    /// `p_offset`.
+    pub offset: u64,
+    /// `p_filesz`.
+    pub file_size: u64,
+    /// `p_vaddr`.
+    pub vaddr: u64,
+    /// `p_flags & PF_X`.
+    pub exec: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Sym {
+    addr: u64,
+    size: u64,
+    name: String,
+}
+
+/// The loadable segments and function symbols of one ELF file.
+#[derive(Debug, Clone, Default)]
+pub struct ElfImage {
+    /// The PT_LOAD segments, in program header order.
+    pub segments: Vec<Segment>,
+    /// Function symbols sorted by address, one per address.
+    symbols: Vec<Sym>,
+    /// The GNU build-id, if the file has one.
+    pub build_id: Option<Vec<u8>>,
+}
+
+impl ElfImage {
+    /// Parses a 64-bit ELF file's bytes.
+    pub fn parse(data: &[u8]) -> Result<ElfImage, String> {
+        let elf = ElfFile64::<Endianness>::parse(data)
+            .map_err(|e| format!("not a 64-bit ELF file: {e}"))?;
+        let endian = elf.endian();
+        let segments = elf
+            .elf_program_headers()
+            .iter()
+            .filter(|ph| ph.p_type(endian) == PT_LOAD)
+            .map(|ph| Segment {
+                offset: ph.p_offset(endian),
+                file_size: ph.p_filesz(endian),
+                vaddr: ph.p_vaddr(endian),
+                exec: ph.p_flags(endian) & PF_X != 0,
+            })
+            .collect();
+        let mut symbols: Vec<Sym> = elf
+            .symbols()
+            .chain(elf.dynamic_symbols())
+            .filter(|s| !s.is_undefined() && s.kind() == SymbolKind::Text && s.address() != 0)
+            .filter_map(|s| {
+                let name = s.name().ok()?;
+                (!name.is_empty()).then(|| Sym {
+                    addr: s.address(),
+                    size: s.size(),
+                    name: name.to_string(),
+                })
+            })
+            .collect();
+        // One symbol per address: the sized one, then the global-looking
+        // (shortest, for aliases like __libc_foo / foo the first by name).
+        symbols.sort_by(|a, b| {
+            a.addr
+                .cmp(&b.addr)
+                .then(b.size.cmp(&a.size))
+                .then(a.name.len().cmp(&b.name.len()))
+                .then(a.name.cmp(&b.name))
+        });
+        symbols.dedup_by(|b, a| a.addr == b.addr);
+        let build_id = elf.build_id().ok().flatten().map(<[u8]>::to_vec);
+        Ok(ElfImage {
+            segments,
+            symbols,
+            build_id,
+        })
+    }
+
+    /// Reads and parses the ELF file at `path`.
+    pub fn load(path: &Path) -> Result<ElfImage, String> {
+        let data =
+            std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        Self::parse(&data).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// The virtual address of file offset `offset`: in the PT_LOAD segment
+    /// whose file bytes hold it (an executable one first, should segments
+    /// share a page of the file).
+    pub fn vaddr_of_offset(&self, offset: u64) -> Option<u64> {
+        let holds = |s: &&Segment| offset >= s.offset && offset - s.offset < s.file_size;
+        let seg = self
+            .segments
+            .iter()
+            .filter(holds)
+            .find(|s| s.exec)
+            .or_else(|| self.segments.iter().find(holds))?;
+        (offset - seg.offset).checked_add(seg.vaddr)
+    }
+
+    /// The file offset of virtual address `vaddr`.
+    pub fn offset_of_vaddr(&self, vaddr: u64) -> Option<u64> {
+        let seg = self
+            .segments
+            .iter()
+            .find(|s| vaddr >= s.vaddr && vaddr - s.vaddr < s.file_size)?;
+        (vaddr - seg.vaddr).checked_add(seg.offset)
+    }
+
+    /// The function symbol that holds virtual address `vaddr`: the
+    /// nearest one at or below it, if `vaddr` is inside its size (or, for
+    /// a symbol without a size, below the next symbol).
+    pub fn symbol_at(&self, vaddr: u64) -> Option<Hit<'_>> {
+        let i = self.symbols.partition_point(|s| s.addr <= vaddr);
+        let sym = self.symbols.get(i.checked_sub(1)?)?;
+        let offset = vaddr - sym.addr;
+        let inside = if sym.size > 0 {
+            offset < sym.size
+        } else {
+            // Unsized: up to the next symbol, within the same segment.
+            let next = self.symbols.get(i).map_or(u64::MAX, |s| s.addr);
+            vaddr < next
+                && self
+                    .segments
+                    .iter()
+                    .any(|s| sym.addr >= s.vaddr && vaddr - s.vaddr < s.file_size)
+        };
+        inside.then_some(Hit {
+            name: &sym.name,
+            addr: sym.addr,
+            size: sym.size,
+            offset,
+        })
+    }
+
+    /// The function symbol of file offset `offset`, and the virtual address
+    /// the offset is at.
+    pub fn symbol_at_offset(&self, offset: u64) -> (Option<u64>, Option<Hit<'_>>) {
+        let vaddr = self.vaddr_of_offset(offset);
+        (vaddr, vaddr.and_then(|v| self.symbol_at(v)))
+    }
+
+    /// Every function symbol named `name` (aliases of one address count
+    /// once): (address, size).
+    pub fn symbols_named(&self, name: &str) -> Vec<(u64, u64)> {
+        self.symbols
+            .iter()
+            .filter(|s| s.name == name)
+            .map(|s| (s.addr, s.size))
+            .collect()
+    }
+
+    /// Number of distinct function symbols.
+    pub fn symbol_count(&self) -> usize {
+        self.symbols.len()
+    }
+}
+
+/// The GNU build-id of the ELF file at `path`: `Ok(None)` if it is not ELF
+/// or has no `.note.gnu.build-id`.  Reads only the headers and notes.
+pub fn read_build_id(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
+    let file = File::open(path)?;
+    let cache = ReadCache::new(file);
+    let Ok(elf) = object::File::parse(&cache) else {
+        return Ok(None);
+    };
+    Ok(elf.build_id().ok().flatten().map(<[u8]>::to_vec))
+}
+
+/// A build-id as lower-case hex.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A function of this test binary, found by name in its symbol table.
+    #[no_mangle]
+    #[inline(never)]
+    pub extern "C" fn rprof_symbols_test_marker(x: u64) -> u64 {
+        std::hint::black_box(x.wrapping_mul(3).wrapping_add(7))
+    }
+
+    #[test]
+    fn finds_a_function_of_this_binary_by_file_offset() {
+        assert_eq!(rprof_symbols_test_marker(1), 10);
+        let exe = std::env::current_exe().unwrap();
+        let image = ElfImage::load(&exe).unwrap();
+        let syms = image.symbols_named("rprof_symbols_test_marker");
+        assert_eq!(syms.len(), 1, "{syms:?}");
+        let (addr, size) = syms[0];
+        assert!(size > 0);
+        let off = image.offset_of_vaddr(addr + 1).unwrap();
+        let (vaddr, hit) = image.symbol_at_offset(off);
+        assert_eq!(vaddr, Some(addr + 1));
+        let hit = hit.unwrap();
+        assert_eq!((hit.name, hit.offset), ("rprof_symbols_test_marker", 1));
+        // The build-id, both ways (Rust test binaries on Linux have one
+        // when the linker adds it; both must agree either way).
+        assert_eq!(read_build_id(&exe).unwrap(), image.build_id);
+    }
+
+    #[test]
+    fn nearest_symbol_rules() {
+        let image = ElfImage {
+            segments: vec![Segment {
+                offset: 0,
+                file_size: 0x2000,
+                vaddr: 0x1000,
+                exec: true,
+            }],
+            symbols: vec![
+                Sym {
+                    addr: 0x1100,
+                    size: 0x10,
+                    name: "sized".into(),
+                },
+                Sym {
+                    addr: 0x1200,
+                    size: 0,
+                    name: "unsized".into(),
+                },
+                Sym {
+                    addr: 0x1300,
+                    size: 0x10,
+                    name: "last".into(),
+                },
+            ],
+            build_id: None,
+        };
+        assert_eq!(image.symbol_at(0x10ff), None);
+        assert_eq!(image.symbol_at(0x110f).map(|h| h.offset), Some(0xf));
+        assert_eq!(image.symbol_at(0x1110), None, "past a sized symbol");
+        assert_eq!(image.symbol_at(0x12ff).map(|h| h.name), Some("unsized"));
+        assert_eq!(image.symbol_at(0x1310), None);
+        assert_eq!(image.vaddr_of_offset(0x300), Some(0x1300));
+        assert_eq!(image.vaddr_of_offset(0x2000), None);
+    }
+
+    #[test]
+    fn not_elf() {
+        assert!(ElfImage::parse(b"#!/bin/sh\n").is_err());
+        assert!(ElfImage::parse(&[]).is_err());
+        assert!(ElfImage::load(Path::new("/nonexistent/rprof/elf")).is_err());
+        let dir = std::env::temp_dir().join(format!("rprof-sym-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("script");
+        std::fs::write(&p, b"#!/bin/sh\necho hi\n").unwrap();
+        assert_eq!(read_build_id(&p).unwrap(), None);
+        assert!(read_build_id(&dir.join("missing")).is_err());
+        assert_eq!(hex(&[0, 0xab, 0x10]), "00ab10");
+    }
+}

@@ -1,0 +1,37 @@
+//! rprof's symbolizer: names for the (cookie, offset) pairs of the stream.
+//!
+//! - [`elf`]: an ELF file's function symbols (`.symtab`, else `.dynsym`),
+//!   looked up by *file offset* through the PT_LOAD segments, as the
+//!   module reports user samples; the GNU build-id of a file.
+//! - [`kallsyms`]: `/proc/kallsyms` text, looked up by address (kernel
+//!   samples) or by module and address (module samples).
+//! - [`dwarf`]: source lines of addresses from DWARF (`rprof annotate`).
+//! - [`dev`]: the kernel's `new_encode_dev()` device numbers against
+//!   `stat()`'s.
+//!
+//! Nothing here panics on a malformed file: a file that cannot be parsed is
+//! an error value, and lookups that find nothing return `None`.
+
+#![cfg_attr(not(test), forbid(unsafe_code))]
+
+pub mod dev;
+pub mod dwarf;
+pub mod elf;
+pub mod kallsyms;
+
+pub use elf::{read_build_id, ElfImage};
+pub use kallsyms::Kallsyms;
+
+/// A symbol found for an address: its name and how far into it the
+/// address is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hit<'a> {
+    /// The symbol's name.
+    pub name: &'a str,
+    /// Its start address (virtual address in its image, or kernel address).
+    pub addr: u64,
+    /// Its size in bytes (0 if unknown).
+    pub size: u64,
+    /// The looked-up address minus `addr`.
+    pub offset: u64,
+}

@@ -1,0 +1,111 @@
+//! `rprof export`: a recording as pprof, folded stacks or speedscope.
+
+use super::input::InputArgs;
+use clap::{Args, ValueEnum};
+use rprof::Error;
+use rprof_report::{folded, pprof, speedscope, Filter};
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::PathBuf;
+
+/// An output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// gzip'd profile.proto, for `go tool pprof` and friends.
+    Pprof,
+    /// `comm;dso;symbol count` lines, for flamegraph.pl.
+    Folded,
+    /// speedscope's JSON file format.
+    Speedscope,
+}
+
+/// Options of `rprof export`.
+#[derive(Debug, Clone, Args)]
+pub struct ExportArgs {
+    /// The output format.
+    #[arg(short = 'f', long = "format", value_enum)]
+    pub format: Format,
+
+    /// Where to write (`-`: standard output).
+    #[arg(short = 'o', long = "output", value_name = "OUT")]
+    pub output: PathBuf,
+
+    /// Which event of the recording (its index among the -e events).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub event: u32,
+
+    #[command(flatten)]
+    /// The recording.
+    pub input: InputArgs,
+}
+
+/// Runs `rprof export`.
+pub fn run(args: &ExportArgs) -> Result<(), Error> {
+    let mut loaded = args.input.load()?;
+    if let Some(e) = &loaded.stream_error {
+        eprintln!("rprof: warning: {e}; later records were ignored");
+    }
+    let filter = Filter {
+        event: Some(args.event),
+        ..args.input.filter()
+    };
+    let rows = rprof_report::rows(&loaded.agg, &mut loaded.sym, &filter);
+    let data = &loaded.data;
+    let mut out: Box<dyn Write> = if args.output.as_os_str() == "-" {
+        Box::new(BufWriter::new(io::stdout().lock()))
+    } else {
+        Box::new(BufWriter::new(File::create(&args.output).map_err(|e| {
+            Error::Open {
+                path: args.output.clone(),
+                source: e,
+            }
+        })?))
+    };
+    let name = args.input.input.display().to_string();
+    let result = match args.format {
+        Format::Folded => folded::write(&mut out, &rows),
+        Format::Speedscope => serde_json::to_writer(&mut out, &speedscope::document(&rows, &name))
+            .map_err(io::Error::other)
+            .and_then(|()| writeln!(out)),
+        Format::Pprof => {
+            let e = data
+                .config
+                .events
+                .get(args.event as usize)
+                .copied()
+                .unwrap_or_default();
+            let period = if e.flags & rprof_abi::RPROF_EVENT_FREQ != 0 && e.period > 0 {
+                (1_000_000_000 / e.period) as i64
+            } else {
+                e.period as i64
+            };
+            let start: i64 = data
+                .meta(rprof_data::meta::START_UNIX)
+                .and_then(|s| s.parse::<i64>().ok())
+                .unwrap_or(0);
+            let duration: i64 = data
+                .meta(rprof_data::meta::DURATION_NS)
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0);
+            let opts = pprof::Options {
+                event: rprof_report::event_name(e.kind),
+                period_is_time: rprof_report::period_is_time(e.kind),
+                period,
+                time_nanos: start.saturating_mul(1_000_000_000),
+                duration_nanos: duration,
+                comment: data.meta(rprof_data::meta::COMMAND).map(str::to_string),
+            };
+            pprof::write_gz(&mut out, &rows, &opts)
+        }
+    };
+    result
+        .and_then(|()| out.flush())
+        .map_err(|e| Error::io("writing the export", e))?;
+    let samples: u64 = rows.iter().map(|r| r.samples).sum();
+    eprintln!(
+        "rprof: exported {samples} samples ({} rows) to {}",
+        rows.len(),
+        args.output.display()
+    );
+    Ok(())
+}

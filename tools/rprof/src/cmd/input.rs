@@ -1,0 +1,51 @@
+//! The input options of `rprof report`, `export` and `annotate`.
+
+use clap::Args;
+use rprof::Error;
+use rprof_data::DataFile;
+use rprof_report::{Filter, Loaded};
+use std::path::PathBuf;
+
+/// Which recording, which of its samples, where its files are.
+#[derive(Debug, Clone, Args)]
+pub struct InputArgs {
+    /// The recording to read.
+    #[arg(
+        short = 'i',
+        long = "input",
+        value_name = "FILE",
+        default_value = "rprof.data"
+    )]
+    pub input: PathBuf,
+
+    /// Only samples of thread group (process) P.
+    #[arg(long = "pid", value_name = "P")]
+    pub pid: Option<u32>,
+
+    /// Only samples of tasks whose comm is C.
+    #[arg(long = "comm", value_name = "C")]
+    pub comm: Option<String>,
+
+    /// Look files up under DIR (DIR/usr/bin/foo for /usr/bin/foo), e.g.
+    /// copies from the recording machine; build-ids are still checked.
+    #[arg(long, value_name = "DIR")]
+    pub symfs: Option<PathBuf>,
+}
+
+impl InputArgs {
+    /// Reads and walks the recording.
+    pub fn load(&self) -> Result<Loaded, Error> {
+        let data = DataFile::read(&self.input)
+            .map_err(|e| Error::Protocol(format!("{}: {e}", self.input.display())))?;
+        Ok(Loaded::new(data, self.symfs.clone()))
+    }
+
+    /// The sample filter.
+    pub fn filter(&self) -> Filter {
+        Filter {
+            pid: self.pid,
+            comm: self.comm.clone(),
+            event: None,
+        }
+    }
+}

@@ -1,0 +1,233 @@
+//! `rprof record`: sample into an `rprof.data` file.
+//!
+//! The whole system by default (`-a`), one process with `-p PID` (the
+//! module's pid filter), or while a command runs (`-- CMD ARGS`: the
+//! session is system-wide, the command's pid is kept in the file for
+//! `rprof report --pid`).  Ends after `-d SECONDS`, when the command
+//! exits, or on SIGINT/SIGTERM; then STOP, the rest of the stream up to
+//! the STOP record, the snapshot (kallsyms, modules, build-ids), and the
+//! figures on stderr.
+
+use clap::Args;
+use rprof::sampling::SamplingArgs;
+use rprof::session::{Framer, Session, Sink};
+use rprof::{signal, snapshot, Device, Error};
+use rprof_data::{meta, Writer};
+use rprof_report::Aggregate;
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Options of `rprof record`.
+#[derive(Debug, Clone, Args)]
+pub struct RecordArgs {
+    /// Sample the whole system (the default).
+    #[arg(short = 'a', long = "all-cpus", conflicts_with = "pid")]
+    pub all: bool,
+
+    /// Only sample the thread group (process) PID (the module's filter).
+    #[arg(short = 'p', long = "pid", value_name = "PID",
+          value_parser = clap::value_parser!(i32).range(1..))]
+    pub pid: Option<i32>,
+
+    /// Where to write the recording.
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "FILE",
+        default_value = "rprof.data"
+    )]
+    pub output: PathBuf,
+
+    /// Stop after this many seconds (fractions allowed); without it, when
+    /// CMD exits or on Ctrl-C.
+    #[arg(short = 'd', long = "duration", value_name = "SECONDS",
+          value_parser = rprof::daemon::parse_seconds)]
+    pub duration: Option<Duration>,
+
+    /// Read records with read() instead of the mmap'ed buffer.
+    #[arg(long)]
+    pub read: bool,
+
+    #[command(flatten)]
+    /// What to sample.
+    pub sampling: SamplingArgs,
+
+    /// The command to run while sampling (after `--`).
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// The longest wait in `poll()`.
+const POLL_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Writes the stream to the file and counts it.
+struct RecordSink {
+    writer: Writer<BufWriter<File>>,
+    framer: Framer,
+    agg: Aggregate,
+}
+
+impl Sink for RecordSink {
+    fn feed(&mut self, bytes: &[u8]) -> Result<(), Error> {
+        self.writer
+            .write_stream(bytes)
+            .map_err(|e| Error::io("writing the recording", e))?;
+        let agg = &mut self.agg;
+        self.framer.feed(bytes, |r| {
+            agg.feed(r);
+            Ok(())
+        })
+    }
+
+    fn saw_stop(&self) -> bool {
+        self.framer.stops() > 0
+    }
+}
+
+fn uname() -> (String, String) {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default()
+    };
+    (
+        read("/proc/sys/kernel/hostname"),
+        read("/proc/sys/kernel/osrelease"),
+    )
+}
+
+/// Runs `rprof record`.
+pub fn run(device: &Path, args: &RecordArgs) -> Result<(), Error> {
+    if args.pid.is_some() && !args.command.is_empty() {
+        return Err(Error::Protocol(
+            "-p PID and a command cannot be combined".into(),
+        ));
+    }
+    let config = args
+        .sampling
+        .session_options(args.pid)
+        .to_config()
+        .map_err(Error::Protocol)?;
+    // The device first: a missing module or capability is the error to
+    // report, before any file is created.
+    let dev = Device::open(device)?;
+    let mut session = Session::new(&dev, &config, args.read)?;
+    signal::install_stop_handler().map_err(|e| Error::io("installing a SIGINT handler", e))?;
+    let file = File::create(&args.output).map_err(|e| Error::Open {
+        path: args.output.clone(),
+        source: e,
+    })?;
+    let writer = Writer::new(BufWriter::new(file), &config)
+        .map_err(|e| Error::io("writing the recording", e))?;
+    let mut sink = RecordSink {
+        writer,
+        framer: Framer::new(),
+        agg: Aggregate::new(),
+    };
+    let start_unix = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs();
+    let started = Instant::now();
+    session.start()?;
+
+    let mut child: Option<Child> = None;
+    let mut child_status = None;
+    if let Some((prog, rest)) = args.command.split_first() {
+        match Command::new(prog).args(rest).spawn() {
+            Ok(c) => child = Some(c),
+            Err(e) => {
+                let _ = session.stop();
+                let _ = std::fs::remove_file(&args.output);
+                return Err(Error::Protocol(format!("cannot run {prog}: {e}")));
+            }
+        }
+    }
+    let target_pid = child.as_ref().map(|c| c.id() as i32).or(args.pid);
+    let deadline = args.duration.map(|d| started + d);
+    loop {
+        if signal::stop_requested() {
+            break;
+        }
+        if let Some(c) = &mut child {
+            if let Ok(Some(status)) = c.try_wait() {
+                child_status = Some(status);
+                break;
+            }
+        }
+        let now = Instant::now();
+        let wait = match deadline {
+            Some(d) if now >= d => break,
+            Some(d) => (d - now).min(POLL_INTERVAL),
+            None => POLL_INTERVAL,
+        };
+        session.pump(wait, &mut sink)?;
+    }
+    let stopped = session.stop_and_drain(&mut sink)?;
+    let elapsed = started.elapsed();
+    let (stats, _) = dev.stats(false)?;
+    if !stopped {
+        eprintln!("rprof: warning: the session ended without a STOP record");
+    }
+
+    let mut m = BTreeMap::new();
+    let (host, release) = uname();
+    m.insert(meta::RPROF_VERSION.into(), env!("CARGO_PKG_VERSION").into());
+    m.insert(meta::HOSTNAME.into(), host);
+    m.insert(meta::KERNEL.into(), release);
+    m.insert(meta::START_UNIX.into(), start_unix.to_string());
+    m.insert(meta::DURATION_NS.into(), elapsed.as_nanos().to_string());
+    if !args.command.is_empty() {
+        m.insert(meta::COMMAND.into(), args.command.join(" "));
+    }
+    if let Some(p) = target_pid {
+        m.insert(meta::TARGET_PID.into(), p.to_string());
+    }
+    let snap = snapshot::take(
+        sink.agg.resolver().names(),
+        Some(snapshot::stats_of(&stats)),
+    );
+    let bytes = sink.writer.stream_len();
+    sink.writer
+        .finish(&m, &snap)
+        .map_err(|e| Error::io("writing the recording", e))?;
+    let size = std::fs::metadata(&args.output)
+        .map(|m| m.len())
+        .unwrap_or(0);
+
+    let agg = &sink.agg;
+    eprintln!(
+        "rprof: recorded {} samples in {:.2} s into {} ({} KiB, {} bytes of stream, {} files)",
+        agg.samples,
+        elapsed.as_secs_f64(),
+        args.output.display(),
+        size.div_ceil(1024),
+        bytes,
+        snap.files.len()
+    );
+    let t = &stats.total;
+    eprintln!(
+        "rprof: module: samples {}, delivered {}, lost {} (ring {}, buffer {}, no_mm {}, no_mapping {}, no_cookie {}); stream: lost {}",
+        t.samples,
+        t.delivered,
+        t.lost_ring + t.lost_buffer + t.lost_no_mm + t.lost_no_mapping + t.lost_no_cookie,
+        t.lost_ring,
+        t.lost_buffer,
+        t.lost_no_mm,
+        t.lost_no_mapping,
+        t.lost_no_cookie,
+        agg.lost_total()
+    );
+    if let Some(status) = child_status {
+        if !status.success() {
+            eprintln!("rprof: {} exited with {status}", args.command[0]);
+        }
+    } else if child.is_some() {
+        eprintln!("rprof: {} is still running", args.command[0]);
+    }
+    sink.framer.finish()
+}

@@ -1,0 +1,74 @@
+//! `rprof report`: the top table of a recording.
+
+use super::input::InputArgs;
+use clap::Args;
+use rprof::Error;
+use rprof_report::table;
+use std::io::{self, BufWriter, Write};
+
+/// Options of `rprof report`.
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    #[command(flatten)]
+    /// The recording.
+    pub input: InputArgs,
+
+    /// Group by these columns, comma-separated: comm, pid, dso, sym.
+    #[arg(short = 's', long = "sort", value_name = "KEYS", default_value = table::DEFAULT_SORT)]
+    pub sort: table::SortKeys,
+
+    /// Leave out lines under this percentage.
+    #[arg(long, value_name = "X", default_value_t = 0.0)]
+    pub percent_limit: f64,
+
+    /// Plain text on standard output (the only interface there is).
+    #[arg(long)]
+    pub stdio: bool,
+}
+
+/// Runs `rprof report`.
+pub fn run(args: &ReportArgs) -> Result<(), Error> {
+    let mut loaded = args.input.load()?;
+    let filter = args.input.filter();
+    let out = io::stdout().lock();
+    let mut out = BufWriter::new(out);
+    let source = args.input.input.display().to_string();
+    let write = |out: &mut dyn Write, loaded: &mut rprof_report::Loaded| -> io::Result<()> {
+        // Symbolize first: the header lists files that did not match.
+        let events = loaded.events(&filter);
+        let mut tables = Vec::new();
+        for ev in &events {
+            let f = rprof_report::Filter {
+                event: Some(*ev),
+                ..filter.clone()
+            };
+            let rows = rprof_report::rows(&loaded.agg, &mut loaded.sym, &f);
+            tables.push((*ev, rows));
+        }
+        loaded.write_header(out, &source, &filter)?;
+        if tables.is_empty() {
+            writeln!(out, "#\n# no samples")?;
+        }
+        for (ev, rows) in &tables {
+            let total: u64 = rows.iter().map(|r| r.samples).sum();
+            writeln!(
+                out,
+                "#\n# event {}: {total} samples\n#",
+                rprof_report::event_label(&loaded.data.config, *ev)
+            )?;
+            let lines = table::group(rows, &args.sort.0);
+            table::write(out, &lines, &args.sort.0, total, args.percent_limit)?;
+        }
+        Ok(())
+    };
+    write(&mut out, &mut loaded)
+        .and_then(|()| out.flush())
+        .or_else(|e| {
+            if e.kind() == io::ErrorKind::BrokenPipe {
+                Ok(())
+            } else {
+                Err(e)
+            }
+        })
+        .map_err(|e| Error::io("writing to standard output", e))
+}

@@ -1,0 +1,219 @@
+//! `rprof daemon` / `rprofd`: continuous profiling into rotating pprof
+//! files.
+//!
+//! One session runs for as long as the daemon, read through the mmap'ed
+//! buffer.  Every interval the samples of that interval are symbolized
+//! against the running system and written to
+//! `DIR/rprof-<unix seconds>-<sequence>.pb.gz` (written to a temporary
+//! name, then renamed, so a reader never sees half a file); only the
+//! newest `--keep` such files are kept.  A reader that falls behind never
+//! blocks the daemon: the module drops what does not fit and counts it,
+//! and the LOST counts go into each profile's comment.  SIGTERM or SIGINT
+//! stop the session, drain it and write the last interval.
+
+use crate::sampling::SamplingArgs;
+use crate::session::Session;
+use crate::{live, signal, Device, Error};
+use clap::Args;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Options of `rprof daemon` and `rprofd`.
+#[derive(Debug, Clone, Args)]
+pub struct DaemonArgs {
+    /// Directory of the profiles (created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub dir: PathBuf,
+
+    /// Seconds of samples per profile (fractions allowed).
+    #[arg(long, value_name = "SECS", default_value = "60", value_parser = parse_seconds)]
+    pub interval: Duration,
+
+    /// How many profiles to keep; older ones are deleted.
+    #[arg(long, value_name = "N", default_value_t = 10,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub keep: u64,
+
+    /// Only sample the thread group (process) PID.
+    #[arg(short = 'p', long = "pid", value_name = "PID",
+          value_parser = clap::value_parser!(i32).range(1..))]
+    pub pid: Option<i32>,
+
+    #[command(flatten)]
+    /// What to sample.
+    pub sampling: SamplingArgs,
+}
+
+/// Parses a positive, finite number of seconds.
+pub fn parse_seconds(s: &str) -> Result<Duration, String> {
+    let secs: f64 = s
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number of seconds"))?;
+    if !(secs.is_finite() && secs > 0.0 && secs <= 1e9) {
+        return Err(format!("'{s}': the duration must be positive"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// The longest wait in `poll()`.
+const POLL_INTERVAL: Duration = Duration::from_millis(100);
+/// Profile file names: `rprof-` + seconds + `-` + sequence + `.pb.gz`.
+const PREFIX: &str = "rprof-";
+const SUFFIX: &str = ".pb.gz";
+
+fn now_unix() -> Duration {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+}
+
+/// Writes one interval's profile and rotates; returns its path.
+fn write_profile(
+    dir: &Path,
+    seq: u64,
+    sink: &mut live::AggregateSink,
+    config: &rprof_abi::rprof_config,
+    started: Duration,
+    keep: u64,
+) -> Result<PathBuf, Error> {
+    let mut sym = live::symbolizer();
+    let rows = rprof_report::rows(&sink.agg, &mut sym, &rprof_report::Filter::default());
+    let end = now_unix();
+    let kind = config.events[0].kind;
+    let e = &config.events[0];
+    let period = if e.flags & rprof_abi::RPROF_EVENT_FREQ != 0 && e.period > 0 {
+        (1_000_000_000 / e.period) as i64
+    } else {
+        e.period as i64
+    };
+    let opts = rprof_report::pprof::Options {
+        event: rprof_report::event_name(kind),
+        period_is_time: rprof_report::period_is_time(kind),
+        period,
+        time_nanos: started.as_nanos() as i64,
+        duration_nanos: end.saturating_sub(started).as_nanos() as i64,
+        comment: Some(format!(
+            "rprof daemon: {} samples, lost {}",
+            sink.agg.samples,
+            sink.agg.lost_line()
+        )),
+    };
+    let name = format!("{PREFIX}{:010}-{seq:06}{SUFFIX}", started.as_secs());
+    let path = dir.join(&name);
+    let tmp = dir.join(format!(".{name}.tmp"));
+    let mut file = std::io::BufWriter::new(
+        std::fs::File::create(&tmp).map_err(|e| Error::io("creating a profile", e))?,
+    );
+    rprof_report::pprof::write_gz(&mut file, &rows, &opts)
+        .and_then(|()| std::io::Write::flush(&mut file))
+        .map_err(|e| Error::io("writing a profile", e))?;
+    drop(file);
+    std::fs::rename(&tmp, &path).map_err(|e| Error::io("renaming a profile", e))?;
+    rotate(dir, keep)?;
+    Ok(path)
+}
+
+/// Deletes the oldest profiles of `dir` beyond `keep`.
+pub fn rotate(dir: &Path, keep: u64) -> Result<(), Error> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map_err(|e| Error::io("listing the profile directory", e))?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| n.starts_with(PREFIX) && n.ends_with(SUFFIX))
+        .collect();
+    names.sort();
+    let excess = names.len().saturating_sub(keep as usize);
+    for n in &names[..excess] {
+        // Another process may have removed it already.
+        let _ = std::fs::remove_file(dir.join(n));
+    }
+    Ok(())
+}
+
+/// Runs the daemon until SIGTERM/SIGINT.
+pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
+    let config = args
+        .sampling
+        .session_options(args.pid)
+        .to_config()
+        .map_err(Error::Protocol)?;
+    // The device first: a missing module or capability is the error to
+    // report, before anything is created.
+    let dev = Device::open(device)?;
+    let mut session = Session::new(&dev, &config, false)?;
+    std::fs::create_dir_all(&args.dir)
+        .map_err(|e| Error::io("creating the profile directory", e))?;
+    signal::install_stop_handler().map_err(|e| Error::io("installing a SIGTERM handler", e))?;
+    let mut sink = live::AggregateSink::new();
+    session.start()?;
+    eprintln!(
+        "rprof daemon: profiling into {} every {:?}, keeping {}",
+        args.dir.display(),
+        args.interval,
+        args.keep
+    );
+    let mut seq = 0u64;
+    let mut started = now_unix();
+    let mut deadline = Instant::now() + args.interval;
+    while !signal::stop_requested() {
+        let now = Instant::now();
+        if now >= deadline {
+            write_profile(&args.dir, seq, &mut sink, &config, started, args.keep)?;
+            seq += 1;
+            sink.agg.clear_counts();
+            started = now_unix();
+            deadline = now + args.interval;
+            continue;
+        }
+        session.pump((deadline - now).min(POLL_INTERVAL), &mut sink)?;
+    }
+    let stopped = session.stop_and_drain(&mut sink)?;
+    let path = write_profile(&args.dir, seq, &mut sink, &config, started, args.keep)?;
+    eprintln!(
+        "rprof daemon: stopped{}; last profile {}",
+        if stopped { "" } else { " (no STOP record)" },
+        path.display()
+    );
+    sink.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rotation_keeps_the_newest() {
+        let dir = std::env::temp_dir().join(format!("rprof-rotate-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for i in 0..5 {
+            std::fs::write(
+                dir.join(format!("{PREFIX}{:010}-{i:06}{SUFFIX}", 100 + i)),
+                b"x",
+            )
+            .unwrap();
+        }
+        std::fs::write(dir.join("other.txt"), b"x").unwrap();
+        rotate(&dir, 2).unwrap();
+        let mut left: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [
+                "other.txt",
+                "rprof-0000000103-000003.pb.gz",
+                "rprof-0000000104-000004.pb.gz"
+            ]
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn seconds() {
+        assert_eq!(parse_seconds("0.5"), Ok(Duration::from_millis(500)));
+        assert!(parse_seconds("0").is_err());
+        assert!(parse_seconds("x").is_err());
+    }
+}

@@ -1,0 +1,64 @@
+//! The sampling options shared by `rprof record`, `top` and `daemon`.
+
+use crate::events::{EventSpec, SessionOptions};
+use clap::Args;
+
+/// The default frequency of `record`, `top` and `daemon`: 999 Hz, as
+/// perf's (off the 1000 Hz of timer ticks, so samples do not lock step
+/// with periodic work).
+pub const DEFAULT_RECORD_FREQ_HZ: u64 = 999;
+
+/// What to sample and how the session is sized.
+#[derive(Debug, Clone, Args, Default)]
+pub struct SamplingArgs {
+    /// Event to sample: cpu-clock, task-clock, cycles, instructions,
+    /// cache-misses or branch-misses; `NAME:PERIOD` samples every PERIOD
+    /// events, `NAME@HZ` about HZ times a second.  Repeatable (up to 8).
+    /// Default: cpu-clock@999.
+    #[arg(short = 'e', long = "event", value_name = "EVENT[:PERIOD|@FREQ]")]
+    pub events: Vec<EventSpec>,
+
+    /// Sampling frequency in Hz of events given without a period or
+    /// frequency of their own (default 999).
+    #[arg(short = 'F', long = "freq", value_name = "HZ",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub freq: Option<u64>,
+
+    /// Do not sample user mode.
+    #[arg(long)]
+    pub exclude_user: bool,
+
+    /// Do not sample kernel mode.
+    #[arg(long)]
+    pub exclude_kernel: bool,
+
+    /// Slots of each CPU's ring, a power of two (default: the module's).
+    #[arg(long, value_name = "N", default_value_t = 0, hide_default_value = true)]
+    pub ring_records: u32,
+
+    /// Size at which the module wakes the reader, in bytes (default: the
+    /// module's, a quarter of the buffer).
+    #[arg(
+        long,
+        value_name = "BYTES",
+        default_value_t = 0,
+        hide_default_value = true
+    )]
+    pub wakeup_bytes: u32,
+}
+
+impl SamplingArgs {
+    /// The session options, for the whole system or (`pid`) one process.
+    pub fn session_options(&self, pid: Option<i32>) -> SessionOptions {
+        SessionOptions {
+            events: self.events.clone(),
+            freq: Some(self.freq.unwrap_or(DEFAULT_RECORD_FREQ_HZ)),
+            exclude_user: self.exclude_user,
+            exclude_kernel: self.exclude_kernel,
+            pid,
+            ring_records: self.ring_records,
+            drain_interval_ms: 0,
+            wakeup_bytes: self.wakeup_bytes,
+        }
+    }
+}

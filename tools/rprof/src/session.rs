@@ -1,0 +1,277 @@
+//! One session on `/dev/rprof`, as every command that samples runs it.
+//!
+//! [`Session::new`] checks the ABI version, configures, and maps the event
+//! buffer (or prepares `read()`); [`Session::start`] starts sampling;
+//! [`Session::pump`] waits up to a timeout for data and hands what the
+//! module published to a [`Sink`]; [`Session::stop_and_drain`] stops and
+//! takes everything up to the STOP record.  A session dropped while
+//! running (an error path) is stopped.
+//!
+//! [`Framer`] cuts the chunks a sink receives into records: chunks need
+//! not end on record boundaries.
+
+use crate::{Device, Error, MmapReader};
+use rprof_abi::rprof_config;
+use rprof_decode::{Decoder, Record};
+use std::time::Duration;
+
+/// The buffer size of `read()` in read mode.
+const READ_SIZE: usize = 256 * 1024;
+
+/// Where the bytes of the stream go.
+pub trait Sink {
+    /// Takes the next bytes of the stream, exactly as read.
+    fn feed(&mut self, bytes: &[u8]) -> Result<(), Error>;
+    /// Whether a STOP record has gone by.
+    fn saw_stop(&self) -> bool;
+}
+
+/// Where the records come from.
+enum Source<'dev> {
+    Mmap {
+        reader: MmapReader<'dev>,
+        chunk: Vec<u8>,
+    },
+    Read {
+        buf: Vec<u8>,
+    },
+}
+
+/// A configured session on an open device.
+pub struct Session<'dev> {
+    dev: &'dev Device,
+    source: Source<'dev>,
+    running: bool,
+}
+
+impl<'dev> Session<'dev> {
+    /// Checks the module's ABI version, configures the session and maps
+    /// the event buffer (unless `use_read`: then records come by `read()`).
+    pub fn new(dev: &'dev Device, config: &rprof_config, use_read: bool) -> Result<Self, Error> {
+        dev.check_version()?;
+        dev.set_config(config)?;
+        let source = if use_read {
+            Source::Read {
+                buf: vec![0; READ_SIZE],
+            }
+        } else {
+            Source::Mmap {
+                reader: MmapReader::new(dev)?,
+                chunk: Vec::new(),
+            }
+        };
+        Ok(Session {
+            dev,
+            source,
+            running: false,
+        })
+    }
+
+    /// The device.
+    pub fn device(&self) -> &'dev Device {
+        self.dev
+    }
+
+    /// START.
+    pub fn start(&mut self) -> Result<(), Error> {
+        self.dev.start()?;
+        self.running = true;
+        Ok(())
+    }
+
+    /// STOP (without draining).
+    pub fn stop(&mut self) -> Result<(), Error> {
+        self.running = false;
+        self.dev.stop()
+    }
+
+    /// Moves what is available into `sink`; returns the bytes moved.
+    /// `readable` is what `poll()` said (read() is only tried then).
+    fn take(&mut self, readable: bool, sink: &mut dyn Sink) -> Result<usize, Error> {
+        match &mut self.source {
+            Source::Mmap { reader, chunk } => {
+                chunk.clear();
+                let n = reader.read_available(chunk)?;
+                if n > 0 {
+                    sink.feed(chunk)?;
+                }
+                Ok(n)
+            }
+            Source::Read { buf } => {
+                if !readable {
+                    return Ok(0);
+                }
+                match self.dev.read(buf) {
+                    Ok(n) => {
+                        sink.feed(&buf[..n])?;
+                        Ok(n)
+                    }
+                    Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EINTR)) => Ok(0),
+                    Err(e) => Err(e),
+                }
+            }
+        }
+    }
+
+    /// Waits at most `wait` for data (a signal ends the wait early), then
+    /// hands what is there to `sink`; returns the bytes handed.
+    pub fn pump(&mut self, wait: Duration, sink: &mut dyn Sink) -> Result<usize, Error> {
+        let readable = self.dev.poll(wait)?;
+        self.take(readable, sink)
+    }
+
+    /// STOPs (if running) and takes everything up to the STOP record.
+    ///
+    /// When the buffer was full at STOP, the module still owes LOST
+    /// records and STOP itself; each FLUSH after freeing space lets it
+    /// write more.  Gives up only when a FLUSH brought nothing twice in a
+    /// row.  Returns whether the STOP record came.
+    pub fn stop_and_drain(&mut self, sink: &mut dyn Sink) -> Result<bool, Error> {
+        if self.running {
+            self.stop()?;
+        }
+        let mut idle_flushes = 0;
+        while !sink.saw_stop() && idle_flushes < 2 {
+            let readable = self.dev.poll(Duration::ZERO)?;
+            if self.take(readable, sink)? == 0 {
+                self.dev.flush()?;
+                idle_flushes += 1;
+            } else {
+                idle_flushes = 0;
+            }
+        }
+        Ok(sink.saw_stop())
+    }
+}
+
+impl Drop for Session<'_> {
+    fn drop(&mut self) {
+        if self.running {
+            // Already on an error path: that error is the one to report.
+            let _ = self.dev.stop();
+        }
+    }
+}
+
+/// Cuts a stream that arrives in chunks into records.
+///
+/// An incomplete last record waits for the next chunk.  A malformed record
+/// loses the framing: the rest of the stream is ignored and the error is
+/// reported by [`Framer::finish`] (and [`Framer::error`]).
+#[derive(Debug, Default)]
+pub struct Framer {
+    pending: Vec<u8>,
+    /// Stream offset of `pending[0]`.
+    offset: usize,
+    error: Option<String>,
+    stops: u64,
+}
+
+impl Framer {
+    /// A framer at the start of a stream.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Takes the next bytes; calls `each` for every complete record.
+    pub fn feed(
+        &mut self,
+        bytes: &[u8],
+        mut each: impl FnMut(&Record) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        if self.error.is_some() || bytes.is_empty() {
+            return Ok(());
+        }
+        self.pending.extend_from_slice(bytes);
+        let mut decoder = Decoder::new(&self.pending);
+        let mut result = Ok(());
+        for item in decoder.by_ref() {
+            match item {
+                Ok(record) => {
+                    if matches!(record, Record::Stop { .. }) {
+                        self.stops += 1;
+                    }
+                    if let Err(e) = each(&record) {
+                        result = Err(e);
+                        break;
+                    }
+                }
+                Err(e) if e.kind.is_truncation() => break,
+                Err(e) => {
+                    self.error = Some(format!(
+                        "malformed record at stream offset {}: {}",
+                        self.offset + e.offset,
+                        e.kind
+                    ));
+                    break;
+                }
+            }
+        }
+        let used = decoder.position();
+        self.pending.drain(..used);
+        self.offset += used;
+        result
+    }
+
+    /// STOP records seen.
+    pub fn stops(&self) -> u64 {
+        self.stops
+    }
+
+    /// The framing error, if a record was malformed.
+    pub fn error(&self) -> Option<&str> {
+        self.error.as_deref()
+    }
+
+    /// The stream has ended: reports a malformed or incomplete record.
+    pub fn finish(&self) -> Result<(), Error> {
+        if let Some(e) = &self.error {
+            return Err(Error::Protocol(e.clone()));
+        }
+        if !self.pending.is_empty() {
+            return Err(Error::Protocol(format!(
+                "the event stream ended inside a record ({} bytes at stream offset {})",
+                self.pending.len(),
+                self.offset
+            )));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn framer_reassembles_and_counts_stops() {
+        let config = rprof_config::new();
+        let mut stream = Vec::new();
+        for n in 0..5 {
+            Record::Sample {
+                flags: 0,
+                time_ns: n,
+                offset: n,
+                period: 1,
+            }
+            .encode(&mut stream);
+        }
+        Record::Stop { time_ns: 9, config }.encode(&mut stream);
+        let mut f = Framer::new();
+        let mut seen = 0;
+        for chunk in stream.chunks(5) {
+            f.feed(chunk, |_| {
+                seen += 1;
+                Ok(())
+            })
+            .unwrap();
+        }
+        assert_eq!((seen, f.stops()), (6, 1));
+        f.finish().unwrap();
+        f.feed(&stream[..8], |_| Ok(())).unwrap();
+        assert!(f.finish().is_err(), "an incomplete record is reported");
+        let mut f = Framer::new();
+        f.feed(&[1, 0, 0, 0, 12, 0, 0, 0], |_| Ok(())).unwrap();
+        assert!(f.error().unwrap().contains("offset 0"));
+    }
+}

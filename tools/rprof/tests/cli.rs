@@ -1,0 +1,218 @@
+//! The `rprof` command on the host: report, export and annotate of the
+//! recorded fixture (tests/fixtures/), and the errors that need no module.
+
+// Helpers of tests: a panic there is a test failure with a message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
+}
+
+fn rprof(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rprof"))
+        .args(args)
+        .output()
+        .expect("run rprof")
+}
+
+fn data() -> String {
+    fixtures()
+        .join("attr_main.rprof.data")
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn symfs() -> String {
+    fixtures().join("symfs").to_string_lossy().into_owned()
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("rprof-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn report_of_the_fixture() {
+    let out = rprof(&[
+        "report",
+        "-i",
+        &data(),
+        "--symfs",
+        &symfs(),
+        "--stdio",
+        "--comm",
+        "attr_main",
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    let rows: Vec<&str> = stdout.lines().filter(|l| l.starts_with("  ")).collect();
+    let fields = |l: &str| l.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+    assert_eq!(
+        fields(rows[0])[2..],
+        ["attr_main", "attr_main", "main_hot"],
+        "{stdout}"
+    );
+    assert_eq!(
+        fields(rows[1])[2..],
+        ["attr_main", "libattr_lib.so", "lib_hot"],
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("# events: cpu-clock@999; command: /tests/bin/attr_main 2 (pid "),
+        "{stdout}"
+    );
+    assert!(stdout.contains("\n# lost: "), "{stdout}");
+    // --sort pid,comm and --percent-limit.
+    let out = rprof(&[
+        "report",
+        "-i",
+        &data(),
+        "--sort",
+        "pid,comm",
+        "--percent-limit",
+        "10",
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success());
+    assert!(stdout.contains("Pid  Command"), "{stdout}");
+    assert!(stdout.contains("more lines under 10%"), "{stdout}");
+}
+
+#[test]
+fn exports_of_the_fixture() {
+    for (format, file) in [
+        ("pprof", "p.pb.gz"),
+        ("folded", "f.txt"),
+        ("speedscope", "s.json"),
+    ] {
+        let path = tmp(file);
+        let p = path.to_string_lossy();
+        let out = rprof(&[
+            "export",
+            "--format",
+            format,
+            "-i",
+            &data(),
+            "--symfs",
+            &symfs(),
+            "-o",
+            &p,
+        ]);
+        assert!(out.status.success(), "{format}: {}", text(&out.stderr));
+        let bytes = std::fs::read(&path).unwrap();
+        match format {
+            "pprof" => {
+                let s = rprof_report::pprof::decode(&bytes).unwrap();
+                assert!(s.functions.iter().any(|f| f == "main_hot"));
+            }
+            "folded" => assert!(text(&bytes).contains("attr_main;attr_main;main_hot ")),
+            _ => {
+                let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+                assert_eq!(v["profiles"][0]["type"], "sampled");
+            }
+        }
+    }
+}
+
+#[test]
+fn annotate_of_the_fixture() {
+    let out = rprof(&["annotate", "main_hot", "-i", &data(), "--symfs", &symfs()]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        stdout.starts_with("# main_hot in /tests/bin/attr_main (build-id "),
+        "{stdout}"
+    );
+    assert!(stdout.contains("attr_main.c:"), "{stdout}");
+    let out = rprof(&["annotate", "no_such_function", "-i", &data()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(text(&out.stderr).lines().count(), 1);
+}
+
+#[test]
+fn errors_are_one_line_and_exit_1() {
+    let garbage = tmp("garbage");
+    std::fs::write(&garbage, b"not a recording at all").unwrap();
+    let g = garbage.to_string_lossy();
+    let missing = tmp("missing.data");
+    let m = missing.to_string_lossy();
+    for (argv, expect) in [
+        (
+            vec!["report", "-i", &*g],
+            "not a valid rprof.data file: at byte 0",
+        ),
+        (vec!["report", "-i", &*m], "No such file"),
+        (
+            vec!["export", "--format", "folded", "-i", &*g, "-o", "-"],
+            "not a valid",
+        ),
+        (
+            vec![
+                "--device",
+                "/nonexistent/rprof",
+                "record",
+                "-o",
+                &*m,
+                "-d",
+                "1",
+            ],
+            "is the rprof module loaded?",
+        ),
+        (
+            vec!["--device", "/nonexistent/rprof", "top", "-n", "1"],
+            "is the rprof module loaded?",
+        ),
+        (
+            vec!["--device", "/nonexistent/rprof", "daemon", "--dir", &*m],
+            "is the rprof module loaded?",
+        ),
+    ] {
+        let out = rprof(&argv);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{argv:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{argv:?}: {stderr}");
+        assert!(
+            stderr.starts_with("rprof: ") && stderr.contains(expect),
+            "{argv:?}: {stderr}"
+        );
+    }
+    assert!(!missing.exists(), "a failed record must not leave a file");
+    // A truncated recording names the offset.
+    let bytes = std::fs::read(data()).unwrap();
+    let cut = tmp("cut.data");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let out = rprof(&["report", "-i", &cut.to_string_lossy()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("at byte "),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn help_everywhere() {
+    for sub in [
+        "record", "report", "annotate", "export", "top", "daemon", "stat", "dump", "version",
+    ] {
+        let out = rprof(&[sub, "--help"]);
+        assert!(out.status.success(), "{sub}");
+        assert!(text(&out.stdout).contains("Usage: rprof"), "{sub}");
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_rprofd"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(text(&out.stdout).contains("--interval"));
+    let out = rprof(&["report", "--sort", "nope"]);
+    assert_eq!(out.status.code(), Some(2));
+}
