@@ -22,7 +22,7 @@ modules:
 		echo "rprof: no kernel build tree at KDIR=$(KDIR); build the test kernel with 'make vm-kernel' and use 'make check' / 'make demo', or pass KDIR=<a Rust-enabled 6.12 build tree>"; exit 1; fi
 	@if ! grep -qs '^CONFIG_RUST=y' "$(KDIR)/.config"; then \
 		echo "rprof: the kernel at KDIR=$(KDIR) has no CONFIG_RUST=y; rprof needs a Rust-enabled 6.12 kernel ('make vm-kernel' builds one)"; exit 1; fi
-	$(MAKE) -C $(KDIR) M=$(CURDIR) RUSTC=$(RUSTC) BINDGEN=$(BINDGEN) modules
+	$(MAKE) -C $(KDIR) M=$(CURDIR) RUSTC=$(RUSTC) BINDGEN=$(BINDGEN) $(if $(LLVM),LLVM=$(LLVM)) modules
 
 # The test kernel, built once into the cache ($(HOME)/.cache/rprof).
 vm-kernel:

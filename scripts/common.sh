@@ -14,6 +14,10 @@ RPROF_BUILD=${RPROF_BUILD:-$RPROF_TOP/build}
 # The kernel's Rust must be built by Debian's rustc, whose library source
 # (rust-web-src) matches it; rustup's toolchain has no rust-src.
 KERNEL_RUSTC=/usr/bin/rustc
+# The kernel and modules are built with clang (LLVM=1): 6.12 allows Rust
+# with KASAN only for a clang-built kernel.  RPROF_LLVM= (empty) builds
+# with gcc and no KASAN support.
+RPROF_LLVM=${RPROF_LLVM-1}
 BINDGEN_VERSION=0.73.2
 BINDGEN_ROOT=$RPROF_CACHE/bindgen-$BINDGEN_VERSION
 KERNEL_BINDGEN=$BINDGEN_ROOT/bin/bindgen
@@ -25,15 +29,19 @@ die() { printf '[rprof] error: %s\n' "$*" >&2; exit 1; }
 # linux-source version and configuration fragment.
 kernel_dir() {
 	local ver hash
+	if [ -n "${RPROF_KDIR:-}" ]; then # an explicit test kernel tree
+		printf '%s\n' "$RPROF_KDIR"
+		return
+	fi
 	ver=$(dpkg-query -W -f='${Version}' linux-source-6.12 2>/dev/null) ||
 		die "linux-source-6.12 is not installed (run scripts/deps.sh)"
-	hash=$(cat "$RPROF_TOP/tests/kernel/rprof.config" "$RPROF_TOP/scripts/kernel.sh" |
-		sha256sum | cut -c1-12)
+	hash=$( (cat "$RPROF_TOP/tests/kernel/rprof.config" "$RPROF_TOP/scripts/kernel.sh"
+		echo "LLVM=$RPROF_LLVM") | sha256sum | cut -c1-12)
 	printf '%s/linux-%s-%s\n' "$RPROF_CACHE" "$ver" "$hash"
 }
 
 # kmake runs make in the kernel tree (or against it, with M=) with the
 # toolchain the test kernel was built with.
 kmake() {
-	make RUSTC="$KERNEL_RUSTC" BINDGEN="$KERNEL_BINDGEN" "$@"
+	make RUSTC="$KERNEL_RUSTC" BINDGEN="$KERNEL_BINDGEN" ${RPROF_LLVM:+LLVM=$RPROF_LLVM} "$@"
 }

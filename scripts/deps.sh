@@ -5,9 +5,9 @@
 # Idempotent: installs only what is missing.
 . "$(dirname "$0")/common.sh"
 
-PKGS=(linux-source-6.12 rustc-web rust-web-src libclang-dev clang lld
+PKGS=(linux-source-6.12 rustc-web rust-web-src libclang-dev clang lld llvm
 	qemu-system-x86 busybox-static cpio flex bison bc libelf-dev libssl-dev
-	kmod xz-utils python3 gcc make)
+	kmod xz-utils python3 gcc make golang-go)
 
 missing=()
 for p in "${PKGS[@]}"; do

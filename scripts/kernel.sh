@@ -9,7 +9,7 @@
 
 KDIR=$(kernel_dir)
 FRAGMENT=$RPROF_TOP/tests/kernel/rprof.config
-if [ -f "$KDIR/.rprof-built" ]; then
+if [ -f "$KDIR/.rprof-built" ] || [ -n "${RPROF_KDIR:-}" ]; then
 	echo "$KDIR"
 	exit 0
 fi

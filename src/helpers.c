@@ -53,16 +53,6 @@
 #include <uapi/linux/rprof.h>
 #include "rprof_helpers.h"
 
-/* The ioctl numbers bindgen sees must be the ones the macros define. */
-static_assert(RPROF_IOC_GET_VERSION ==
-	      _IOR(RPROF_IOC_MAGIC, RPROF_IOC_NR_GET_VERSION, __u32));
-static_assert(RPROF_IOC_SET_CONFIG ==
-	      _IOW(RPROF_IOC_MAGIC, RPROF_IOC_NR_SET_CONFIG, struct rprof_config));
-static_assert(RPROF_IOC_GET_STATS ==
-	      _IOWR(RPROF_IOC_MAGIC, RPROF_IOC_NR_GET_STATS, struct rprof_stats));
-static_assert(RPROF_IOC_LOOKUP_COOKIE ==
-	      _IOWR(RPROF_IOC_MAGIC, RPROF_IOC_NR_LOOKUP_COOKIE,
-		    struct rprof_cookie_lookup));
 static_assert(sizeof(struct rprof_config) == RPROF_CONFIG_SIZE_VER0);
 static_assert(sizeof(struct rprof_stats) == RPROF_STATS_SIZE_VER0);
 static_assert(sizeof(struct rprof_mmap_page) <= PAGE_SIZE);
@@ -106,13 +96,39 @@ struct rprof_misc {
 	void *ctx;
 };
 
+/*
+ * The ioctl numbers bindgen sees (spelled out in the header's enum, turned
+ * into numbers by src/uapi.rs) must be the ones the header's macros define.
+ * BUILD_BUG_ON rather than static_assert: clang does not take _IOR() as an
+ * integer constant expression (its type check names an extern).
+ */
+static void rprof_check_ioctl_numbers(void)
+{
+	BUILD_BUG_ON(RPROF_IOC_GET_VERSION !=
+		     _IOC(_IOC_READ, RPROF_IOC_MAGIC, RPROF_IOC_NR_GET_VERSION, sizeof(__u32)));
+	BUILD_BUG_ON(RPROF_IOC_SET_CONFIG !=
+		     _IOC(_IOC_WRITE, RPROF_IOC_MAGIC, RPROF_IOC_NR_SET_CONFIG,
+			  sizeof(struct rprof_config)));
+	BUILD_BUG_ON(RPROF_IOC_GET_STATS !=
+		     _IOC(_IOC_READ | _IOC_WRITE, RPROF_IOC_MAGIC, RPROF_IOC_NR_GET_STATS,
+			  sizeof(struct rprof_stats)));
+	BUILD_BUG_ON(RPROF_IOC_LOOKUP_COOKIE !=
+		     _IOC(_IOC_READ | _IOC_WRITE, RPROF_IOC_MAGIC, RPROF_IOC_NR_LOOKUP_COOKIE,
+			  sizeof(struct rprof_cookie_lookup)));
+	BUILD_BUG_ON(RPROF_IOC_START != _IO(RPROF_IOC_MAGIC, RPROF_IOC_NR_START));
+	BUILD_BUG_ON(RPROF_IOC_STOP != _IO(RPROF_IOC_MAGIC, RPROF_IOC_NR_STOP));
+	BUILD_BUG_ON(RPROF_IOC_FLUSH != _IO(RPROF_IOC_MAGIC, RPROF_IOC_NR_FLUSH));
+}
+
 struct rprof_misc *rprof_misc_register(const char *name,
 				       const struct file_operations *fops,
 				       void *ctx)
 {
-	struct rprof_misc *m = kzalloc(sizeof(*m), GFP_KERNEL);
+	struct rprof_misc *m;
 	int ret;
 
+	rprof_check_ioctl_numbers();
+	m = kzalloc(sizeof(*m), GFP_KERNEL);
 	if (!m)
 		return ERR_PTR(-ENOMEM);
 	m->misc.minor = MISC_DYNAMIC_MINOR;

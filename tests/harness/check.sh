@@ -33,7 +33,7 @@ step deps "$RPROF_TOP/scripts/deps.sh" || { summarize; exit 1; }
 
 # Host tests: the userspace workspace (with the ring model) and the harness.
 (cd "$RPROF_TOP/tools" && cargo test --workspace --release) >"$OUT/host-cargo.log" 2>&1 || true
-(cd "$RPROF_TOP/tests/harness" && python3 -m unittest -v test_summarize test_source_rules) >"$OUT/host-harness.log" 2>&1 || true
+(cd "$RPROF_TOP/tests/harness" && python3 -m unittest -v test_summarize test_source_rules test_exports) >"$OUT/host-harness.log" 2>&1 || true
 host=(--cargo "$OUT/host-cargo.log" --unittest "$OUT/host-harness.log")
 
 ok=1
