@@ -298,6 +298,16 @@ mod tests {
         assert_eq!(b[24..32], 4096u64.to_le_bytes());
         assert_eq!(&b[32..43], b"rprof_busy\0");
         assert!(module.is_module_unload());
+        assert!(!module.is_module_init());
+        let init = Record::Module {
+            cookie: 19,
+            flags: (RPROF_MODULE_INIT | RPROF_MODULE_UNLOAD) as u16,
+            base: 0,
+            size: 1,
+            name: "rprof_busy".into(),
+        };
+        assert!(init.is_module_init() && init.is_module_unload());
+        assert!(!cookie.is_module_init() && !cookie.is_module_unload());
     }
 
     #[test]

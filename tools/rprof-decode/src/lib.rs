@@ -16,6 +16,8 @@
 //!   time, offset and period; their CPU, task and cookie come from the TASK
 //!   and SWITCH records before them, and COOKIE and MODULE records name the
 //!   cookies.  It turns samples into [`ResolvedSample`]s for report tools.
+//! - [`LostTotals`] and [`SessionSpan`] keep what the LOST, START and STOP
+//!   records say, for the tools that count a stream.
 //!
 //! Fields are read little-endian at the offsets of the structures that
 //! bindgen generated from `include/uapi/linux/rprof.h` (`offset_of!` on
@@ -45,12 +47,14 @@ mod record;
 mod resolve;
 #[cfg(test)]
 mod testutil;
+mod totals;
 
 pub use config::{decode_config, encode_config};
 pub use decode::{decode_all, decode_record, Decoder};
 pub use error::{DecodeError, DecodeErrorKind};
 pub use record::Record;
 pub use resolve::{resolve_all, CookieName, ResolvedSample, Resolver, TaskContext};
+pub use totals::{LostTotals, SessionSpan};
 
 /// Re-exported so that users of [`Record::Start`] need not depend on the ABI
 /// crate for the configuration type.

@@ -186,4 +186,10 @@ impl Record {
     pub fn is_module_unload(&self) -> bool {
         matches!(self, Record::Module { flags, .. } if u32::from(*flags) & RPROF_MODULE_UNLOAD != 0)
     }
+
+    /// Whether a MODULE record's region is the module's init text
+    /// (`RPROF_MODULE_INIT`).  `false` for every other record.
+    pub fn is_module_init(&self) -> bool {
+        matches!(self, Record::Module { flags, .. } if u32::from(*flags) & RPROF_MODULE_INIT != 0)
+    }
 }

@@ -81,6 +81,45 @@ pub enum CookieName {
 }
 
 impl CookieName {
+    /// What a COOKIE or MODULE record names: its cookie, and the file or
+    /// module.  `None` for every other record.
+    pub fn of_record(record: &Record) -> Option<(u64, CookieName)> {
+        match record {
+            Record::Cookie {
+                cookie,
+                flags,
+                dev,
+                ino,
+                path,
+            } => Some((
+                *cookie,
+                CookieName::File {
+                    path: path.clone(),
+                    flags: *flags,
+                    dev: *dev,
+                    ino: *ino,
+                },
+            )),
+            Record::Module {
+                cookie,
+                base,
+                size,
+                name,
+                ..
+            } => Some((
+                *cookie,
+                CookieName::Module {
+                    name: name.clone(),
+                    base: *base,
+                    size: *size,
+                    init: record.is_module_init(),
+                    unloaded: record.is_module_unload(),
+                },
+            )),
+            _ => None,
+        }
+    }
+
     /// The file's path, or the module's name.
     pub fn label(&self) -> &str {
         match self {
@@ -173,7 +212,7 @@ impl Resolver {
                 }
                 return Some(ResolvedSample {
                     task: self.task.clone(),
-                    user: u32::from(*flags) & RPROF_SAMPLE_USER != 0,
+                    user: record.is_user_sample(),
                     event: sample_event(*flags),
                     cookie: self.cookie,
                     offset: *offset,
@@ -206,40 +245,10 @@ impl Resolver {
                 }
             }
             Record::Switch { cookie } => self.cookie = *cookie,
-            Record::Cookie {
-                cookie,
-                flags,
-                dev,
-                ino,
-                path,
-            } => {
-                self.names.insert(
-                    *cookie,
-                    CookieName::File {
-                        path: path.clone(),
-                        flags: *flags,
-                        dev: *dev,
-                        ino: *ino,
-                    },
-                );
-            }
-            Record::Module {
-                cookie,
-                flags,
-                base,
-                size,
-                name,
-            } => {
-                self.names.insert(
-                    *cookie,
-                    CookieName::Module {
-                        name: name.clone(),
-                        base: *base,
-                        size: *size,
-                        init: u32::from(*flags) & RPROF_MODULE_INIT != 0,
-                        unloaded: record.is_module_unload(),
-                    },
-                );
+            Record::Cookie { .. } | Record::Module { .. } => {
+                if let Some((cookie, name)) = CookieName::of_record(record) {
+                    self.names.insert(cookie, name);
+                }
             }
             Record::Lost { .. }
             | Record::Start { .. }
@@ -475,6 +484,20 @@ mod tests {
             ]
         );
         assert_eq!(r.name(16).map(CookieName::label), Some("/bin/a"));
+        // The names are what the records say.
+        for rec in &records {
+            match CookieName::of_record(rec) {
+                Some((cookie, _)) => assert!(r.name(cookie).is_some(), "{rec:?}"),
+                None => assert!(
+                    !matches!(rec, Record::Cookie { .. } | Record::Module { .. }),
+                    "{rec:?}"
+                ),
+            }
+        }
+        assert_eq!(
+            CookieName::of_record(&records[5]),
+            Some((16, r.name(16).cloned().unwrap()))
+        );
     }
 
     #[test]

@@ -14,8 +14,8 @@
 //! - with two bins: count(SYMBOL 1) / count(SYMBOL 2) within `--tolerance`
 //!   (25%) of `--ratio` (3.0).
 
-use crate::checks::Outcome;
-use crate::elf::{ElfImage, Symbol};
+use crate::checks::{ratio, Outcome};
+use crate::elf::Function;
 use crate::stream::Stream;
 use rprof_decode::{CookieName, Resolver};
 use serde_json::json;
@@ -48,32 +48,39 @@ impl FromStr for BinSpec {
     }
 }
 
-/// The options of `attribution`.
-#[derive(Debug, Clone)]
+/// The options of `attribution` (its command line, too).
+#[derive(Debug, Clone, clap::Args)]
 pub struct Options {
     /// The raw stream file.
     pub raw: PathBuf,
-    /// The files and functions to count.
+    /// An ELF file (as the module names it) and a function in it;
+    /// repeatable.  With two, their functions' counts are compared.
+    #[arg(long = "bin", value_name = "PATH:SYMBOL", required = true)]
     pub bins: Vec<BinSpec>,
-    /// Only samples of tasks with this comm.
+    /// Only user samples of tasks with this comm.
+    #[arg(long = "pid-comm", value_name = "COMM")]
     pub comm: Option<String>,
-    /// The expected count(SYMBOL 1) / count(SYMBOL 2).
+    /// Expected samples(SYMBOL 1) / samples(SYMBOL 2).
+    #[arg(long, value_name = "R", default_value_t = 3.0)]
     pub ratio: f64,
-    /// How far the ratio may be from `ratio`, relatively.
+    /// Allowed relative distance from R.
+    #[arg(long, value_name = "F", default_value_t = 0.25)]
     pub tolerance: f64,
-    /// The least fraction of the samples in the given files.
+    /// Least fraction of the user samples in the given files.
+    #[arg(long, value_name = "F", default_value_t = 0.9)]
     pub min_fraction: f64,
-    /// The least number of samples.
+    /// Least number of user samples.
+    #[arg(long, value_name = "N", default_value_t = 100)]
     pub min_samples: u64,
-    /// Print the figures only.
+    /// Print the figures, check nothing.
+    #[arg(long)]
     pub no_check: bool,
 }
 
 /// A `--bin` with what its file says.
 struct Bin {
     spec: BinSpec,
-    image: ElfImage,
-    symbol: Symbol,
+    function: Function,
     /// (dev, ino) of the file here, `dev` as `new_encode_dev()` encodes it
     /// (which is what `stat()` returns on 64-bit Linux).
     id: Option<(u64, u64)>,
@@ -87,18 +94,14 @@ struct Bin {
 impl Bin {
     fn new(spec: &BinSpec) -> Result<Bin, String> {
         let path = Path::new(&spec.path);
-        let image = ElfImage::load(path)?;
-        let symbol = image
-            .symbol(&spec.symbol)
-            .ok_or_else(|| format!("{}: no function symbol '{}'", spec.path, spec.symbol))?;
+        let function = Function::load(path, &spec.symbol)?;
         let id = std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()));
         let canonical = std::fs::canonicalize(path)
             .ok()
             .map(|p| p.to_string_lossy().into_owned());
         Ok(Bin {
             spec: spec.clone(),
-            image,
-            symbol,
+            function,
             id,
             canonical,
             file_samples: 0,
@@ -154,19 +157,14 @@ fn count(stream: &Stream, comm: Option<&str>, bins: &mut [Bin]) -> Counts {
         for &i in of {
             let bin = &mut bins[i];
             bin.file_samples += 1;
-            match bin.image.vaddr_of_offset(s.offset) {
-                Some(vaddr) if bin.symbol.contains(vaddr) => bin.symbol_samples += 1,
-                Some(_) => {}
+            match bin.function.holds_offset(s.offset) {
+                Some(true) => bin.symbol_samples += 1,
+                Some(false) => {}
                 None => bin.unmapped += 1,
             }
         }
     }
     counts
-}
-
-/// `a / b`, or `None` for `b` = 0.
-fn ratio(a: u64, b: u64) -> Option<f64> {
-    (b > 0).then(|| a as f64 / b as f64)
 }
 
 /// Runs `attribution` on a decoded stream; prints the JSON line.
@@ -191,16 +189,16 @@ pub fn check(stream: &Stream, opts: &Options) -> Outcome {
         "bins": bins.iter().map(|b| json!({
             "path": b.spec.path,
             "symbol": b.spec.symbol,
-            "symbol_addr": format!("{:#x}", b.symbol.addr),
-            "symbol_file_offset": b.image.offset_of_vaddr(b.symbol.addr).map(|o| format!("{o:#x}")),
-            "symbol_size": b.symbol.size,
+            "symbol_addr": format!("{:#x}", b.function.symbol.addr),
+            "symbol_file_offset": b.function.image.offset_of_vaddr(b.function.symbol.addr).map(|o| format!("{o:#x}")),
+            "symbol_size": b.function.symbol.size,
             "file_samples": b.file_samples,
             "symbol_samples": b.symbol_samples,
             "unmapped_offsets": b.unmapped,
         })).collect::<Vec<_>>(),
         "ratio": sym_ratio,
         "files": c.files,
-        "lost": stream.lost.to_json(),
+        "lost": stream.lost_json(),
         "trailing_bytes": stream.trailing,
     });
     println!("{report}");
@@ -265,7 +263,7 @@ pub fn run(opts: &Options) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::elf::tests::{rprof_e2e_elf_test_marker, this_binary};
+    use crate::elf::tests::{marker_function, rprof_e2e_elf_test_marker};
     use rprof_abi::sample_flags;
     use rprof_decode::Record;
 
@@ -293,8 +291,7 @@ mod tests {
         assert_eq!(rprof_e2e_elf_test_marker(0), 7);
         let exe = std::env::current_exe().unwrap();
         let path = exe.to_string_lossy().into_owned();
-        let image = this_binary();
-        let sym = image.symbol("rprof_e2e_elf_test_marker").unwrap();
+        let Function { image, symbol: sym } = marker_function();
         let in_off = image.offset_of_vaddr(sym.addr + sym.size / 2).unwrap();
         let out_off = image.offset_of_vaddr(sym.addr + sym.size).unwrap();
         let mut records = vec![
@@ -348,11 +345,7 @@ mod tests {
         for _ in 0..other {
             records.push(sample(0x1000, true));
         }
-        let mut bytes = Vec::new();
-        for r in &records {
-            r.encode(&mut bytes);
-        }
-        (Stream::decode(&bytes).unwrap(), path)
+        (Stream::of_records(&records), path)
     }
 
     fn options(path: &str, comm: Option<&str>) -> Options {

@@ -15,6 +15,11 @@ use std::time::Duration;
 /// What a check reports.
 pub type Outcome = Result<String, String>;
 
+/// `a / b`, or `None` for `b` = 0.
+pub fn ratio(a: u64, b: u64) -> Option<f64> {
+    (b > 0).then(|| a as f64 / b as f64)
+}
+
 /// Opens the device, or says why not.
 pub fn open() -> Result<Device, String> {
     Device::open(DEFAULT_PATH).map_err(|e| e.to_string())
@@ -49,6 +54,19 @@ pub fn run_session(dev: &Device, config: &rprof_config) -> Result<(), String> {
     std::thread::sleep(Duration::from_millis(50));
     dev.stop()
         .map_err(|e| format!("STOP failed with {}", error_name(&e)))?;
+    Ok(())
+}
+
+/// Puts the device file in non-blocking mode (`O_NONBLOCK`).
+pub fn set_nonblocking(dev: &Device) -> Result<(), String> {
+    use std::os::fd::AsRawFd;
+    let fd = dev.as_raw_fd();
+    // SAFETY: fcntl on our own open descriptor with integer arguments.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    // SAFETY: As above.
+    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
+        return Err("fcntl(O_NONBLOCK) failed".into());
+    }
     Ok(())
 }
 
@@ -231,7 +249,6 @@ pub fn hold(seconds: u64) -> ExitCode {
 /// the session gets EBUSY; after STOP, reads end with 0 (end of stream)
 /// once everything up to STOP was read.
 pub fn read_semantics() -> Outcome {
-    use std::os::fd::AsRawFd;
     let dev = open()?;
     let mut config = good_config();
     // A long drain interval and a high wakeup mark keep the buffer empty
@@ -239,13 +256,7 @@ pub fn read_semantics() -> Outcome {
     config.drain_interval_ms = 1000;
     dev.set_config(&config)
         .map_err(|e| format!("SET_CONFIG failed with {}", error_name(&e)))?;
-    let fd = dev.as_raw_fd();
-    // SAFETY: fcntl on our own open descriptor with integer arguments.
-    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    // SAFETY: As above.
-    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
-        return Err("fcntl(O_NONBLOCK) failed".into());
-    }
+    set_nonblocking(&dev)?;
     let mut big = vec![0u8; 1 << 16];
     let before_start = dev
         .read(&mut big)

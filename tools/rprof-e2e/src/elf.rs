@@ -1,31 +1,22 @@
-//! What the attribution check needs of an ELF file: its loadable segments
-//! (to turn a file offset into a virtual address) and its function symbols.
+//! What the attribution checks need of an ELF file: one function, found by
+//! name in its symbol tables, and the file's loadable segments.
 //!
-//! The module reports user samples as (file cookie, file offset), where the
-//! offset is `(vm_pgoff << PAGE_SHIFT) + ip - vm_start`.  The mapping of a
-//! segment covers its bytes at the same distance from the segment's start
-//! in the file and in memory, so for the PT_LOAD segment that holds the
-//! offset: `vaddr = offset - p_offset + p_vaddr`.  Symbol values are
+//! The module reports user samples as (file cookie, file offset); the
+//! segments, and turning a file offset into a virtual address through them,
+//! are the symbolizer's ([`rprof_symbols::ElfImage`]).  Symbol values are
 //! virtual addresses of the same (unrelocated) image, for executables and
 //! shared objects alike.
+//!
+//! The function is looked up among every defined function symbol of
+//! `.symtab` and then `.dynsym`, aliases included; the symbolizer keeps one
+//! name per address, which is what a report wants but not what a check
+//! naming a function wants.
 
-use object::elf::{PF_X, PT_LOAD};
-use object::read::elf::{ElfFile64, ProgramHeader};
+use object::read::elf::ElfFile64;
 use object::{Endianness, Object, ObjectSymbol, SymbolKind};
+use rprof_symbols::elf::{load_with, parse_elf64};
+use rprof_symbols::ElfImage;
 use std::path::Path;
-
-/// A PT_LOAD segment: where its bytes are in the file and in memory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Segment {
-    /// `p_offset`.
-    pub offset: u64,
-    /// `p_filesz`.
-    pub file_size: u64,
-    /// `p_vaddr`.
-    pub vaddr: u64,
-    /// `p_flags & PF_X`.
-    pub exec: bool,
-}
 
 /// A defined symbol: its address range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,93 +34,64 @@ impl Symbol {
     }
 }
 
-/// The loadable segments and the function symbols of one ELF file.
-#[derive(Debug, Clone, Default)]
-pub struct ElfImage {
-    /// The PT_LOAD segments, in program header order.
-    pub segments: Vec<Segment>,
-    symbols: Vec<(String, Symbol)>,
+/// Of the symbols of one name, in file order: the first if it has a size,
+/// else the first that has one, else the first.
+fn pick(mut found: impl Iterator<Item = Symbol>) -> Option<Symbol> {
+    let first = found.next()?;
+    if first.size > 0 {
+        return Some(first);
+    }
+    Some(found.find(|s| s.size > 0).unwrap_or(first))
 }
 
-impl ElfImage {
-    /// Parses a 64-bit ELF file's bytes.
-    pub fn parse(data: &[u8]) -> Result<ElfImage, String> {
-        let elf = ElfFile64::<Endianness>::parse(data)
-            .map_err(|e| format!("not a 64-bit ELF file: {e}"))?;
-        let endian = elf.endian();
-        let segments = elf
-            .elf_program_headers()
-            .iter()
-            .filter(|ph| ph.p_type(endian) == PT_LOAD)
-            .map(|ph| Segment {
-                offset: ph.p_offset(endian),
-                file_size: ph.p_filesz(endian),
-                vaddr: ph.p_vaddr(endian),
-                exec: ph.p_flags(endian) & PF_X != 0,
+/// The function symbol `name` of `elf` (a sized one if there are several):
+/// from the full symbol table if the file kept one, then the dynamic one.
+pub fn function_symbol(elf: &ElfFile64<'_, Endianness>, name: &str) -> Option<Symbol> {
+    pick(
+        elf.symbols()
+            .chain(elf.dynamic_symbols())
+            .filter(|s| {
+                !s.is_undefined() && s.kind() == SymbolKind::Text && s.name().ok() == Some(name)
             })
-            .collect();
-        // The full symbol table if the file kept one, then the dynamic one.
-        let mut symbols = Vec::new();
-        for sym in elf.symbols().chain(elf.dynamic_symbols()) {
-            if sym.is_undefined() || sym.kind() != SymbolKind::Text {
-                continue;
-            }
-            if let Ok(name) = sym.name() {
-                symbols.push((
-                    name.to_string(),
-                    Symbol {
-                        addr: sym.address(),
-                        size: sym.size(),
-                    },
-                ));
-            }
-        }
-        Ok(ElfImage { segments, symbols })
+            .map(|s| Symbol {
+                addr: s.address(),
+                size: s.size(),
+            }),
+    )
+}
+
+/// A function of an ELF file, and the file's segments.
+#[derive(Debug, Clone)]
+pub struct Function {
+    /// The file's segments (and the symbolizer's view of it).
+    pub image: ElfImage,
+    /// The function.
+    pub symbol: Symbol,
+}
+
+impl Function {
+    /// Function `name` of a 64-bit ELF file's bytes.
+    pub fn parse(data: &[u8], name: &str) -> Result<Function, String> {
+        let elf = parse_elf64(data)?;
+        let symbol =
+            function_symbol(&elf, name).ok_or_else(|| format!("no function symbol '{name}'"))?;
+        Ok(Function {
+            image: ElfImage::from_elf(&elf),
+            symbol,
+        })
     }
 
-    /// Reads and parses the ELF file at `path`.
-    pub fn load(path: &Path) -> Result<ElfImage, String> {
-        let data =
-            std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        Self::parse(&data).map_err(|e| format!("{}: {e}", path.display()))
+    /// Function `name` of the ELF file at `path`; errors name the path.
+    pub fn load(path: &Path, name: &str) -> Result<Function, String> {
+        load_with(path, |data| Self::parse(data, name))
     }
 
-    /// The virtual address of file offset `offset`: in the PT_LOAD segment
-    /// whose file bytes hold it (an executable one first, should segments
-    /// share a page of the file).
-    pub fn vaddr_of_offset(&self, offset: u64) -> Option<u64> {
-        let holds = |s: &&Segment| offset >= s.offset && offset - s.offset < s.file_size;
-        let seg = self
-            .segments
-            .iter()
-            .filter(holds)
-            .find(|s| s.exec)
-            .or_else(|| self.segments.iter().find(holds))?;
-        (offset - seg.offset).checked_add(seg.vaddr)
-    }
-
-    /// The file offset of virtual address `vaddr` (the inverse of
-    /// [`ElfImage::vaddr_of_offset`], for tests and reports).
-    pub fn offset_of_vaddr(&self, vaddr: u64) -> Option<u64> {
-        let seg = self
-            .segments
-            .iter()
-            .find(|s| vaddr >= s.vaddr && vaddr - s.vaddr < s.file_size)?;
-        (vaddr - seg.vaddr).checked_add(seg.offset)
-    }
-
-    /// The function symbol `name` (a sized one if there are several).
-    pub fn symbol(&self, name: &str) -> Option<Symbol> {
-        let mut found = self
-            .symbols
-            .iter()
-            .filter(|(n, _)| n == name)
-            .map(|(_, s)| *s);
-        let first = found.next()?;
-        if first.size > 0 {
-            return Some(first);
-        }
-        Some(found.find(|s| s.size > 0).unwrap_or(first))
+    /// Whether file offset `offset` is inside the function; `None` if no
+    /// PT_LOAD segment holds the offset.
+    pub fn holds_offset(&self, offset: u64) -> Option<bool> {
+        self.image
+            .vaddr_of_offset(offset)
+            .map(|vaddr| self.symbol.contains(vaddr))
     }
 }
 
@@ -144,18 +106,18 @@ pub(crate) mod tests {
         std::hint::black_box(x.wrapping_mul(3).wrapping_add(7))
     }
 
-    /// The running test binary, parsed.
-    pub(crate) fn this_binary() -> ElfImage {
+    /// [`rprof_e2e_elf_test_marker`] in the running test binary.
+    pub(crate) fn marker_function() -> Function {
         let exe = std::env::current_exe().unwrap();
-        ElfImage::load(&exe).unwrap()
+        Function::load(&exe, "rprof_e2e_elf_test_marker").unwrap()
     }
 
     #[test]
     fn finds_a_function_of_this_binary() {
         assert_eq!(rprof_e2e_elf_test_marker(1), 10);
-        let image = this_binary();
+        let f = marker_function();
+        let (image, sym) = (&f.image, f.symbol);
         assert!(image.segments.iter().any(|s| s.exec), "{image:?}");
-        let sym = image.symbol("rprof_e2e_elf_test_marker").unwrap();
         assert!(sym.size > 0);
         // File offset and address convert into each other inside the
         // function; the function is in an executable segment.
@@ -166,68 +128,35 @@ pub(crate) mod tests {
             Some(sym.addr + sym.size - 1)
         );
         assert!(sym.contains(sym.addr) && !sym.contains(sym.addr + sym.size));
-        assert_eq!(image.symbol("no_such_symbol_anywhere"), None);
-    }
-
-    #[test]
-    fn segment_arithmetic() {
-        let image = ElfImage {
-            segments: vec![
-                Segment {
-                    offset: 0,
-                    file_size: 0x500,
-                    vaddr: 0,
-                    exec: false,
-                },
-                Segment {
-                    offset: 0x1000,
-                    file_size: 0x200,
-                    vaddr: 0x1000,
-                    exec: true,
-                },
-                Segment {
-                    offset: 0x2000,
-                    file_size: 0x100,
-                    vaddr: 0x3000,
-                    exec: false,
-                },
-            ],
-            symbols: vec![
-                (
-                    "f".into(),
-                    Symbol {
-                        addr: 0x1010,
-                        size: 0,
-                    },
-                ),
-                (
-                    "f".into(),
-                    Symbol {
-                        addr: 0x1010,
-                        size: 0x20,
-                    },
-                ),
-            ],
-        };
-        assert_eq!(image.vaddr_of_offset(0x10), Some(0x10));
-        assert_eq!(image.vaddr_of_offset(0x1100), Some(0x1100));
-        assert_eq!(image.vaddr_of_offset(0x2010), Some(0x3010));
-        assert_eq!(image.vaddr_of_offset(0x600), None, "between segments");
-        assert_eq!(image.vaddr_of_offset(0x2100), None, "past the file bytes");
-        assert_eq!(image.offset_of_vaddr(0x3020), Some(0x2020));
-        assert_eq!(
-            image.symbol("f"),
-            Some(Symbol {
-                addr: 0x1010,
-                size: 0x20
-            })
+        assert_eq!(f.holds_offset(off), Some(true));
+        let exe = std::env::current_exe().unwrap();
+        let data = std::fs::read(&exe).unwrap();
+        let elf = parse_elf64(&data).unwrap();
+        assert_eq!(function_symbol(&elf, "no_such_symbol_anywhere"), None);
+        let e = Function::load(&exe, "no_such_symbol_anywhere").unwrap_err();
+        assert!(
+            e.ends_with(": no function symbol 'no_such_symbol_anywhere'"),
+            "{e}"
         );
     }
 
     #[test]
+    fn a_sized_symbol_first() {
+        let unsized_f = Symbol {
+            addr: 0x1010,
+            size: 0,
+        };
+        let sized_f = Symbol {
+            addr: 0x1010,
+            size: 0x20,
+        };
+        assert_eq!(pick([unsized_f, sized_f].into_iter()), Some(sized_f));
+    }
+
+    #[test]
     fn not_elf_is_an_error() {
-        assert!(ElfImage::parse(b"#!/bin/sh\n").is_err());
-        assert!(ElfImage::parse(&[]).is_err());
-        assert!(ElfImage::load(Path::new("/nonexistent/rprof/elf")).is_err());
+        assert!(Function::parse(b"#!/bin/sh\n", "f").is_err());
+        assert!(Function::parse(&[], "f").is_err());
+        assert!(Function::load(Path::new("/nonexistent/rprof/elf"), "f").is_err());
     }
 }

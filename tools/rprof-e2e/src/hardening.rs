@@ -12,7 +12,7 @@
 
 use crate::checks::{error_name, expect_errno, good_config, open, run_session, Outcome};
 use crate::mapping::{page_size, Map, DATA_HEAD};
-use crate::same_stream::{busy_for, map_buffer};
+use crate::same_stream::{busy_session, map_buffer};
 use rprof::errno::{errno_name, io_error_name};
 use rprof::Device;
 use rprof_abi::{rprof_mmap_page, RPROF_ABI_VERSION, RPROF_RECORD_START};
@@ -365,13 +365,7 @@ pub fn run() -> Outcome {
     };
     let configured = check_phase(&ctx, false)?;
 
-    dev.start()
-        .map_err(|e| format!("expected START to succeed, got {}", error_name(&e)))?;
-    busy_for(Duration::from_millis(50));
-    dev.stop()
-        .map_err(|e| format!("expected STOP to succeed, got {}", error_name(&e)))?;
-    dev.flush()
-        .map_err(|e| format!("expected FLUSH to succeed, got {}", error_name(&e)))?;
+    busy_session(&dev, Duration::from_millis(50))?;
     ctx.phase = "stopped";
     check_phase(&ctx, true)?;
 

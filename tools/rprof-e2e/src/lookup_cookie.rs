@@ -8,11 +8,10 @@
 //! gives ENOENT; a 1-byte buffer gives ENAMETOOLONG with `path_len` set to
 //! the path's length plus its NUL; another file (not the owner) gets EBUSY.
 
-use crate::checks::{error_name, expect_errno, good_config, open, Outcome};
+use crate::checks::{error_name, expect_errno, good_config, open, set_nonblocking, Outcome};
 use crate::same_stream::busy_for;
 use rprof::Device;
 use rprof_decode::{decode_all, Record};
-use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 /// A cookie no session hands out.
@@ -21,13 +20,7 @@ const UNKNOWN_COOKIE: u64 = 0xdead_beef;
 /// Reads the stream of a stopped session with non-blocking `read()`s up to
 /// its end (FLUSH when nothing is there yet).
 pub fn read_stopped_stream(dev: &Device) -> Result<Vec<u8>, String> {
-    let fd = dev.as_raw_fd();
-    // SAFETY: fcntl on our own open descriptor with integer arguments.
-    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    // SAFETY: As above.
-    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
-        return Err("fcntl(O_NONBLOCK) failed".into());
-    }
+    set_nonblocking(dev)?;
     let mut buf = vec![0u8; 1 << 16];
     let mut stream = Vec::new();
     let mut idle = 0;

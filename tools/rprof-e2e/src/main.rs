@@ -43,7 +43,6 @@ mod resolved_fraction;
 mod same_stream;
 mod stream;
 
-use attribution::BinSpec;
 use clap::{Parser, Subcommand};
 use rprof::events::EventSpec;
 use std::path::PathBuf;
@@ -130,67 +129,10 @@ enum Command {
     /// Decodes a raw stream (rprof dump --raw), maps the user samples to
     /// files and ELF symbols, and expects most of them in the given files
     /// and the two symbols' counts in the given ratio.
-    Attribution {
-        /// The raw stream file.
-        raw: PathBuf,
-        /// An ELF file (as the module names it) and a function in it;
-        /// repeatable.  With two, their functions' counts are compared.
-        #[arg(long = "bin", value_name = "PATH:SYMBOL", required = true)]
-        bins: Vec<BinSpec>,
-        /// Only user samples of tasks with this comm.
-        #[arg(long, value_name = "COMM")]
-        pid_comm: Option<String>,
-        /// Expected samples(SYMBOL 1) / samples(SYMBOL 2).
-        #[arg(long, value_name = "R", default_value_t = 3.0)]
-        ratio: f64,
-        /// Allowed relative distance from R.
-        #[arg(long, value_name = "F", default_value_t = 0.25)]
-        tolerance: f64,
-        /// Least fraction of the user samples in the given files.
-        #[arg(long, value_name = "F", default_value_t = 0.9)]
-        min_fraction: f64,
-        /// Least number of user samples.
-        #[arg(long, value_name = "N", default_value_t = 100)]
-        min_samples: u64,
-        /// Print the figures, check nothing.
-        #[arg(long)]
-        no_check: bool,
-    },
+    Attribution(attribution::Options),
     /// Decodes a raw stream and expects COMM's user samples to resolve to
     /// file PATH, with few LOST no_mm/no_mapping.
-    ResolvedFraction {
-        /// The raw stream file.
-        raw: PathBuf,
-        /// The comm of the tasks to look at.
-        #[arg(long)]
-        comm: String,
-        /// The file their user samples should resolve to.
-        #[arg(long)]
-        path: String,
-        /// A function of PATH that most of PATH's samples should be in.
-        #[arg(long)]
-        symbol: Option<String>,
-        /// Least fraction of COMM's user samples in PATH.
-        #[arg(long, value_name = "F", default_value_t = 0.75)]
-        min_fraction: f64,
-        /// Least fraction of COMM's user samples in some file (not ANON,
-        /// NONE or an unnamed cookie).
-        #[arg(long, value_name = "F", default_value_t = 0.95)]
-        min_file_fraction: f64,
-        /// With --symbol: least fraction of PATH's samples inside SYMBOL.
-        #[arg(long, value_name = "F", default_value_t = 0.9)]
-        min_symbol_fraction: f64,
-        /// LOST no_mm + no_mapping must stay below this fraction of COMM's
-        /// user samples.
-        #[arg(long, value_name = "F", default_value_t = 0.05)]
-        max_lost_fraction: f64,
-        /// Least number of COMM's user samples.
-        #[arg(long, value_name = "N", default_value_t = 20)]
-        min_samples: u64,
-        /// Print the figures, check nothing.
-        #[arg(long)]
-        no_check: bool,
-    },
+    ResolvedFraction(resolved_fraction::Options),
     /// Decodes a raw stream and expects MODULE records for module NAME,
     /// kernel samples inside its text, and its UNLOAD record.
     ModuleSamples {
@@ -221,48 +163,8 @@ fn main() -> ExitCode {
         Command::LostInvariant => lost_invariant::run(),
         Command::Json { path } => return json::run(&path),
         Command::LookupCookie => lookup_cookie::run(),
-        Command::Attribution {
-            raw,
-            bins,
-            pid_comm,
-            ratio,
-            tolerance,
-            min_fraction,
-            min_samples,
-            no_check,
-        } => attribution::run(&attribution::Options {
-            raw,
-            bins,
-            comm: pid_comm,
-            ratio,
-            tolerance,
-            min_fraction,
-            min_samples,
-            no_check,
-        }),
-        Command::ResolvedFraction {
-            raw,
-            comm,
-            path,
-            symbol,
-            min_fraction,
-            min_file_fraction,
-            min_symbol_fraction,
-            max_lost_fraction,
-            min_samples,
-            no_check,
-        } => resolved_fraction::run(&resolved_fraction::Options {
-            raw,
-            comm,
-            path,
-            symbol,
-            min_fraction,
-            min_file_fraction,
-            min_symbol_fraction,
-            max_lost_fraction,
-            min_samples,
-            no_check,
-        }),
+        Command::Attribution(opts) => attribution::run(&opts),
+        Command::ResolvedFraction(opts) => resolved_fraction::run(&opts),
         Command::ModuleSamples {
             raw,
             name,

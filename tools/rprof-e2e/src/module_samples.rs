@@ -10,8 +10,7 @@
 
 use crate::checks::Outcome;
 use crate::stream::Stream;
-use rprof_abi::*;
-use rprof_decode::Record;
+use rprof_decode::CookieName;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -33,22 +32,25 @@ struct Region {
 pub fn check(stream: &Stream, name: &str, min_samples: u64) -> Outcome {
     let mut regions: BTreeMap<u64, Region> = BTreeMap::new();
     for r in &stream.records {
-        if let Record::Module {
+        if let Some((
             cookie,
-            flags,
-            base,
-            size,
-            name: n,
-        } = r
+            CookieName::Module {
+                name: n,
+                base,
+                size,
+                init,
+                unloaded,
+            },
+        )) = CookieName::of_record(r)
         {
             if n != name {
                 continue;
             }
-            let region = regions.entry(*cookie).or_default();
-            region.base = *base;
-            region.size = *size;
-            region.init = u32::from(*flags) & RPROF_MODULE_INIT != 0;
-            region.unloaded |= r.is_module_unload();
+            let region = regions.entry(cookie).or_default();
+            region.base = base;
+            region.size = size;
+            region.init = init;
+            region.unloaded |= unloaded;
         }
     }
     for s in &stream.samples {
@@ -133,6 +135,8 @@ pub fn run(raw: &Path, name: &str, min_samples: u64) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rprof_abi::*;
+    use rprof_decode::Record;
 
     fn stream(offsets: &[u64], unload: bool, user: bool) -> Stream {
         let module = |flags: u32| Record::Module {
@@ -178,11 +182,7 @@ mod tests {
         if unload {
             records.push(module(RPROF_MODULE_UNLOAD));
         }
-        let mut bytes = Vec::new();
-        for r in &records {
-            r.encode(&mut bytes);
-        }
-        Stream::decode(&bytes).unwrap()
+        Stream::of_records(&records)
     }
 
     #[test]

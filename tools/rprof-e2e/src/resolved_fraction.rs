@@ -12,59 +12,59 @@
 //! no_mapping below `--max-lost-fraction` of COMM's user samples (the
 //! stream's totals, of every task: LOST records name no task).
 
-use crate::checks::Outcome;
-use crate::elf::ElfImage;
+use crate::checks::{ratio, Outcome};
+use crate::elf::Function;
 use crate::stream::Stream;
 use rprof_decode::CookieName;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-/// The options of `resolved-fraction`.
-#[derive(Debug, Clone)]
+/// The options of `resolved-fraction` (its command line, too).
+#[derive(Debug, Clone, clap::Args)]
 pub struct Options {
     /// The raw stream file.
     pub raw: PathBuf,
     /// The comm of the tasks to look at.
+    #[arg(long)]
     pub comm: String,
-    /// The file their samples should resolve to.
+    /// The file their user samples should resolve to.
+    #[arg(long)]
     pub path: String,
-    /// A function of PATH most of PATH's samples should be in.
+    /// A function of PATH that most of PATH's samples should be in.
+    #[arg(long)]
     pub symbol: Option<String>,
-    /// The least fraction of COMM's user samples in PATH.
+    /// Least fraction of COMM's user samples in PATH.
+    #[arg(long, value_name = "F", default_value_t = 0.75)]
     pub min_fraction: f64,
-    /// The least fraction of COMM's user samples in some file.
+    /// Least fraction of COMM's user samples in some file (not ANON,
+    /// NONE or an unnamed cookie).
+    #[arg(long, value_name = "F", default_value_t = 0.95)]
     pub min_file_fraction: f64,
-    /// The least fraction of PATH's samples in SYMBOL.
+    /// With --symbol: least fraction of PATH's samples inside SYMBOL.
+    #[arg(long, value_name = "F", default_value_t = 0.9)]
     pub min_symbol_fraction: f64,
-    /// The most LOST no_mm + no_mapping, as a fraction of COMM's user
-    /// samples.
+    /// LOST no_mm + no_mapping must stay below this fraction of COMM's
+    /// user samples.
+    #[arg(long, value_name = "F", default_value_t = 0.05)]
     pub max_lost_fraction: f64,
-    /// The least number of COMM's user samples.
+    /// Least number of COMM's user samples.
+    #[arg(long, value_name = "N", default_value_t = 20)]
     pub min_samples: u64,
-    /// Print the figures only.
+    /// Print the figures, check nothing.
+    #[arg(long)]
     pub no_check: bool,
 }
 
 /// `a / b`, 0 for `b` = 0.
 fn fraction(a: u64, b: u64) -> f64 {
-    if b > 0 {
-        a as f64 / b as f64
-    } else {
-        0.0
-    }
+    ratio(a, b).unwrap_or(0.0)
 }
 
 /// Runs `resolved-fraction` on a decoded stream; prints the JSON line.
 pub fn check(stream: &Stream, opts: &Options) -> Outcome {
-    let symbol = match &opts.symbol {
-        Some(name) => {
-            let image = ElfImage::load(std::path::Path::new(&opts.path))?;
-            let sym = image
-                .symbol(name)
-                .ok_or_else(|| format!("{}: no function symbol '{name}'", opts.path))?;
-            Some((image, sym))
-        }
+    let function = match &opts.symbol {
+        Some(name) => Some(Function::load(std::path::Path::new(&opts.path), name)?),
         None => None,
     };
     let r = &stream.resolver;
@@ -77,11 +77,8 @@ pub fn check(stream: &Stream, opts: &Options) -> Outcome {
             in_files += 1;
             if *path == opts.path {
                 in_path += 1;
-                if let Some((image, sym)) = &symbol {
-                    if image
-                        .vaddr_of_offset(s.offset)
-                        .is_some_and(|v| sym.contains(v))
-                    {
+                if let Some(f) = &function {
+                    if f.holds_offset(s.offset) == Some(true) {
                         in_symbol += 1;
                     }
                 }
@@ -109,17 +106,17 @@ pub fn check(stream: &Stream, opts: &Options) -> Outcome {
         "user_samples": user,
         "path_samples": in_path,
         "file_samples": in_files,
-        "symbol_samples": symbol.as_ref().map(|_| in_symbol),
+        "symbol_samples": function.as_ref().map(|_| in_symbol),
         "fraction": path_fraction,
         "file_fraction": file_fraction,
-        "symbol_fraction": symbol.as_ref().map(|_| symbol_fraction),
+        "symbol_fraction": function.as_ref().map(|_| symbol_fraction),
         "processes": tasks,
         "files": files,
         "lost_no_mm": stream.lost.no_mm,
         "lost_no_mapping": stream.lost.no_mapping,
         "lost_no_cookie": stream.lost.no_cookie,
         "lost_no_mm_mapping_fraction": lost_fraction,
-        "lost": stream.lost.to_json(),
+        "lost": stream.lost_json(),
     });
     println!("{report}");
     let in_sym = match &opts.symbol {
@@ -236,11 +233,7 @@ mod tests {
             cpu: 0,
             count: lost_mm,
         });
-        let mut bytes = Vec::new();
-        for r in &records {
-            r.encode(&mut bytes);
-        }
-        Stream::decode(&bytes).unwrap()
+        Stream::of_records(&records)
     }
 
     fn options() -> Options {
@@ -279,24 +272,19 @@ mod tests {
     #[test]
     fn unresolved_samples_and_symbols() {
         // Samples under the ANON cookie are in no file.
-        let mut b = Vec::new();
-        for r in &stream(90, 0, 0).records {
-            r.encode(&mut b);
-        }
-        Record::Switch {
+        let mut records = stream(90, 0, 0).records;
+        records.push(Record::Switch {
             cookie: u64::from(RPROF_COOKIE_ANON),
-        }
-        .encode(&mut b);
+        });
         for _ in 0..10 {
-            Record::Sample {
+            records.push(Record::Sample {
                 flags: sample_flags(true, 0),
                 time_ns: 0,
                 offset: 0x7fff_0000_0000,
                 period: 1,
-            }
-            .encode(&mut b);
+            });
         }
-        let s = Stream::decode(&b).unwrap();
+        let s = Stream::of_records(&records);
         let mut o = options();
         o.min_fraction = 0.5;
         let e = check(&s, &o).unwrap_err();
@@ -309,8 +297,7 @@ mod tests {
         // --symbol: this test binary's marker function.
         let exe = std::env::current_exe().unwrap();
         let path = exe.to_string_lossy().into_owned();
-        let image = crate::elf::tests::this_binary();
-        let sym = image.symbol("rprof_e2e_elf_test_marker").unwrap();
+        let Function { image, symbol: sym } = crate::elf::tests::marker_function();
         let inside = image.offset_of_vaddr(sym.addr).unwrap();
         let mut o = options();
         o.path = path.clone();

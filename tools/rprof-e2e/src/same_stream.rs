@@ -35,6 +35,18 @@ pub fn busy_for(d: Duration) {
     std::hint::black_box(x);
 }
 
+/// START, `d` of busy work, STOP and FLUSH, each expected to succeed.
+pub fn busy_session(dev: &Device, d: Duration) -> Result<(), String> {
+    dev.start()
+        .map_err(|e| format!("expected START to succeed, got {}", error_name(&e)))?;
+    busy_for(d);
+    dev.stop()
+        .map_err(|e| format!("expected STOP to succeed, got {}", error_name(&e)))?;
+    dev.flush()
+        .map_err(|e| format!("expected FLUSH to succeed, got {}", error_name(&e)))?;
+    Ok(())
+}
+
 /// Maps the control page read-write and the data area read-only.
 pub fn map_buffer(dev: &Device) -> Result<(Map, Map, usize), String> {
     let page = page_size()?;
@@ -105,13 +117,7 @@ pub fn run() -> Outcome {
     dev.set_config(&good_config())
         .map_err(|e| format!("expected SET_CONFIG to succeed, got {}", error_name(&e)))?;
     let (ctrl, data, data_size) = map_buffer(&dev)?;
-    dev.start()
-        .map_err(|e| format!("expected START to succeed, got {}", error_name(&e)))?;
-    busy_for(RUN);
-    dev.stop()
-        .map_err(|e| format!("expected STOP to succeed, got {}", error_name(&e)))?;
-    dev.flush()
-        .map_err(|e| format!("expected FLUSH to succeed, got {}", error_name(&e)))?;
+    busy_session(&dev, RUN)?;
 
     let mapped = peek(&ctrl, &data, data_size)?;
     let tail_before = ctrl.load_u64(DATA_TAIL).map_err(|e| io_error_name(&e))?;

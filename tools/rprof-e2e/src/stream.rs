@@ -1,53 +1,8 @@
 //! A raw event stream saved by `rprof dump --raw FILE`, decoded and
 //! resolved, for the checks that look at where samples landed.
 
-use rprof_abi::*;
-use rprof_decode::{Decoder, Record, ResolvedSample, Resolver};
+use rprof_decode::{Decoder, LostTotals, Record, ResolvedSample, Resolver};
 use std::path::Path;
-
-/// Sums of the `count` of LOST records, by stage.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct LostTotals {
-    /// `RPROF_LOST_RING`.
-    pub ring: u64,
-    /// `RPROF_LOST_BUFFER`.
-    pub buffer: u64,
-    /// `RPROF_LOST_NO_MM`.
-    pub no_mm: u64,
-    /// `RPROF_LOST_NO_MAPPING`.
-    pub no_mapping: u64,
-    /// `RPROF_LOST_NO_COOKIE`.
-    pub no_cookie: u64,
-    /// Any other stage.
-    pub other: u64,
-}
-
-impl LostTotals {
-    /// Counts one LOST record.
-    pub fn add(&mut self, stage: u32, count: u64) {
-        let total = match stage {
-            RPROF_LOST_RING => &mut self.ring,
-            RPROF_LOST_BUFFER => &mut self.buffer,
-            RPROF_LOST_NO_MM => &mut self.no_mm,
-            RPROF_LOST_NO_MAPPING => &mut self.no_mapping,
-            RPROF_LOST_NO_COOKIE => &mut self.no_cookie,
-            _ => &mut self.other,
-        };
-        *total = total.saturating_add(count);
-    }
-
-    /// As a JSON object.
-    pub fn to_json(self) -> serde_json::Value {
-        serde_json::json!({
-            "ring": self.ring,
-            "buffer": self.buffer,
-            "no_mm": self.no_mm,
-            "no_mapping": self.no_mapping,
-            "no_cookie": self.no_cookie,
-            "other": self.other,
-        })
-    }
-}
 
 /// A decoded and resolved stream.
 #[derive(Debug)]
@@ -109,6 +64,19 @@ impl Stream {
         Self::decode(&bytes)
     }
 
+    /// The LOST records' totals as a JSON object.
+    pub fn lost_json(&self) -> serde_json::Value {
+        let l = &self.lost;
+        serde_json::json!({
+            "ring": l.ring,
+            "buffer": l.buffer,
+            "no_mm": l.no_mm,
+            "no_mapping": l.no_mapping,
+            "no_cookie": l.no_cookie,
+            "other": l.other,
+        })
+    }
+
     /// The user samples of tasks whose comm is `comm` (all user samples if
     /// `None`).
     pub fn user_samples<'a>(
@@ -122,8 +90,21 @@ impl Stream {
 }
 
 #[cfg(test)]
+impl Stream {
+    /// `records` encoded, then decoded and resolved.
+    pub(crate) fn of_records(records: &[Record]) -> Stream {
+        let mut bytes = Vec::new();
+        for r in records {
+            r.encode(&mut bytes);
+        }
+        Stream::decode(&bytes).unwrap()
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
+    use rprof_abi::*;
 
     #[test]
     fn decodes_resolves_and_totals() {
@@ -197,7 +178,7 @@ mod tests {
         assert_eq!(s.user_samples(Some("x")).count(), 1);
         assert_eq!(s.user_samples(Some("z")).count(), 0);
         assert_eq!(s.resolver.path(16), Some("/bin/x"));
-        assert_eq!(s.lost.to_json()["no_mapping"], 3);
+        assert_eq!(s.lost_json()["no_mapping"], 3);
 
         let mut bad = b[..b.len() - 8].to_vec();
         bad.extend_from_slice(&[1, 0, 0, 0, 12, 0, 0, 0]);

@@ -1,7 +1,7 @@
 //! Counting samples of a stream by (event, task, cookie, offset).
 
 use rprof_abi::*;
-use rprof_decode::{Decoder, Record, Resolver};
+use rprof_decode::{Decoder, Record, Resolver, SessionSpan};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -71,14 +71,8 @@ pub struct Aggregate {
     pub lost_other: u64,
     /// THROTTLE records.
     pub throttles: u64,
-    /// START records.
-    pub starts: u64,
-    /// STOP records.
-    pub stops: u64,
-    /// Time of the first START.
-    pub start_ns: Option<u64>,
-    /// Time of the last STOP.
-    pub stop_ns: Option<u64>,
+    /// START and STOP records.
+    pub span: SessionSpan,
 }
 
 impl Aggregate {
@@ -95,14 +89,7 @@ impl Aggregate {
                 _ => self.lost_other += count,
             },
             Record::Throttle { .. } => self.throttles += 1,
-            Record::Start { time_ns, .. } => {
-                self.starts += 1;
-                self.start_ns.get_or_insert(*time_ns);
-            }
-            Record::Stop { time_ns, .. } => {
-                self.stops += 1;
-                self.stop_ns = Some(*time_ns);
-            }
+            Record::Start { .. } | Record::Stop { .. } => self.span.add(record),
             _ => {}
         }
         let Some(s) = self.resolver.feed(record) else {
@@ -217,7 +204,7 @@ mod tests {
         assert_eq!(agg.samples, testdata::SAMPLES);
         assert_eq!(agg.lost[RPROF_LOST_NO_MAPPING as usize - 1], 3);
         assert_eq!(agg.lost_total(), 3);
-        assert_eq!((agg.starts, agg.stops), (1, 1));
+        assert_eq!((agg.span.starts, agg.span.stops), (1, 1));
         assert!(agg.lost_line().contains("no_mapping 3"));
         let f = Filter {
             comm: Some("attr_main".into()),

@@ -71,8 +71,8 @@ impl Loaded {
         if let (Some(h), Some(k)) = (d.meta(meta::HOSTNAME), d.meta(meta::KERNEL)) {
             writeln!(out, "# host: {h}, kernel {k}")?;
         }
-        if let (Some(a), Some(b)) = (self.agg.start_ns, self.agg.stop_ns) {
-            writeln!(out, "# session: {:.3} s", b.saturating_sub(a) as f64 / 1e9)?;
+        if let Some(ns) = self.agg.span.duration_ns() {
+            writeln!(out, "# session: {:.3} s", ns as f64 / 1e9)?;
         }
         writeln!(out, "# samples: {}", self.agg.samples)?;
         writeln!(
@@ -106,7 +106,7 @@ impl Loaded {
         if let Some(e) = &self.stream_error {
             writeln!(out, "# warning: {e}; later records were ignored")?;
         }
-        if self.agg.stops == 0 {
+        if self.agg.span.stops == 0 {
             writeln!(
                 out,
                 "# warning: the stream has no STOP record (recording cut short?)"

@@ -34,6 +34,25 @@ pub struct Options {
     pub comment: Option<String>,
 }
 
+impl Options {
+    /// The event part of the options for the event configured as `e`: its
+    /// name, whether its period is time, and its nominal period (for a
+    /// frequency, the ns between samples).
+    pub fn for_event(e: &rprof_abi::rprof_event_config) -> Options {
+        let period = if e.flags & rprof_abi::RPROF_EVENT_FREQ != 0 && e.period > 0 {
+            (1_000_000_000 / e.period) as i64
+        } else {
+            e.period as i64
+        };
+        Options {
+            event: crate::event_name(e.kind),
+            period_is_time: crate::period_is_time(e.kind),
+            period,
+            ..Options::default()
+        }
+    }
+}
+
 fn varint(buf: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         buf.push((v as u8) | 0x80);
@@ -422,6 +441,36 @@ pub fn decode(data: &[u8]) -> Result<Summary, String> {
 mod tests {
     use super::*;
     use crate::{testdata, Aggregate, Filter, Symbolizer};
+
+    #[test]
+    fn event_options() {
+        use rprof_abi::*;
+        let o = Options::for_event(&rprof_event_config {
+            kind: RPROF_EVENT_CPU_CLOCK,
+            flags: RPROF_EVENT_FREQ,
+            period: 999,
+        });
+        assert_eq!(
+            (o.event.as_str(), o.period_is_time, o.period),
+            ("cpu-clock", true, 1_001_001)
+        );
+        let o = Options::for_event(&rprof_event_config {
+            kind: RPROF_EVENT_CYCLES,
+            flags: 0,
+            period: 100_000,
+        });
+        assert_eq!(
+            (o.event.as_str(), o.period_is_time, o.period),
+            ("cycles", false, 100_000)
+        );
+        let o = Options::for_event(&rprof_event_config {
+            kind: RPROF_EVENT_TASK_CLOCK,
+            flags: RPROF_EVENT_FREQ,
+            period: 0,
+        });
+        assert_eq!((o.period_is_time, o.period), (true, 0));
+        assert_eq!((o.time_nanos, o.duration_nanos, o.comment), (0, 0, None));
+    }
 
     #[test]
     fn varints() {

@@ -61,6 +61,18 @@ fn encode_dev(st_dev: u64) -> u64 {
     (minor & 0xff) | (major << 8) | ((minor & !0xff) << 12)
 }
 
+/// The session of [`stream`]: cpu-clock at 999 Hz.
+pub fn config() -> rprof_config {
+    let mut config = rprof_config::new();
+    config.nr_events = 1;
+    config.events[0] = rprof_event_config {
+        kind: RPROF_EVENT_CPU_CLOCK,
+        flags: RPROF_EVENT_FREQ,
+        period: 999,
+    };
+    config
+}
+
 /// [`stream`] with another inode or path in the COOKIE record.
 pub fn stream_with(ino: Option<u64>, path: Option<&str>) -> (Vec<u8>, FileInfo) {
     let exe = exe();
@@ -76,13 +88,7 @@ pub fn stream_with(ino: Option<u64>, path: Option<&str>) -> (Vec<u8>, FileInfo) 
         path: path.clone(),
         ..FileInfo::default()
     };
-    let mut config = rprof_config::new();
-    config.nr_events = 1;
-    config.events[0] = rprof_event_config {
-        kind: RPROF_EVENT_CPU_CLOCK,
-        flags: RPROF_EVENT_FREQ,
-        period: 999,
-    };
+    let config = config();
     let sample = |offset: u64, user: bool| Record::Sample {
         flags: u16::from(user),
         time_ns: 1,
@@ -167,14 +173,7 @@ pub fn stream() -> (Vec<u8>, FileInfo) {
 /// [`stream`] as a whole `rprof.data`.
 pub fn data_file() -> rprof_data::DataFile {
     let (stream, info) = stream();
-    let mut config = rprof_config::new();
-    config.nr_events = 1;
-    config.events[0] = rprof_event_config {
-        kind: RPROF_EVENT_CPU_CLOCK,
-        flags: RPROF_EVENT_FREQ,
-        period: 999,
-    };
-    let mut f = rprof_data::DataFile::new(config);
+    let mut f = rprof_data::DataFile::new(config());
     f.stream = stream;
     f.kallsyms = KALLSYMS.into();
     f.files = vec![info];

@@ -56,7 +56,7 @@ fn the_file_is_a_complete_recording() {
     assert!(stats.samples > 0 && stats.samples >= stats.delivered);
     let l = loaded();
     assert_eq!(l.stream_error, None);
-    assert_eq!(l.agg.stops, 1);
+    assert_eq!(l.agg.span.stops, 1);
     assert_eq!(l.agg.samples, stream_samples(&l.data));
 }
 

@@ -45,11 +45,30 @@ pub struct ElfImage {
     pub build_id: Option<Vec<u8>>,
 }
 
+/// Parses a 64-bit ELF file's bytes (headers only; tables are read as they
+/// are asked for).
+pub fn parse_elf64(data: &[u8]) -> Result<ElfFile64<'_, Endianness>, String> {
+    ElfFile64::<Endianness>::parse(data).map_err(|e| format!("not a 64-bit ELF file: {e}"))
+}
+
+/// Reads the file at `path` and hands its bytes to `parse`; an error of
+/// either names the path.
+pub fn load_with<T>(
+    path: &Path,
+    parse: impl FnOnce(&[u8]) -> Result<T, String>,
+) -> Result<T, String> {
+    let data = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    parse(&data).map_err(|e| format!("{}: {e}", path.display()))
+}
+
 impl ElfImage {
     /// Parses a 64-bit ELF file's bytes.
     pub fn parse(data: &[u8]) -> Result<ElfImage, String> {
-        let elf = ElfFile64::<Endianness>::parse(data)
-            .map_err(|e| format!("not a 64-bit ELF file: {e}"))?;
+        Ok(Self::from_elf(&parse_elf64(data)?))
+    }
+
+    /// The segments, function symbols and build-id of a parsed ELF file.
+    pub fn from_elf(elf: &ElfFile64<'_, Endianness>) -> ElfImage {
         let endian = elf.endian();
         let segments = elf
             .elf_program_headers()
@@ -86,18 +105,16 @@ impl ElfImage {
         });
         symbols.dedup_by(|b, a| a.addr == b.addr);
         let build_id = elf.build_id().ok().flatten().map(<[u8]>::to_vec);
-        Ok(ElfImage {
+        ElfImage {
             segments,
             symbols,
             build_id,
-        })
+        }
     }
 
     /// Reads and parses the ELF file at `path`.
     pub fn load(path: &Path) -> Result<ElfImage, String> {
-        let data =
-            std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        Self::parse(&data).map_err(|e| format!("{}: {e}", path.display()))
+        load_with(path, Self::parse)
     }
 
     /// The virtual address of file offset `offset`: in the PT_LOAD segment
@@ -253,6 +270,39 @@ pub(crate) mod tests {
         assert_eq!(image.symbol_at(0x1310), None);
         assert_eq!(image.vaddr_of_offset(0x300), Some(0x1300));
         assert_eq!(image.vaddr_of_offset(0x2000), None);
+    }
+
+    #[test]
+    fn segment_arithmetic() {
+        let image = ElfImage {
+            segments: vec![
+                Segment {
+                    offset: 0,
+                    file_size: 0x500,
+                    vaddr: 0,
+                    exec: false,
+                },
+                Segment {
+                    offset: 0x1000,
+                    file_size: 0x200,
+                    vaddr: 0x1000,
+                    exec: true,
+                },
+                Segment {
+                    offset: 0x2000,
+                    file_size: 0x100,
+                    vaddr: 0x3000,
+                    exec: false,
+                },
+            ],
+            ..ElfImage::default()
+        };
+        assert_eq!(image.vaddr_of_offset(0x10), Some(0x10));
+        assert_eq!(image.vaddr_of_offset(0x1100), Some(0x1100));
+        assert_eq!(image.vaddr_of_offset(0x2010), Some(0x3010));
+        assert_eq!(image.vaddr_of_offset(0x600), None, "between segments");
+        assert_eq!(image.vaddr_of_offset(0x2100), None, "past the file bytes");
+        assert_eq!(image.offset_of_vaddr(0x3020), Some(0x2020));
     }
 
     #[test]

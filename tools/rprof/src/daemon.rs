@@ -79,17 +79,7 @@ fn write_profile(
     let mut sym = live::symbolizer();
     let rows = rprof_report::rows(&sink.agg, &mut sym, &rprof_report::Filter::default());
     let end = now_unix();
-    let kind = config.events[0].kind;
-    let e = &config.events[0];
-    let period = if e.flags & rprof_abi::RPROF_EVENT_FREQ != 0 && e.period > 0 {
-        (1_000_000_000 / e.period) as i64
-    } else {
-        e.period as i64
-    };
     let opts = rprof_report::pprof::Options {
-        event: rprof_report::event_name(kind),
-        period_is_time: rprof_report::period_is_time(kind),
-        period,
         time_nanos: started.as_nanos() as i64,
         duration_nanos: end.saturating_sub(started).as_nanos() as i64,
         comment: Some(format!(
@@ -97,6 +87,7 @@ fn write_profile(
             sink.agg.samples,
             sink.agg.lost_line()
         )),
+        ..rprof_report::pprof::Options::for_event(&config.events[0])
     };
     let name = format!("{PREFIX}{:010}-{seq:06}{SUFFIX}", started.as_secs());
     let path = dir.join(&name);
@@ -132,11 +123,7 @@ pub fn rotate(dir: &Path, keep: u64) -> Result<(), Error> {
 
 /// Runs the daemon until SIGTERM/SIGINT.
 pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
-    let config = args
-        .sampling
-        .session_options(args.pid)
-        .to_config()
-        .map_err(Error::Protocol)?;
+    let config = args.sampling.config(args.pid)?;
     // The device first: a missing module or capability is the error to
     // report, before anything is created.
     let dev = Device::open(device)?;

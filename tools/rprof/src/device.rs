@@ -49,6 +49,18 @@ pub struct Device {
     path: PathBuf,
 }
 
+/// Checks that a module's ABI version (`RPROF_IOC_GET_VERSION`) is
+/// [`RPROF_ABI_VERSION`]: [`Error::VersionMismatch`] otherwise.
+pub fn check_abi_version(module: u32) -> Result<(), Error> {
+    if module != RPROF_ABI_VERSION {
+        return Err(Error::VersionMismatch {
+            module,
+            expected: RPROF_ABI_VERSION,
+        });
+    }
+    Ok(())
+}
+
 impl Device {
     /// Opens the device at `path` (normally [`DEFAULT_PATH`]) for reading
     /// and writing.
@@ -115,14 +127,7 @@ impl Device {
 
     /// Checks that the module speaks [`RPROF_ABI_VERSION`].
     pub fn check_version(&self) -> Result<(), Error> {
-        let module = self.version()?;
-        if module != RPROF_ABI_VERSION {
-            return Err(Error::VersionMismatch {
-                module,
-                expected: RPROF_ABI_VERSION,
-            });
-        }
-        Ok(())
+        check_abi_version(self.version()?)
     }
 
     /// `RPROF_IOC_SET_CONFIG`: configures a session owned by this file.

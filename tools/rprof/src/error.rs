@@ -4,6 +4,7 @@ use crate::errno::errno_name;
 use std::fmt;
 use std::io;
 use std::path::PathBuf;
+use std::process::ExitCode;
 
 /// An error of `/dev/rprof` or of a session on it.
 ///
@@ -123,6 +124,18 @@ fn describe(e: &io::Error) -> String {
             format!("{} ({text})", errno_name(errno))
         }
         None => e.to_string(),
+    }
+}
+
+/// The exit status of a command that ended with `result`: 0, or 1 after
+/// printing the error (one `rprof: ...` line) on stderr.
+pub fn exit_code(result: Result<(), Error>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::FAILURE
+        }
     }
 }
 

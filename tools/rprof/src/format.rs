@@ -179,7 +179,7 @@ impl fmt::Display for RecordLine<'_> {
                     "MODULE {cookie} {} base={base:#x} size={size}",
                     Word(name)
                 )?;
-                if u32::from(*flags) & RPROF_MODULE_INIT != 0 {
+                if r.is_module_init() {
                     f.write_str(" init")?;
                 }
                 if r.is_module_unload() {

@@ -77,7 +77,7 @@ struct DumpArgs {
 
     /// How long to sample, in seconds (fractions allowed).
     #[arg(short = 'd', long = "duration", value_name = "SECONDS", default_value = "1",
-          value_parser = parse_seconds)]
+          value_parser = rprof::daemon::parse_seconds)]
     duration: std::time::Duration,
 
     /// Read records with read() instead of the mmap'ed buffer.
@@ -140,17 +140,6 @@ struct DumpArgs {
     raw: Option<PathBuf>,
 }
 
-/// Parses a positive, finite number of seconds.
-fn parse_seconds(s: &str) -> Result<std::time::Duration, String> {
-    let secs: f64 = s
-        .parse()
-        .map_err(|_| format!("'{s}' is not a number of seconds"))?;
-    if !(secs.is_finite() && secs > 0.0 && secs <= 1e9) {
-        return Err(format!("'{s}': the duration must be positive"));
-    }
-    Ok(std::time::Duration::from_secs_f64(secs))
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
@@ -180,13 +169,7 @@ fn main() -> ExitCode {
             cmd::dump::run(&cli.device, &config, &args.output_options())
         }
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("{e}");
-            ExitCode::FAILURE
-        }
-    }
+    rprof::error::exit_code(result)
 }
 
 impl DumpArgs {

@@ -1,7 +1,9 @@
 //! The sampling options shared by `rprof record`, `top` and `daemon`.
 
 use crate::events::{EventSpec, SessionOptions};
+use crate::Error;
 use clap::Args;
+use rprof_abi::rprof_config;
 
 /// The default frequency of `record`, `top` and `daemon`: 999 Hz, as
 /// perf's (off the 1000 Hz of timer ticks, so samples do not lock step
@@ -60,5 +62,14 @@ impl SamplingArgs {
             drain_interval_ms: 0,
             wakeup_bytes: self.wakeup_bytes,
         }
+    }
+
+    /// The session's configuration, for the whole system or (`pid`) one
+    /// process; options that make none (too many events, ...) are an
+    /// [`Error::Protocol`].
+    pub fn config(&self, pid: Option<i32>) -> Result<rprof_config, Error> {
+        self.session_options(pid)
+            .to_config()
+            .map_err(Error::Protocol)
     }
 }

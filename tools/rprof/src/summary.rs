@@ -2,7 +2,7 @@
 
 use crate::format::STATS_COLUMNS;
 use rprof_abi::*;
-use rprof_decode::Record;
+use rprof_decode::{LostTotals, Record, SessionSpan};
 use std::fmt::Write as _;
 
 /// Counts of the records of a session.
@@ -35,32 +35,16 @@ pub struct Summary {
     pub current_cpu: Option<u32>,
     /// LOST records.
     pub lost_records: u64,
-    /// Sum of `count` of LOST records with stage `RPROF_LOST_RING`.
-    pub lost_ring: u64,
-    /// Sum of `count` of LOST records with stage `RPROF_LOST_BUFFER`.
-    pub lost_buffer: u64,
-    /// Sum of `count` of LOST records with stage `RPROF_LOST_NO_MM`.
-    pub lost_no_mm: u64,
-    /// Sum of `count` of LOST records with stage `RPROF_LOST_NO_MAPPING`.
-    pub lost_no_mapping: u64,
-    /// Sum of `count` of LOST records with stage `RPROF_LOST_NO_COOKIE`.
-    pub lost_no_cookie: u64,
-    /// Sum of `count` of LOST records with another stage.
-    pub lost_other: u64,
-    /// START records.
-    pub starts: u64,
-    /// STOP records.
-    pub stops: u64,
+    /// Sums of `count` of LOST records, by stage.
+    pub lost_by_stage: LostTotals,
+    /// START and STOP records.
+    pub span: SessionSpan,
     /// THROTTLE records.
     pub throttles: u64,
     /// UNTHROTTLE records.
     pub unthrottles: u64,
     /// Records of unknown types.
     pub unknown: u64,
-    /// Time of the first START record, if any.
-    pub start_ns: Option<u64>,
-    /// Time of the last STOP record, if any.
-    pub stop_ns: Option<u64>,
 }
 
 /// Adds 1 at `index`, growing `v` as needed (indices come from the module
@@ -100,24 +84,9 @@ impl Summary {
             Record::Module { .. } => self.modules += 1,
             Record::Lost { stage, count, .. } => {
                 self.lost_records += 1;
-                let total = match *stage {
-                    RPROF_LOST_RING => &mut self.lost_ring,
-                    RPROF_LOST_BUFFER => &mut self.lost_buffer,
-                    RPROF_LOST_NO_MM => &mut self.lost_no_mm,
-                    RPROF_LOST_NO_MAPPING => &mut self.lost_no_mapping,
-                    RPROF_LOST_NO_COOKIE => &mut self.lost_no_cookie,
-                    _ => &mut self.lost_other,
-                };
-                *total = total.saturating_add(*count);
+                self.lost_by_stage.add(*stage, *count);
             }
-            Record::Start { time_ns, .. } => {
-                self.starts += 1;
-                self.start_ns.get_or_insert(*time_ns);
-            }
-            Record::Stop { time_ns, .. } => {
-                self.stops += 1;
-                self.stop_ns = Some(*time_ns);
-            }
+            Record::Start { .. } | Record::Stop { .. } => self.span.add(record),
             Record::Throttle { .. } => self.throttles += 1,
             Record::Unthrottle { .. } => self.unthrottles += 1,
             Record::Unknown { .. } => self.unknown += 1,
@@ -126,15 +95,7 @@ impl Summary {
 
     /// Samples reported lost in-band, all stages.
     pub fn lost(&self) -> u64 {
-        [
-            self.lost_buffer,
-            self.lost_no_mm,
-            self.lost_no_mapping,
-            self.lost_no_cookie,
-            self.lost_other,
-        ]
-        .iter()
-        .fold(self.lost_ring, |a, &b| a.saturating_add(b))
+        self.lost_by_stage.total()
     }
 
     /// `records: N samples: S lost: L`.
@@ -194,8 +155,8 @@ impl Summary {
             self.lost(),
             self.samples,
             self.lost_records,
-            self.starts,
-            self.stops,
+            self.span.starts,
+            self.span.stops,
             self.throttles,
             self.unthrottles,
             self.cookies,
@@ -208,16 +169,13 @@ impl Summary {
             list(&per_cpu),
             self.samples_no_task,
             list(&self.samples_per_event),
-            self.lost_ring,
-            self.lost_buffer,
-            self.lost_no_mm,
-            self.lost_no_mapping,
-            self.lost_no_cookie,
-            self.lost_other,
-            match (self.start_ns, self.stop_ns) {
-                (Some(a), Some(b)) => b.saturating_sub(a),
-                _ => 0,
-            },
+            self.lost_by_stage.ring,
+            self.lost_by_stage.buffer,
+            self.lost_by_stage.no_mm,
+            self.lost_by_stage.no_mapping,
+            self.lost_by_stage.no_cookie,
+            self.lost_by_stage.other,
+            self.span.duration_ns().unwrap_or(0),
         );
         if let Some((s, cpus)) = stats {
             let counters = |c: &rprof_cpu_stats| {
@@ -328,11 +286,9 @@ mod tests {
         assert_eq!(s.samples_no_task, 1);
         assert_eq!(s.samples_per_event, [3, 1]);
         assert_eq!((s.samples_user, s.samples_kernel), (1, 3));
-        assert_eq!((s.lost_ring, s.lost_buffer, s.starts), (5, 2, 1));
-        assert_eq!(
-            (s.lost_no_mm, s.lost_no_mapping, s.lost_no_cookie),
-            (4, 3, 6)
-        );
+        let lost = s.lost_by_stage;
+        assert_eq!((lost.ring, lost.buffer, s.span.starts), (5, 2, 1));
+        assert_eq!((lost.no_mm, lost.no_mapping, lost.no_cookie), (4, 3, 6));
         assert_eq!((s.tasks, s.switches, s.cookies, s.modules), (2, 1, 1, 1));
     }
 
@@ -402,7 +358,10 @@ mod tests {
             time_ns: 5_001_000,
             config,
         });
-        assert_eq!((s.start_ns, s.stop_ns), (Some(1_000), Some(5_001_000)));
+        assert_eq!(
+            (s.span.start_ns, s.span.stop_ns),
+            (Some(1_000), Some(5_001_000))
+        );
         assert!(s.to_json(None).contains("\"session_ns\":5000000"));
     }
 }

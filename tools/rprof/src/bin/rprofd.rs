@@ -26,13 +26,7 @@ struct Cli {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match daemon::run(&cli.device, &cli.args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("{e}");
-            ExitCode::FAILURE
-        }
-    }
+    rprof::error::exit_code(daemon::run(&cli.device, &cli.args))
 }
 
 #[cfg(test)]

@@ -111,7 +111,7 @@ impl<W: Write> session::Sink for Sink<W> {
     }
 
     fn saw_stop(&self) -> bool {
-        self.summary.stops > 0
+        self.summary.span.stops > 0
     }
 }
 

@@ -74,11 +74,6 @@ pub fn run(args: &ExportArgs) -> Result<(), Error> {
                 .get(args.event as usize)
                 .copied()
                 .unwrap_or_default();
-            let period = if e.flags & rprof_abi::RPROF_EVENT_FREQ != 0 && e.period > 0 {
-                (1_000_000_000 / e.period) as i64
-            } else {
-                e.period as i64
-            };
             let start: i64 = data
                 .meta(rprof_data::meta::START_UNIX)
                 .and_then(|s| s.parse::<i64>().ok())
@@ -88,12 +83,10 @@ pub fn run(args: &ExportArgs) -> Result<(), Error> {
                 .and_then(|s| s.parse().ok())
                 .unwrap_or(0);
             let opts = pprof::Options {
-                event: rprof_report::event_name(e.kind),
-                period_is_time: rprof_report::period_is_time(e.kind),
-                period,
                 time_nanos: start.saturating_mul(1_000_000_000),
                 duration_nanos: duration,
                 comment: data.meta(rprof_data::meta::COMMAND).map(str::to_string),
+                ..pprof::Options::for_event(&e)
             };
             pprof::write_gz(&mut out, &rows, &opts)
         }

@@ -9,11 +9,11 @@
 //! figures on stderr.
 
 use clap::Args;
+use rprof::live::AggregateSink;
 use rprof::sampling::SamplingArgs;
-use rprof::session::{Framer, Session, Sink};
+use rprof::session::{Session, Sink};
 use rprof::{signal, snapshot, Device, Error};
 use rprof_data::{meta, Writer};
-use rprof_report::Aggregate;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::BufWriter;
@@ -67,8 +67,7 @@ const POLL_INTERVAL: Duration = Duration::from_millis(100);
 /// Writes the stream to the file and counts it.
 struct RecordSink {
     writer: Writer<BufWriter<File>>,
-    framer: Framer,
-    agg: Aggregate,
+    counts: AggregateSink,
 }
 
 impl Sink for RecordSink {
@@ -76,15 +75,11 @@ impl Sink for RecordSink {
         self.writer
             .write_stream(bytes)
             .map_err(|e| Error::io("writing the recording", e))?;
-        let agg = &mut self.agg;
-        self.framer.feed(bytes, |r| {
-            agg.feed(r);
-            Ok(())
-        })
+        self.counts.feed(bytes)
     }
 
     fn saw_stop(&self) -> bool {
-        self.framer.stops() > 0
+        self.counts.saw_stop()
     }
 }
 
@@ -107,11 +102,7 @@ pub fn run(device: &Path, args: &RecordArgs) -> Result<(), Error> {
             "-p PID and a command cannot be combined".into(),
         ));
     }
-    let config = args
-        .sampling
-        .session_options(args.pid)
-        .to_config()
-        .map_err(Error::Protocol)?;
+    let config = args.sampling.config(args.pid)?;
     // The device first: a missing module or capability is the error to
     // report, before any file is created.
     let dev = Device::open(device)?;
@@ -125,8 +116,7 @@ pub fn run(device: &Path, args: &RecordArgs) -> Result<(), Error> {
         .map_err(|e| Error::io("writing the recording", e))?;
     let mut sink = RecordSink {
         writer,
-        framer: Framer::new(),
-        agg: Aggregate::new(),
+        counts: AggregateSink::new(),
     };
     let start_unix = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -188,7 +178,7 @@ pub fn run(device: &Path, args: &RecordArgs) -> Result<(), Error> {
         m.insert(meta::TARGET_PID.into(), p.to_string());
     }
     let snap = snapshot::take(
-        sink.agg.resolver().names(),
+        sink.counts.agg.resolver().names(),
         Some(snapshot::stats_of(&stats)),
     );
     let bytes = sink.writer.stream_len();
@@ -199,7 +189,7 @@ pub fn run(device: &Path, args: &RecordArgs) -> Result<(), Error> {
         .map(|m| m.len())
         .unwrap_or(0);
 
-    let agg = &sink.agg;
+    let agg = &sink.counts.agg;
     eprintln!(
         "rprof: recorded {} samples in {:.2} s into {} ({} KiB, {} bytes of stream, {} files)",
         agg.samples,
@@ -229,5 +219,5 @@ pub fn run(device: &Path, args: &RecordArgs) -> Result<(), Error> {
     } else if child.is_some() {
         eprintln!("rprof: {} is still running", args.command[0]);
     }
-    sink.framer.finish()
+    sink.counts.finish()
 }

@@ -138,11 +138,7 @@ fn draw(
 
 /// Runs `rprof top`.
 pub fn run(device: &Path, args: &TopArgs) -> Result<(), Error> {
-    let config = args
-        .sampling
-        .session_options(None)
-        .to_config()
-        .map_err(Error::Protocol)?;
+    let config = args.sampling.config(None)?;
     let dev = Device::open(device)?;
     let mut session = Session::new(&dev, &config, false)?;
     signal::install_stop_handler().map_err(|e| Error::io("installing a SIGINT handler", e))?;

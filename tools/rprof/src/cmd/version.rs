@@ -1,5 +1,6 @@
 //! `rprof version`: this program's ABI version and the module's.
 
+use rprof::device::check_abi_version;
 use rprof::{Device, Error};
 use rprof_abi::RPROF_ABI_VERSION;
 use std::path::Path;
@@ -13,11 +14,5 @@ pub fn run(path: &Path) -> Result<(), Error> {
     let dev = Device::open(path)?;
     let module = dev.version()?;
     println!("module ABI version {module}");
-    if module != RPROF_ABI_VERSION {
-        return Err(Error::VersionMismatch {
-            module,
-            expected: RPROF_ABI_VERSION,
-        });
-    }
-    Ok(())
+    check_abi_version(module)
 }
