@@ -60,9 +60,11 @@ check "... exact accounting" invariant /tmp/a.json
 # executable (and inside short_hot) even though each has exited by the
 # time the drain sees it.  Under TCG the dynamic loader's start-up takes
 # about as long as short's 20 ms of work (measured: 54% of short's user
-# samples in /tests/bin/short, 38% in ld.so, 7% in libc), hence 40% in
-# the program itself but 95% in some file.
-SHORT_OPTS="--min-fraction 0.4 --min-file-fraction 0.95 --symbol short_hot"
+# samples in /tests/bin/short, 38% in ld.so, 7% in libc; with KASAN, whose
+# exec and page faults are slower, 37% / 53% / 10%).  Samples in ld.so and
+# libc are in the right files too: what must hold is 95% in some file, a
+# fifth in the program itself, and its samples in short_hot.
+SHORT_OPTS="--min-fraction 0.2 --min-file-fraction 0.95 --symbol short_hot"
 record s
 i=0
 while [ $i -lt 200 ]; do

@@ -133,6 +133,36 @@ kill -TERM $d
 wait $d
 check "daemon --keep 2 keeps two profiles" sh -c '[ $(ls /tmp/d3 | grep -c "^rprof-.*\.pb\.gz$") -eq 2 ]'
 
+# A slow reader: a one-page buffer, 10 kHz, and the daemon stopped for 2 s.
+# The module drops what does not fit and counts it; once resumed, the
+# daemon catches up, and a profile written after the stall counts the
+# losses (its line on stderr: "rprof daemon: wrote PATH: N samples,
+# L lost (ring R, buffer B, ...)").
+rmmod rprof
+insmod "$RPROF_KO" buffer_pages=1
+rprof daemon --dir /tmp/d4 --interval 1 --keep 100 -e cpu-clock@10000 >/tmp/d4.out 2>&1 &
+d=$!
+sleep 1.5
+kill -STOP $d
+# Nothing is written while it is stopped: the lines after these are
+# the stall's and later.
+before=$(wc -l </tmp/d4.out)
+sleep 2
+kill -CONT $d
+sleep 2
+kill -TERM $d
+wait $d
+rc=$?
+check "slow daemon (SIGSTOP 2 s, one-page buffer): exit 0 after SIGTERM" test $rc -eq 0
+check "... and valid profiles in /tmp/d4" \
+	sh -c 'ls /tmp/d4/rprof-*.pb.gz >/dev/null && gzip -t /tmp/d4/rprof-*.pb.gz'
+tail -n +$((before + 1)) /tmp/d4.out >/tmp/d4.after
+check "... a profile written after the stall counts lost samples" \
+	grep -qE '^rprof daemon: wrote /tmp/d4/rprof-[0-9]+-[0-9]+\.pb\.gz: [0-9]+ samples, [1-9][0-9]* lost \(' /tmp/d4.after
+diag "$(cat /tmp/d4.out; ls -l /tmp/d4)"
+rmmod rprof
+insmod "$RPROF_KO"
+
 # 9. The host tests' fixture.
 if grep -q rprof_fixture /proc/cmdline; then
 	for f in /tmp/r.data /tests/bin/attr_main /tests/bin/libattr_lib.so; do

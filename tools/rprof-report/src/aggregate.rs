@@ -124,7 +124,20 @@ impl Aggregate {
     /// the walk: the error names its byte offset in the stream (what came
     /// before it is counted).
     pub fn feed_stream(&mut self, stream: &[u8]) -> Result<(), String> {
-        for item in Decoder::new(stream) {
+        self.feed_stream_with_progress(stream, &mut |_| {})
+    }
+
+    /// [`feed_stream`](Self::feed_stream), telling `progress` how many
+    /// bytes of `stream` are decoded every few thousand records and at
+    /// the end.
+    pub fn feed_stream_with_progress(
+        &mut self,
+        stream: &[u8],
+        progress: &mut dyn FnMut(usize),
+    ) -> Result<(), String> {
+        let mut decoder = Decoder::new(stream);
+        let mut n = 0u32;
+        while let Some(item) = decoder.next() {
             match item {
                 Ok(r) => self.feed(&r),
                 Err(e) => {
@@ -134,7 +147,12 @@ impl Aggregate {
                     ))
                 }
             }
+            n = n.wrapping_add(1);
+            if n % 4096 == 0 {
+                progress(decoder.position());
+            }
         }
+        progress(stream.len());
         Ok(())
     }
 

@@ -33,6 +33,40 @@ impl Loaded {
         }
     }
 
+    /// [`new`](Self::new) for a large file: tells `progress` (phase,
+    /// done, total) how far decoding ("decoding", bytes of the stream)
+    /// and symbolizing ("symbolizing", keys passing `filter`) are.  The
+    /// frames are computed here, once; reports of `filter` (or narrower)
+    /// then find them in the symbolizer's cache.
+    pub fn with_progress(
+        data: DataFile,
+        symfs: Option<PathBuf>,
+        filter: &Filter,
+        progress: &mut dyn FnMut(&str, u64, u64),
+    ) -> Loaded {
+        let mut agg = Aggregate::new();
+        let total = data.stream.len() as u64;
+        let stream_error = agg
+            .feed_stream_with_progress(&data.stream, &mut |pos| {
+                progress("decoding", pos as u64, total)
+            })
+            .err();
+        let mut sym = Symbolizer::new(&data.kallsyms, &data.files, symfs);
+        let keys = agg.counts().keys().filter(|k| filter.accepts(k));
+        let total = keys.clone().count() as u64;
+        for (i, key) in keys.enumerate() {
+            progress("symbolizing", i as u64, total);
+            sym.frame(key.cookie, key.offset, agg.resolver());
+        }
+        progress("symbolizing", total, total);
+        Loaded {
+            data,
+            agg,
+            sym,
+            stream_error,
+        }
+    }
+
     /// The event indices that have samples passing `filter`, ascending.
     pub fn events(&self, filter: &Filter) -> Vec<u32> {
         let mut v: Vec<u32> = self
@@ -150,5 +184,33 @@ mod tests {
             "{text}"
         );
         assert_eq!(l.events(&Filter::default()), [0]);
+    }
+
+    #[test]
+    fn with_progress_counts_the_same_and_reports_both_phases() {
+        let bytes = testdata::data_file().to_bytes();
+        let mut plain = Loaded::new(DataFile::parse(&bytes).unwrap(), None);
+        let mut calls: Vec<(String, u64, u64)> = Vec::new();
+        let mut l = Loaded::with_progress(
+            DataFile::parse(&bytes).unwrap(),
+            None,
+            &Filter::default(),
+            &mut |phase, done, total| calls.push((phase.to_string(), done, total)),
+        );
+        let f = Filter::default();
+        assert_eq!(
+            crate::rows(&l.agg, &mut l.sym, &f),
+            crate::rows(&plain.agg, &mut plain.sym, &f)
+        );
+        let len = l.data.stream.len() as u64;
+        assert!(
+            calls.contains(&("decoding".to_string(), len, len)),
+            "{calls:?}"
+        );
+        let keys = l.agg.counts().len() as u64;
+        assert_eq!(calls.last(), Some(&("symbolizing".to_string(), keys, keys)));
+        assert!(calls
+            .windows(2)
+            .all(|w| w[0].0 != w[1].0 || w[0].1 <= w[1].1));
     }
 }

@@ -101,7 +101,20 @@ fn write_profile(
     drop(file);
     std::fs::rename(&tmp, &path).map_err(|e| Error::io("renaming a profile", e))?;
     rotate(dir, keep)?;
+    eprintln!("rprof daemon: wrote {}", summary(&path, &sink.agg));
     Ok(path)
+}
+
+/// `PATH: N samples, L lost (ring R, buffer B, ...)`: one interval's
+/// totals, for the daemon's line on stderr.
+fn summary(path: &Path, agg: &rprof_report::Aggregate) -> String {
+    format!(
+        "{}: {} samples, {} lost ({})",
+        path.display(),
+        agg.samples,
+        agg.lost_total(),
+        agg.lost_line()
+    )
 }
 
 /// Deletes the oldest profiles of `dir` beyond `keep`.
@@ -195,6 +208,24 @@ mod tests {
             ]
         );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn summary_line() {
+        use rprof_decode::Record;
+        let mut agg = rprof_report::Aggregate::new();
+        for (stage, count) in [(1, 2), (2, 5), (2, 1), (9, 4)] {
+            agg.feed(&Record::Lost {
+                cpu: 0,
+                stage,
+                count,
+            });
+        }
+        assert_eq!(
+            summary(Path::new("/d/rprof-1-000001.pb.gz"), &agg),
+            "/d/rprof-1-000001.pb.gz: 0 samples, 12 lost \
+             (ring 2, buffer 6, no_mm 0, no_mapping 0, no_cookie 0, other 4)"
+        );
     }
 
     #[test]

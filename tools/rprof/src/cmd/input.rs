@@ -33,11 +33,22 @@ pub struct InputArgs {
 }
 
 impl InputArgs {
-    /// Reads and walks the recording.
+    /// Reads and walks the recording, with a progress line on a terminal
+    /// for a large one (see [`progress`](super::progress)).
     pub fn load(&self) -> Result<Loaded, Error> {
         let data = DataFile::read(&self.input)
             .map_err(|e| Error::Protocol(format!("{}: {e}", self.input.display())))?;
-        Ok(Loaded::new(data, self.symfs.clone()))
+        let Some(mut progress) = super::progress::for_stderr(data.stream.len()) else {
+            return Ok(Loaded::new(data, self.symfs.clone()));
+        };
+        let loaded = Loaded::with_progress(
+            data,
+            self.symfs.clone(),
+            &self.filter(),
+            &mut |phase, done, total| progress.update(phase, done, total),
+        );
+        progress.finish();
+        Ok(loaded)
     }
 
     /// The sample filter.

@@ -4,6 +4,7 @@ pub mod annotate;
 pub mod dump;
 pub mod export;
 pub mod input;
+pub mod progress;
 pub mod record;
 pub mod report;
 pub mod stat;
