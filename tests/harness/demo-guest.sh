@@ -9,6 +9,7 @@ rprof-e2e run-as-uid 65534 rprof version
 rprof record -o /tmp/demo.data -- /tests/bin/attr_main 2
 rprof report -i /tmp/demo.data --stdio --comm attr_main --percent-limit 1
 rprof report -i /tmp/demo.data --stdio --sort pid,comm --percent-limit 2
-rprof export -i /tmp/demo.data -f folded -o - | sort -k2 -n -r | head -n 5
+rprof export -i /tmp/demo.data -f folded -o /tmp/demo.folded
+awk '{ print $NF "\t" $0 }' /tmp/demo.folded | sort -rn | head -n 5 | cut -f 2
 rprof stat
 rmmod rprof
