@@ -48,6 +48,18 @@ struct Slot {
     last: Option<Stats>,
 }
 
+impl Slot {
+    /// The session `file` owns: `EINVAL` if there is none, `EBUSY` if
+    /// another file owns it.
+    fn session_of(&self, file: usize) -> Result<Arc<Session>> {
+        match &self.session {
+            Some(s) if self.owner == file => Ok(s.clone()),
+            Some(_) => Err(EBUSY),
+            None => Err(EINVAL),
+        }
+    }
+}
+
 /// A copy of a session's statistics.
 struct Stats {
     total: uapi::rprof_cpu_stats,
@@ -93,12 +105,7 @@ impl Rprof {
 
     /// The session `file` owns.
     fn owned(&self, file: usize) -> Result<Arc<Session>> {
-        let slot = self.slot.lock();
-        match &slot.session {
-            Some(s) if slot.owner == file => Ok(s.clone()),
-            Some(_) => Err(EBUSY),
-            None => Err(EINVAL),
-        }
+        self.slot.lock().session_of(file)
     }
 
     fn set_config(&self, file: usize, arg: usize) -> Result {
@@ -127,10 +134,7 @@ impl Rprof {
         // Lock order: the CPU hotplug lock, then `slot` (as in `cpu_up`).
         let _cpus = CpusReadGuard::new();
         let mut slot = self.slot.lock();
-        if slot.owner != file {
-            return Err(if slot.owner == 0 { EINVAL } else { EBUSY });
-        }
-        let session = slot.session.clone().ok_or(EINVAL)?;
+        let session = slot.session_of(file)?;
         if slot.stopping || session.phase() == Phase::Running {
             return Err(EBUSY);
         }
@@ -141,10 +145,7 @@ impl Rprof {
     fn stop(&self, file: usize) -> Result {
         let (session, counters) = {
             let mut slot = self.slot.lock();
-            if slot.owner != file {
-                return Err(if slot.owner == 0 { EINVAL } else { EBUSY });
-            }
-            let session = slot.session.clone().ok_or(EINVAL)?;
+            let session = slot.session_of(file)?;
             if slot.stopping || session.phase() != Phase::Running {
                 return Err(EINVAL);
             }
