@@ -38,6 +38,9 @@ void *rprof_file_private(struct file *file);
 void rprof_file_set_private(struct file *file, void *data);
 unsigned int rprof_file_flags(struct file *file);
 bool rprof_perfmon_capable(void);
+int rprof_perf_allowed(void);
+long (*rprof_compat_ioctl(void))(struct file *, unsigned int, unsigned long);
+bool rprof_printk_ratelimit(void);
 
 /*
  * A sample as the overflow handler hands it to Rust.  Filled in NMI or IRQ
@@ -64,6 +67,7 @@ struct rprof_raw_sample {
 struct mm_struct *rprof_current_mm_get(__u32 *seq);
 /* Process context (may free the address space). */
 void rprof_mm_put(struct mm_struct *mm);
+void rprof_cond_resched(void);
 
 /* Resolution of a user ip, process context. */
 struct path;
@@ -123,6 +127,8 @@ struct rprof_kicker *rprof_kicker_create(void (*fn)(void *ctx));
 void rprof_kicker_bind(struct rprof_kicker *k, void *ctx);
 void rprof_kicker_kick(struct rprof_kicker *k);
 void rprof_kicker_schedule(struct rprof_kicker *k, unsigned int delay_ms);
+/* Runs the work now, in the worker, and waits for it; process context. */
+void rprof_kicker_run_now(struct rprof_kicker *k);
 void rprof_kicker_destroy(struct rprof_kicker *k);
 
 /* Wait queue for read() and poll(). */

@@ -57,6 +57,19 @@ static_assert(sizeof(struct rprof_config) == RPROF_CONFIG_SIZE_VER0);
 static_assert(sizeof(struct rprof_stats) == RPROF_STATS_SIZE_VER0);
 static_assert(sizeof(struct rprof_mmap_page) <= PAGE_SIZE);
 
+
+/*
+ * The munmap race check (rprof_resolve_user) compares VMA and mm write-lock
+ * sequences, which exist only with per-VMA locks; without them it would
+ * silently trust a VMA that replaced the sampled one.  Kconfig says
+ * "depends on PER_VMA_LOCK"; out of tree, this says it.
+ */
+#ifndef CONFIG_PER_VMA_LOCK
+#error "rprof needs CONFIG_PER_VMA_LOCK (its munmap race check reads VMA lock sequences)"
+#endif
+#ifndef CONFIG_X86_64
+#error "rprof is x86-64 only for now (its overflow handler and tests assume x86-64 registers)"
+#endif
 /* ---- module parameters -------------------------------------------------- */
 
 static unsigned int ring_records = 4096;
@@ -144,6 +157,25 @@ struct rprof_misc *rprof_misc_register(const char *name,
 	return m;
 }
 
+/*
+ * The ioctl structures have the same layout for 32-bit callers (fixed-width
+ * fields, pointers in __u64), so compat_ptr_ioctl() serves them; it exists
+ * only with CONFIG_COMPAT, hence C.
+ */
+long (*rprof_compat_ioctl(void))(struct file *, unsigned int, unsigned long)
+{
+#ifdef CONFIG_COMPAT
+	return compat_ptr_ioctl;
+#else
+	return NULL;
+#endif
+}
+
+bool rprof_printk_ratelimit(void)
+{
+	return printk_ratelimit();
+}
+
 void rprof_misc_deregister(struct rprof_misc *m)
 {
 	misc_deregister(&m->misc);
@@ -176,6 +208,19 @@ unsigned int rprof_file_flags(struct file *file)
 bool rprof_perfmon_capable(void)
 {
 	return perfmon_capable();
+}
+
+/*
+ * What perf_event_open() asks before it lets a caller see kernel data:
+ * perf_event_paranoid (level 2 and above need CAP_PERFMON, which open()
+ * already required) and the LSM's perf_event_open hook.  perf_allow_cpu()
+ * would be the exact match for CPU-wide counters, but it is a static
+ * inline over symbols 6.12 does not export; perf_allow_kernel() is
+ * exported, and the stricter of the two.
+ */
+int rprof_perf_allowed(void)
+{
+	return perf_allow_kernel();
 }
 
 /* ---- perf counters -------------------------------------------------------- */
@@ -293,17 +338,24 @@ struct mm_struct *rprof_current_mm_get(u32 *seq)
 
 	if (!mm || !mmget_not_zero(mm))
 		return NULL;
-#ifdef CONFIG_PER_VMA_LOCK
 	*seq = READ_ONCE(mm->mm_lock_seq.sequence);
-#else
-	*seq = 0;
-#endif
 	return mm;
 }
 
+/*
+ * mmput_async(): the drain runs under its mutex, and the last reference to
+ * a dead process's address space must not tear it down there (exit_mmap()
+ * takes mmap_lock and can run long); mmput_async() leaves that to a work
+ * item and is otherwise the same atomic decrement.
+ */
 void rprof_mm_put(struct mm_struct *mm)
 {
-	mmput(mm);
+	mmput_async(mm);
+}
+
+void rprof_cond_resched(void)
+{
+	cond_resched();
 }
 
 /*
@@ -323,10 +375,8 @@ int rprof_resolve_user(struct mm_struct *mm, u64 ip, u32 seq,
 	vma = vma_lookup(mm, ip);
 	if (!vma)
 		goto out;
-#ifdef CONFIG_PER_VMA_LOCK
 	if ((int)(READ_ONCE(vma->vm_lock_seq) - seq) >= 0)
 		goto out;
-#endif
 	if (vma->vm_file) {
 		*path = vma->vm_file->f_path;
 		path_get(path);
@@ -553,6 +603,12 @@ void rprof_kicker_schedule(struct rprof_kicker *k, unsigned int delay_ms)
 	queue_delayed_work(system_wq, &k->work, msecs_to_jiffies(delay_ms));
 }
 
+void rprof_kicker_run_now(struct rprof_kicker *k)
+{
+	mod_delayed_work(system_wq, &k->work, 0);
+	flush_delayed_work(&k->work);
+}
+
 /* Caller guarantees nothing kicks or schedules k any more. */
 void rprof_kicker_destroy(struct rprof_kicker *k)
 {
@@ -629,6 +685,10 @@ int rprof_mmap_buffer(struct vm_area_struct *vma, void *buf,
 	unsigned long pages = data_area ? buf_pages - 1 : 1;
 
 	if (vma->vm_pgoff != pgoff || vma_pages(vma) != pages)
+		return -EINVAL;
+	/* A private mapping would copy the control page on the reader's
+	 * first write to data_tail, which the kernel would then never see. */
+	if (!(vma->vm_flags & VM_SHARED))
 		return -EINVAL;
 	if (data_area) {
 		if (vma->vm_flags & (VM_WRITE | VM_EXEC))

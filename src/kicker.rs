@@ -65,6 +65,13 @@ impl Kicker {
         self.ptr
     }
 
+    /// Runs the work now, in the worker, and returns when it has run.
+    /// Process context; the caller must hold no lock the work takes.
+    pub(crate) fn run_now(&self) {
+        // SAFETY: `ptr` is live (type invariant); we may sleep.
+        unsafe { helpers::rprof_kicker_run_now(self.ptr) };
+    }
+
     /// Runs the work after `delay_ms`, unless it is already pending.
     pub(crate) fn schedule(&self, delay_ms: u32) {
         // SAFETY: `ptr` is live (type invariant).

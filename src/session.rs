@@ -67,8 +67,12 @@ pub(crate) struct Session {
     drain: Mutex<Drain>,
     #[pin]
     consumer: Mutex<()>,
-    waitq: WaitQueue,
+    /// The device's queue (see `device.rs`): it outlives the session.
+    waitq: Arc<WaitQueue>,
     phase: AtomicU8,
+    /// The device replaced this session or its owner closed it: readers
+    /// still waiting on it must look again.
+    retired: AtomicBool,
     /// The time START asked for, until the drain takes it (0: none).  An
     /// atomic, so that START (under the device's slot lock) never takes
     /// the drain lock, which is ordered before mmap_lock.
@@ -78,6 +82,9 @@ pub(crate) struct Session {
     /// Bytes samples leave free for LOST and STOP records.
     reserve: u64,
 }
+
+/// The most memory one session's rings may take, all CPUs together.
+const RING_BYTES_MAX: u64 = 256 << 20;
 
 fn now() -> u64 {
     // SAFETY: `local_clock()` may be called from any context.
@@ -107,19 +114,36 @@ unsafe extern "C" fn drain_work(ctx: *mut c_void) {
 impl Session {
     /// Allocates a session: one ring per possible CPU id, the event buffer of
     /// `buffer_pages` data pages, the drain work.  Nothing runs yet.
-    pub(crate) fn new(config: Config, buffer_pages: u32, max_cookies: u32) -> Result<Arc<Self>> {
+    pub(crate) fn new(config: Config, buffer_pages: u32, max_cookies: u32, waitq: Arc<WaitQueue>) -> Result<Arc<Self>> {
         let nr = nr_cpu_ids();
-        let mut rings = KVec::with_capacity(nr, GFP_KERNEL)?;
+        // One ring per possible CPU id, so that a CPU coming online during
+        // the session has one; the total is capped, and charged to the
+        // configuring task's memory cgroup (`new_ring`).
+        let ring_total = sampler::ring_bytes(config.ring_records).saturating_mul(nr as u64);
+        if ring_total > RING_BYTES_MAX {
+            pr_info!(
+                "SET_CONFIG: {} rings of {} records need {} MiB, more than the {} MiB allowed\n",
+                nr,
+                config.ring_records,
+                ring_total >> 20,
+                RING_BYTES_MAX >> 20
+            );
+            return Err(ENOMEM);
+        }
+        let mut rings = KVec::with_capacity(nr, GFP_KERNEL_ACCOUNT)?;
         for _ in 0..nr {
             rings.push(sampler::new_ring(config.ring_records)?, GFP_KERNEL)?;
         }
         let evbuf = EventBuffer::new(buffer_pages as usize)?;
         let drain = Drain::new(evbuf.producer(), nr, max_cookies as usize)?;
         // Room for every LOST record a drain may owe (ring and four other
-        // causes per CPU) and STOP.
-        let reserve = (5 * nr * size_of::<rprof_lost>() + size_of::<rprof_session>()) as u64;
+        // causes per CPU) and STOP, but never more than a quarter of the
+        // buffer: with many CPU ids and a small buffer the full reserve
+        // would leave no room for samples at all.  LOST and STOP records
+        // that do not fit wait (`pending`) until the reader frees space.
+        let reserve = ((5 * nr * size_of::<rprof_lost>() + size_of::<rprof_session>()) as u64)
+            .min(evbuf.size() / 4);
         let kicker = Kicker::new(drain_work)?;
-        let waitq = WaitQueue::new()?;
         let session = Arc::pin_init(
             pin_init!(Self {
                 kicker,
@@ -130,6 +154,7 @@ impl Session {
                 consumer <- new_mutex!(()),
                 waitq,
                 phase: AtomicU8::new(Phase::Configured as u8),
+                retired: AtomicBool::new(false),
                 start_request: AtomicU64::new(0),
                 pending: AtomicBool::new(false),
                 reserve,
@@ -183,7 +208,11 @@ impl Session {
             match Counter::new(cpu as u32, &attr, ctx) {
                 Ok(c) => counters.push(c, GFP_KERNEL)?,
                 Err(e) => {
-                    pr_err!("cannot open event {} ({}) on CPU {}: error {}\n", i, event_name(ev.kind), cpu, e.to_errno());
+                    // A user may retry START in a loop: rate-limited.
+                    // SAFETY: printk_ratelimit() may be called anywhere.
+                    if unsafe { helpers::rprof_printk_ratelimit() } {
+                        pr_err!("cannot open event {} ({}) on CPU {}: error {}\n", i, event_name(ev.kind), cpu, e.to_errno());
+                    }
                     return Err(e);
                 }
             }
@@ -212,13 +241,22 @@ impl Session {
     }
 
     /// Ends sampling: the caller has released the counters (no handler runs
-    /// any more); drains everything and writes STOP.
+    /// any more); drains everything and writes STOP.  Process context, no
+    /// lock held.
     pub(crate) fn finish(&self) {
         self.set_phase(Phase::Stopped);
-        let mut d = self.drain.lock();
-        d.stop_pending = Some(now());
+        self.drain.lock().stop_pending = Some(now());
         self.pending.store(true, Ordering::Relaxed);
-        self.drain_locked(&mut d);
+        self.drain_in_worker();
+    }
+
+    /// FLUSH, STOP and the module notifier drain through the worker rather
+    /// than in their caller's context: `d_path()` names files as the
+    /// draining task's root sees them, and a chrooted owner must not get
+    /// other names than the worker gives.  Returns once the drain ran.
+    /// Process context; the caller holds no drain lock.
+    pub(crate) fn drain_in_worker(&self) {
+        self.kicker.run_now();
     }
 
     fn session_record(&self, type_: u32, time_ns: u64) -> rprof_session {
@@ -251,10 +289,18 @@ impl Session {
         }
         for (cpu, ring) in self.rings.iter().enumerate() {
             d.report_lost(buf, cpu, ring);
+            let mut n = 0u32;
             // SAFETY: We hold the drain lock, which makes us the only
             // consumer of every ring.
             while let Some(rec) = unsafe { ring.pop() } {
                 d.process(buf, cpu, &rec, self.reserve);
+                n = n.wrapping_add(1);
+                if n % 256 == 0 {
+                    // A ring holds up to 2^20 records: let others run (the
+                    // drain lock is a mutex; sleeping under it is allowed).
+                    // SAFETY: Process context (this function's contract).
+                    unsafe { helpers::rprof_cond_resched() };
+                }
             }
         }
         // STOP goes last, once nothing else is owed before it.
@@ -275,10 +321,12 @@ impl Session {
     }
 
     /// A kernel module is going away: resolve what the rings hold while its
-    /// text is still there, then mark its cookies unloaded.
+    /// text is still there, then mark its cookies unloaded.  A sample taken
+    /// in the module between the two is resolved by a later drain against
+    /// the unloaded cookie, as one taken after the notifier would be.
     pub(crate) fn module_going(&self, id: usize) {
+        self.drain_in_worker();
         let mut guard = self.drain.lock();
-        self.drain_locked(&mut guard);
         guard.module_going(&self.evbuf, id);
         self.evbuf.publish(&guard.producer);
     }
@@ -315,36 +363,43 @@ impl Session {
         }
     }
 
-    /// `read()`: whole records; blocks for data unless `nonblock`; `Ok(0)`
-    /// at the end of a stopped session.
-    pub(crate) fn read(&self, out: &mut kernel::uaccess::UserSliceWriter, nonblock: bool) -> Result<usize> {
-        loop {
-            let n = {
-                let _c = self.consumer.lock();
-                self.evbuf.read_to_user(out)?
-            };
-            self.kick_if_pending();
-            if n > 0 {
-                return Ok(n);
-            }
-            if self.finished() {
-                return Ok(0);
-            }
-            if nonblock {
-                return Err(EAGAIN);
-            }
-            self.waitq.wait_until(|| self.evbuf.available() > 0 || self.finished())?;
+    /// `read()`: whole records, `Ok(Some(0))` at the end of a stopped
+    /// session, `EAGAIN` if there is nothing yet and `nonblock`; `Ok(None)`
+    /// if the caller should wait (on the device's queue, until
+    /// [`Self::read_ready`]) and look again.
+    pub(crate) fn read(&self, out: &mut kernel::uaccess::UserSliceWriter, nonblock: bool) -> Result<Option<usize>> {
+        let n = {
+            let _c = self.consumer.lock();
+            self.evbuf.read_to_user(out)?
+        };
+        self.kick_if_pending();
+        if n > 0 {
+            return Ok(Some(n));
         }
+        if self.finished() {
+            return Ok(Some(0));
+        }
+        if nonblock {
+            return Err(EAGAIN);
+        }
+        Ok(None)
+    }
+
+    /// Whether a blocked `read()` should look again.
+    pub(crate) fn read_ready(&self) -> bool {
+        self.evbuf.available() > 0 || self.finished() || self.retired.load(Ordering::Acquire)
+    }
+
+    /// The device no longer serves this session: wakes its waiters.
+    pub(crate) fn retire(&self) {
+        self.retired.store(true, Ordering::Release);
+        self.waitq.wake();
     }
 
     /// `poll()`'s readiness: data past the watermark, or the end.
     pub(crate) fn readable(&self) -> bool {
         self.kick_if_pending();
         self.evbuf.available() >= self.config.wakeup_bytes || self.phase() == Phase::Stopped
-    }
-
-    pub(crate) fn waitq(&self) -> &WaitQueue {
-        &self.waitq
     }
 
     pub(crate) fn evbuf(&self) -> &EventBuffer {

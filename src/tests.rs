@@ -359,7 +359,8 @@ fn test_config(ring_records: u32, buffer_bytes: u64) -> Result<Config> {
 
 fn test_session(ring_records: u32, buffer_pages: u32) -> Result<Arc<Session>> {
     let config = test_config(ring_records, buffer_pages as u64 * 4096)?;
-    let s = Session::new(config, buffer_pages, 64)?;
+    let waitq = Arc::new(crate::waitq::WaitQueue::new()?, GFP_KERNEL)?;
+    let s = Session::new(config, buffer_pages, 64, waitq)?;
     s.test_start();
     Ok(s)
 }

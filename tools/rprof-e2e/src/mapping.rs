@@ -23,13 +23,15 @@ pub const DATA_TAIL: usize = offset_of!(rprof_mmap_page, data_tail);
 /// # Invariants
 ///
 /// `ptr` is the start of a live mapping made by [`Map::new`] of at least
-/// `len` bytes, readable if `readable`; `len` > 0 and `ptr` is page-aligned.
+/// `len` bytes, readable if `readable` and writable if `writable`; `len` > 0
+/// and `ptr` is page-aligned.
 /// Only this object unmaps it.
 #[derive(Debug)]
 pub struct Map {
     ptr: NonNull<u8>,
     len: usize,
     readable: bool,
+    writable: bool,
 }
 
 impl Map {
@@ -54,6 +56,7 @@ impl Map {
             ptr,
             len,
             readable: prot & libc::PROT_READ != 0,
+            writable: prot & libc::PROT_WRITE != 0,
         })
     }
 
@@ -69,8 +72,9 @@ impl Map {
         if ret != 0 {
             return Err(io::Error::last_os_error());
         }
-        // INVARIANT: readability follows the new protection.
+        // INVARIANT: readability and writability follow the new protection.
         self.readable = prot & libc::PROT_READ != 0;
+        self.writable = prot & libc::PROT_WRITE != 0;
         Ok(())
     }
 
@@ -184,6 +188,16 @@ impl Map {
     /// `load_acquire` of the `u64` at `offset` (8-aligned).
     pub fn load_u64(&self, offset: usize) -> io::Result<u64> {
         Ok(self.atomic_u64(offset)?.load(Ordering::Acquire))
+    }
+
+    /// `store_release` of `value` to the `u64` at `offset` (8-aligned) of a
+    /// writable mapping.
+    pub fn store_u64(&self, offset: usize, value: u64) -> io::Result<()> {
+        if !self.writable {
+            return Err(io::Error::from_raw_os_error(libc::EACCES));
+        }
+        self.atomic_u64(offset)?.store(value, Ordering::Release);
+        Ok(())
     }
 }
 
