@@ -123,7 +123,8 @@ long rprof_ptr_err(const void *ptr);
 
 /* Deferred work: an irq_work (NMI-safe kick) feeding a delayed work. */
 struct rprof_kicker;
-struct rprof_kicker *rprof_kicker_create(void (*fn)(void *ctx));
+/* fn returns the delay in ms after which the work runs again, 0 for never. */
+struct rprof_kicker *rprof_kicker_create(unsigned int (*fn)(void *ctx));
 void rprof_kicker_bind(struct rprof_kicker *k, void *ctx);
 void rprof_kicker_kick(struct rprof_kicker *k);
 void rprof_kicker_schedule(struct rprof_kicker *k, unsigned int delay_ms);
@@ -159,6 +160,7 @@ void rprof_cpus_read_unlock(void);
 
 /* CPUs and time. */
 unsigned int rprof_nr_cpu_ids(void);
+unsigned int rprof_num_online_cpus(void);
 bool rprof_cpu_online(unsigned int cpu);
 __u64 rprof_local_clock(void);
 

@@ -225,7 +225,8 @@ impl Rprof {
                 session
             };
             // Releasing a counter waits until its handler cannot run any
-            // more.  Outside `slot`, which hotplug callbacks need.
+            // more.  Outside `slot`, so that GET_STATS and other files are
+            // not held up; `stopping` keeps START and SET_CONFIG out.
             drop(counters);
             session
         };

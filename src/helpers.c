@@ -446,7 +446,9 @@ void rprof_path_put(struct path *path)
 /* ---- kernel modules ------------------------------------------------------ */
 
 /*
- * 6.12 exports neither __module_address() nor the module list, but every
+ * 6.12 exports no way to map an address to its module: __module_address()
+ * and __module_text_address() are not exported, nor is the module list
+ * (checked in kernel/module/main.c of 6.12.117).  But every
  * module is on that list, including this one, and the list is walked
  * under RCU by the kernel's own lockless readers (modules are removed with
  * list_del_rcu() and freed after a grace period).  Walking from our own
@@ -479,6 +481,15 @@ static bool rprof_module_match(struct module *mod, u64 ip,
 	static const enum mod_mem_type types[] = { MOD_TEXT, MOD_INIT_TEXT };
 	unsigned int i;
 
+	/*
+	 * UNFORMED modules are skipped, as __module_address() does: their
+	 * memory is not set up yet.  GOING modules are not: the GOING notifier
+	 * (rprof_module_event) drains the rings to resolve the module's last
+	 * samples, and the state is GOING by then.  No sample lands in a GOING
+	 * module after that drain: delete_module() ran its exit function
+	 * before announcing GOING, and a failed init has returned, so none of
+	 * its code runs between our notifier and the module being freed.
+	 */
 	if (mod->state == MODULE_STATE_UNFORMED)
 		return false;
 	for (i = 0; i < ARRAY_SIZE(types); i++) {
@@ -555,7 +566,7 @@ void rprof_module_notifier_unregister(void)
 struct rprof_kicker {
 	struct irq_work irq_work;
 	struct delayed_work work;
-	void (*fn)(void *ctx);
+	unsigned int (*fn)(void *ctx);
 	void *ctx;
 };
 
@@ -571,10 +582,15 @@ static void rprof_kicker_work(struct work_struct *w)
 	struct rprof_kicker *k =
 		container_of(to_delayed_work(w), struct rprof_kicker, work);
 
-	k->fn(k->ctx);
+	unsigned int again_ms = k->fn(k->ctx);
+
+	/* Periodic work re-arms here rather than in Rust, so that the Rust
+	 * side never touches the kicker from inside its own work. */
+	if (again_ms)
+		queue_delayed_work(system_wq, &k->work, msecs_to_jiffies(again_ms));
 }
 
-struct rprof_kicker *rprof_kicker_create(void (*fn)(void *ctx))
+struct rprof_kicker *rprof_kicker_create(unsigned int (*fn)(void *ctx))
 {
 	struct rprof_kicker *k = kzalloc(sizeof(*k), GFP_KERNEL);
 
@@ -757,6 +773,11 @@ void rprof_cpus_read_unlock(void)
 unsigned int rprof_nr_cpu_ids(void)
 {
 	return nr_cpu_ids;
+}
+
+unsigned int rprof_num_online_cpus(void)
+{
+	return num_online_cpus();
 }
 
 bool rprof_cpu_online(unsigned int cpu)

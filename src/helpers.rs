@@ -112,7 +112,7 @@ extern "C" {
     pub(crate) fn rprof_counter_release(event: *mut bindings::perf_event);
     pub(crate) fn rprof_ptr_err(ptr: *const c_void) -> c_long;
 
-    pub(crate) fn rprof_kicker_create(f: unsafe extern "C" fn(ctx: *mut c_void)) -> *mut RprofKicker;
+    pub(crate) fn rprof_kicker_create(f: unsafe extern "C" fn(ctx: *mut c_void) -> c_uint) -> *mut RprofKicker;
     pub(crate) fn rprof_kicker_bind(k: *mut RprofKicker, ctx: *mut c_void);
     pub(crate) fn rprof_kicker_kick(k: *mut RprofKicker);
     pub(crate) fn rprof_kicker_schedule(k: *mut RprofKicker, delay_ms: c_uint);
@@ -175,6 +175,7 @@ extern "C" {
     pub(crate) fn rprof_cpus_read_unlock();
 
     pub(crate) fn rprof_nr_cpu_ids() -> c_uint;
+    pub(crate) fn rprof_num_online_cpus() -> c_uint;
     pub(crate) fn rprof_cpu_online(cpu: c_uint) -> bool;
     pub(crate) fn rprof_local_clock() -> u64;
 }

@@ -12,7 +12,7 @@
 //! calls the function given to [`Kicker::new`] with the bound context.
 
 use crate::helpers;
-use core::ffi::c_void;
+use core::ffi::{c_uint, c_void};
 use kernel::prelude::*;
 
 /// An irq_work plus a delayed work.
@@ -31,8 +31,10 @@ unsafe impl Sync for Kicker {}
 
 impl Kicker {
     /// Creates a kicker running `f` in process context.  `f` receives the
-    /// context set by [`Kicker::bind`] (null before).
-    pub(crate) fn new(f: unsafe extern "C" fn(*mut c_void)) -> Result<Self> {
+    /// context set by [`Kicker::bind`] (null before) and returns the delay
+    /// in milliseconds after which it wants to run again (0: only when
+    /// kicked or scheduled).
+    pub(crate) fn new(f: unsafe extern "C" fn(*mut c_void) -> c_uint) -> Result<Self> {
         // SAFETY: `f` is a valid function for the kicker's lifetime.
         let ptr = unsafe { helpers::rprof_kicker_create(f) };
         if ptr.is_null() {

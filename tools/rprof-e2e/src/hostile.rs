@@ -267,7 +267,9 @@ const PERF_COUNT_SW_CPU_CLOCK: u64 = 0;
 const PERF_SAMPLE_IP: u64 = 1 << 0;
 const PERF_SAMPLE_TID: u64 = 1 << 1;
 
-/// `perf_event_open` of a software cpu-clock counter on the calling thread.
+/// `perf_event_open` of a CPU-wide software cpu-clock counter on CPU 0, as
+/// `perf record -a` opens them: its context is the CPU's, whose mutex
+/// (lockdep class `cpuctx_mutex`) is the one rprof's counters take too.
 fn perf_open() -> Result<i32, String> {
     let attr = PerfEventAttr {
         type_: PERF_TYPE_SOFTWARE,
@@ -277,9 +279,9 @@ fn perf_open() -> Result<i32, String> {
         sample_type: PERF_SAMPLE_IP | PERF_SAMPLE_TID,
         ..Default::default()
     };
-    // SAFETY: a valid VER0 attr for the syscall: this thread, any CPU.
+    // SAFETY: a valid VER0 attr for the syscall: every task, CPU 0.
     let fd = unsafe {
-        libc::syscall(libc::SYS_perf_event_open, &attr as *const PerfEventAttr, 0, -1, -1, 0)
+        libc::syscall(libc::SYS_perf_event_open, &attr as *const PerfEventAttr, -1, 0, -1, 0)
     };
     if fd < 0 {
         return Err(format!("perf_event_open: {}", std::io::Error::last_os_error()));
