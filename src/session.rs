@@ -333,12 +333,15 @@ impl Core {
         }
         for (cpu, ring) in self.rings.iter() {
             d.report_lost(buf, cpu, ring);
-            let mut n = 0u32;
-            // SAFETY: We hold the drain lock, which makes us the only
-            // consumer of every ring.
-            while let Some(rec) = unsafe { ring.pop() } {
+            // At most one ring's worth per pass: writers on a busy CPU may
+            // refill the ring as fast as we empty it, and the drain must
+            // end (the work runs again in `drain_ms` while sampling; after
+            // STOP nothing is written any more, so one pass empties it).
+            for n in 1..=ring.capacity() {
+                // SAFETY: We hold the drain lock, which makes us the only
+                // consumer of every ring.
+                let Some(rec) = (unsafe { ring.pop() }) else { break };
                 d.process(buf, cpu, &rec, self.reserve);
-                n = n.wrapping_add(1);
                 if n % 256 == 0 {
                     // A ring holds up to 2^20 records: let others run (the
                     // drain lock is a mutex; sleeping under it is allowed).

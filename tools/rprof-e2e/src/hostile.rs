@@ -10,6 +10,8 @@
 //!   `RprofFile::read`).
 //! - `epoll-reconfig`: epoll and `poll()`/`read()` sleepers across a second
 //!   SET_CONFIG (was: a use-after-free of the session's wait queue).
+//! - `stats-size`: GET_STATS's size convention (unknown trailing bytes must
+//!   be zero, as SET_CONFIG's).
 //! - `perf-beside`: a perf_event user and an rprof session side by side
 //!   (was: the lock cycle `mmap_lock` -> rprof's slot -> perf's
 //!   `ctx->mutex` -> `mmap_lock`, reported by lockdep).
@@ -18,6 +20,7 @@ use crate::checks::{error_name, good_config, open, run_session, set_nonblocking,
 use crate::mapping::{page_size, Map, DATA_HEAD, DATA_TAIL};
 use crate::same_stream::{busy_for, map_buffer};
 use rprof::Device;
+use rprof_abi::{RPROF_IOC_GET_STATS, RPROF_STATS_SIZE, RPROF_STATS_SIZE_VER0};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -364,4 +367,56 @@ pub fn perf_beside(rounds: u32) -> Outcome {
         "{rounds} rprof sessions (mmap, START, STOP, read {bytes} bytes) beside {n} rounds of a \
          perf_event user (mmap, PERF_EVENT_IOC_ID, read)"
     ))
+}
+
+/// GET_STATS with the structure's `size` set to `size` and `tail` written
+/// after the known structure; the errno, or 0.
+fn stats_with_size(dev: &Device, size: u32, tail: u8) -> i32 {
+    // 4 KiB + 8 of zeroed u64s: room for any size tried below.
+    let mut buf = vec![0u64; 4096 / 8 + 2];
+    let known = RPROF_STATS_SIZE as usize;
+    // SAFETY: `buf` is 4112 bytes, 8-aligned; viewed as bytes only here.
+    let bytes = unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr().cast::<u8>(), buf.len() * 8) };
+    bytes[..4].copy_from_slice(&size.to_ne_bytes());
+    bytes[known] = tail;
+    // SAFETY: GET_STATS reads and writes at most max(size, sizeof) bytes
+    // at its argument (cpus = 0: no per-CPU array), fewer than `buf` has.
+    match unsafe { dev.ioctl_raw(RPROF_IOC_GET_STATS, buf.as_mut_ptr().cast()) } {
+        Ok(_) => 0,
+        Err(e) => e.raw_os_error().unwrap_or(-1),
+    }
+}
+
+/// Runs `stats-size`: the size convention of GET_STATS.
+pub fn stats_size() -> Outcome {
+    let dev = open()?;
+    let known = RPROF_STATS_SIZE;
+    let cases = [
+        ("the known size", known, 0, 0),
+        ("8 more bytes, zero", known + 8, 0, 0),
+        ("8 more bytes, not zero", known + 8, 1, libc::E2BIG),
+        ("4097 bytes", 4097, 0, libc::E2BIG),
+        ("smaller than the first published size", RPROF_STATS_SIZE_VER0 - 8, 0, libc::EINVAL),
+    ];
+    for (what, size, tail, want) in cases {
+        let got = stats_with_size(&dev, size, tail);
+        if got != want {
+            return Err(format!(
+                "GET_STATS with {what} (size {size}): expected {}, got {}",
+                errno_name_or_ok(want),
+                errno_name_or_ok(got)
+            ));
+        }
+    }
+    Ok("GET_STATS: known and larger zero-padded sizes accepted; non-zero unknown bytes and \
+        sizes above 4096 E2BIG; sizes below the first published one EINVAL"
+        .into())
+}
+
+fn errno_name_or_ok(e: i32) -> String {
+    if e == 0 {
+        "success".into()
+    } else {
+        rprof::errno::errno_name(e)
+    }
 }

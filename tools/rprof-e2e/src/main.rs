@@ -27,6 +27,7 @@
 //! rprof-e2e hostile-tail                    read() after nonsense in the control page
 //! rprof-e2e epoll-reconfig                  epoll/poll/read sleepers across SET_CONFIG
 //! rprof-e2e perf-beside [ROUNDS]            rprof sessions beside a perf_event user
+//! rprof-e2e stats-size                      GET_STATS's size convention
 //! ```
 //!
 //! The checks on a raw stream (`rprof dump --raw RAW`) print one JSON line
@@ -163,6 +164,9 @@ enum Command {
         #[arg(default_value_t = 5)]
         rounds: u32,
     },
+    /// GET_STATS with sizes below, at and above the known one, with zero
+    /// and non-zero unknown bytes.
+    StatsSize,
 }
 
 fn main() -> ExitCode {
@@ -191,6 +195,7 @@ fn main() -> ExitCode {
         Command::HostileTail => hostile::hostile_tail(),
         Command::EpollReconfig => hostile::epoll_reconfig(),
         Command::PerfBeside { rounds } => hostile::perf_beside(rounds),
+        Command::StatsSize => hostile::stats_size(),
     };
     match outcome {
         Ok(msg) => {
@@ -233,6 +238,7 @@ mod tests {
             &["rprof-e2e", "hostile-tail"],
             &["rprof-e2e", "epoll-reconfig"],
             &["rprof-e2e", "perf-beside", "3"],
+            &["rprof-e2e", "stats-size"],
             &[
                 "rprof-e2e",
                 "attribution",

@@ -37,14 +37,22 @@ pub struct Map {
 impl Map {
     /// `mmap(NULL, len, prot, MAP_SHARED, fd, offset)`.
     pub fn new(fd: RawFd, len: usize, prot: i32, offset: usize) -> io::Result<Map> {
+        Self::with_flags(fd, len, prot, libc::MAP_SHARED, offset)
+    }
+
+    /// `mmap(NULL, len, prot, flags, fd, offset)` (no `MAP_FIXED`).
+    pub fn with_flags(fd: RawFd, len: usize, prot: i32, flags: i32, offset: usize) -> io::Result<Map> {
+        if flags & libc::MAP_FIXED != 0 {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
         if len == 0 {
             return Err(io::Error::from_raw_os_error(libc::EINVAL));
         }
         let off = libc::off_t::try_from(offset)
             .map_err(|_| io::Error::from_raw_os_error(libc::EOVERFLOW))?;
         // SAFETY: a new mapping at an address of the kernel's choosing (null
-        // hint, no MAP_FIXED) cannot alias any Rust object.
-        let ptr = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED, fd, off) };
+        // hint, no MAP_FIXED, checked above) cannot alias any Rust object.
+        let ptr = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, flags, fd, off) };
         if ptr == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
