@@ -2,6 +2,7 @@
 # /dev/rprof basics: version, unknown ioctls, privilege.
 . /tests/e2e/lib.sh
 
+plan 6
 load
 check "GET_VERSION returns RPROF_ABI_VERSION" rprof-e2e version
 check "rprof version (the CLI) reports the module's ABI" sh -c 'rprof version | grep -q "module ABI version 1"'

@@ -14,6 +14,8 @@ invariant() {
 }
 
 ncpu=$(nproc)
+# One rate check per CPU, 30 others.
+plan $((30 + ncpu))
 unload
 load
 

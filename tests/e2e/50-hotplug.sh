@@ -11,9 +11,10 @@ json() {
 
 cpu1=/sys/devices/system/cpu/cpu1/online
 if [ ! -w "$cpu1" ]; then
-	echo "ok 1 - # SKIP cpu1 cannot go offline here"
+	skip "cpu1 cannot go offline here"
 	done_testing
 fi
+plan 6
 load
 # 4 s of cpu-clock at 1000 Hz; cpu1 is offline from about 1 s to 2 s.
 rprof dump -e cpu-clock@1000 -d 4 --quiet --summary-json >/tmp/hp.json &

@@ -17,6 +17,7 @@ rows() {
 	grep -E '^ +[0-9.]+% ' "$1"
 }
 
+plan 20
 unload
 load
 
