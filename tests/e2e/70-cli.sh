@@ -165,7 +165,16 @@ diag "$(cat /tmp/d4.out; ls -l /tmp/d4)"
 rmmod rprof
 insmod "$RPROF_KO"
 
-# 9. The host tests' fixture.
+# 9. One export and one daemon profile out to the host, where
+# tests/harness/guest_pprof.py reads them with `go tool pprof -raw` (the
+# guest has no Go) and checks the sample counts rprof gives here.
+n=$(sed -n 's|^rprof: exported \([0-9]*\) samples .* to /tmp/r\.pb\.gz$|\1|p' /tmp/e.out)
+send_file export.pb.gz /tmp/r.pb.gz "samples=$n"
+p=$(ls /tmp/d2/rprof-*.pb.gz | head -n 1)
+n=$(sed -n "s|^rprof daemon: wrote $p: \([0-9]*\) samples, .*|\1|p" /tmp/d2.out)
+send_file rprofd.pb.gz "$p" "samples=$n"
+
+# 10. The host tests' fixture.
 if grep -q rprof_fixture /proc/cmdline; then
 	for f in /tmp/r.data /tests/bin/attr_main /tests/bin/libattr_lib.so; do
 		echo "# FIXTURE-BEGIN ${f##*/}"

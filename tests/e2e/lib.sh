@@ -60,6 +60,21 @@ check_fails() {
 	fi
 }
 
+# send_file NAME PATH [KEY=VALUE...]: PATH out to the host on the test
+# channel, base64 in `#` lines between `# RPROF-FILE-BEGIN NAME KEY=VALUE...`
+# and `# RPROF-FILE-END NAME` (tests/harness/guest_pprof.py reads them).
+# Nothing is sent for a file that cannot be read: the host then reports
+# the block missing.
+send_file() {
+	sf_name=$1
+	sf_path=$2
+	shift 2
+	[ -r "$sf_path" ] || return 0
+	echo "# RPROF-FILE-BEGIN $sf_name $*"
+	base64 "$sf_path" | sed 's/^/# /'
+	echo "# RPROF-FILE-END $sf_name"
+}
+
 module_loaded() {
 	grep -q '^rprof ' /proc/modules
 }

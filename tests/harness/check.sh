@@ -32,6 +32,9 @@ if [ $ok = 1 ]; then
 	# QEMU's exit status is a step: a timeout or a crash fails the run
 	# even after the guest's end marker.
 	step vm "$RPROF_TOP/tests/harness/vm.sh" check "$OUT" || true
+	# The guest's pprof files, read on the host by Go's pprof.
+	step guest-pprof python3 "$RPROF_TOP/tests/harness/guest_pprof.py" \
+		"$OUT/results.log" "$OUT/guest-files" || true
 	summarize "$JSON" "${host_logs[@]}" "${boot[@]}" \
 		--console "$OUT/console.log" --results "$OUT/results.log"
 else

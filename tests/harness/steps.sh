@@ -31,7 +31,8 @@ cargo_tests() (
 )
 python_tests() (
 	cd "$RPROF_TOP/tests/harness" &&
-		python3 -m unittest -v test_summarize test_source_rules test_exports
+		python3 -m unittest -v test_summarize test_source_rules test_exports \
+			test_guest_pprof
 )
 
 # run_host_tests: both host steps; their logs go to the summary through
