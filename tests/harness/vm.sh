@@ -4,11 +4,22 @@
 # MODE is check, demo or bench (see guest-init.sh).  Needs the kernel, the
 # modules and the static tools built (check.sh does that).  Writes
 # OUTDIR/console.log (kernel console) and OUTDIR/results.log (test channel).
+#
+# Exits with QEMU's status: 124 when the run took longer than
+# RPROF_VM_TIMEOUT seconds (default 900) or the guest was still up
+# RPROF_VM_GRACE seconds (default 60) after its end marker, QEMU's own
+# status otherwise.
+#
+# RPROF_E2E="20-device 70-cli" runs only those end-to-end scripts (a
+# quicker loop while working on them; `make check` then reports the others
+# missing).  RPROF_INJECT=guest-hang makes the guest hang after its end
+# marker instead of powering off, a trial run that must fail.
 . "$(dirname "$0")/../../scripts/common.sh"
 
 MODE=${1:?mode}
 OUT=${2:?outdir}
 TIMEOUT=${RPROF_VM_TIMEOUT:-900}
+GRACE=${RPROF_VM_GRACE:-60}
 KDIR=$(kernel_dir)
 TOOLS=$RPROF_TOP/tools/target/x86_64-unknown-linux-gnu/release
 
@@ -62,6 +73,11 @@ deprioritise_vcpus() { # QEMU_PID
 	msg "could not lower the vCPU threads' priority (found $n)"
 }
 
+# The guest's kernel command line: what to run, and the trial failure.
+append="console=ttyS0 panic=-1 rprof_mode=$MODE"
+[ -z "${RPROF_E2E:-}" ] || append+=" rprof_e2e=$(echo $RPROF_E2E | tr ' ' ,)"
+[ -z "${RPROF_INJECT:-}" ] || append+=" rprof_inject=$RPROF_INJECT"
+
 msg "booting the guest ($MODE; console: $OUT/console.log)"
 set +e
 timeout -k 10 "$TIMEOUT" nice -n "$QEMU_NICE" qemu-system-x86_64 -name rprof,debug-threads=on \
@@ -69,7 +85,7 @@ timeout -k 10 "$TIMEOUT" nice -n "$QEMU_NICE" qemu-system-x86_64 -name rprof,deb
 	-display none -monitor none -no-reboot \
 	-serial "file:$OUT/console.log" -serial "file:$OUT/results.log" \
 	-kernel "$KDIR/arch/x86/boot/bzImage" -initrd "$OUT/initramfs.cpio.gz" \
-	-append "console=ttyS0 panic=-1 rprof_mode=$MODE" </dev/null &
+	-append "$append" </dev/null &
 runner=$!
 for _ in $(seq 50); do
 	qemu=$(pgrep -P "$runner" qemu-system 2>/dev/null | head -n 1)
@@ -77,8 +93,27 @@ for _ in $(seq 50); do
 	sleep 0.1
 done
 [ -z "$qemu" ] || deprioritise_vcpus "$qemu"
+
+# Once the guest has written its end marker it only has to power off; one
+# that does not (a hang in shutdown) is stopped after $GRACE seconds
+# rather than at the end of the whole run's timeout.
+hung=0
+done_at=
+while kill -0 "$runner" 2>/dev/null; do
+	if [ -z "$done_at" ] && grep -qs '^# RPROF-DONE' "$OUT/results.log"; then
+		done_at=$SECONDS
+	fi
+	if [ -n "$done_at" ] && [ $((SECONDS - done_at)) -ge "$GRACE" ]; then
+		msg "the guest is still up ${GRACE}s after its end marker; stopping QEMU"
+		hung=1
+		kill -TERM "$runner" 2>/dev/null
+		break
+	fi
+	sleep 1
+done
 wait "$runner"
 rc=$?
 set -e
-[ $rc -eq 0 ] || msg "qemu exited with $rc (124: timed out after ${TIMEOUT}s)"
-exit 0
+[ $hung = 0 ] || rc=124
+[ $rc -eq 0 ] || msg "qemu exited with $rc (124: timed out, after ${TIMEOUT}s or ${GRACE}s after the end marker)"
+exit $rc
