@@ -14,8 +14,8 @@ invariant() {
 }
 
 ncpu=$(nproc)
-# One rate check per CPU, 30 others.
-plan $((30 + ncpu))
+# One rate check per CPU, 39 others.
+plan $((39 + ncpu))
 unload
 load
 
