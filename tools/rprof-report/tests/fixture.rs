@@ -202,3 +202,60 @@ fn other_or_missing_files_are_not_symbolized() {
     assert!(l.sym.warnings().iter().any(|w| w.contains("build-id")));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The fixture cut at 300 000 bytes, inside its KALLSYMS section (it was
+/// written by the old layout, stream first): read up to there, with the
+/// whole stream, and saying so.
+#[test]
+fn a_recording_cut_short_is_read_up_to_its_last_record() {
+    let path = fixtures().join("attr_main.rprof.data");
+    let bytes = std::fs::read(&path).unwrap();
+    let d = DataFile::parse(&bytes[..300_000]).expect("a cut recording is readable");
+    let cut = d.cut.clone().expect("the cut is reported");
+    assert!(cut.reason.contains("KALLSYMS"), "{cut}");
+    assert_eq!(cut.file_len, 300_000);
+    let n = stream_samples(&d);
+    let mut l = Loaded::new(d, Some(fixtures().join("symfs")));
+    assert_eq!(l.agg.samples, n);
+    let line = l.cut_line().unwrap();
+    assert!(line.contains(&format!("{n} samples")), "{line}");
+    assert!(line.contains("without kernel symbols"), "{line}");
+    let rows = rprof_report::rows(&l.agg, &mut l.sym, &attr_main());
+    assert_eq!(rows[0].frame.symbol, "main_hot");
+}
+
+/// A recording whose writer died in the middle of the stream (the file
+/// as `rprof record` leaves it on SIGKILL): the records up to the last
+/// whole one, and kernel symbols, which come before the stream.
+#[test]
+fn a_recording_killed_mid_stream_keeps_its_kernel_symbols() {
+    let d = data();
+    let path = std::env::temp_dir().join(format!("rprof-killed-{}.data", std::process::id()));
+    {
+        let file = std::fs::File::create(&path).unwrap();
+        let mut w = rprof_data::Writer::new(file, &d.config, &d.kallsyms, &d.modules).unwrap();
+        // Half of the stream, cut inside a record.
+        let half = d.stream.len() / 2 + 3;
+        for chunk in d.stream[..half].chunks(4096) {
+            w.write_stream(chunk).unwrap();
+        }
+        // Dropped without finish(): no length, no META, FILES, END.
+    }
+    let killed = DataFile::read(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let cut = killed.cut.clone().unwrap();
+    assert_eq!(cut.reason, "the stream was never finished");
+    assert!(cut.stream_dropped > 0, "{cut}");
+    assert!(d.stream.starts_with(&killed.stream));
+    let n = stream_samples(&killed);
+    assert!(n > 0 && n < stream_samples(&d), "{n}");
+    let mut l = Loaded::new(killed, Some(fixtures().join("symfs")));
+    assert!(!l.cut_line().unwrap().contains("kernel symbols"));
+    let rows = rprof_report::rows(&l.agg, &mut l.sym, &Filter::default());
+    assert_eq!(rows.iter().map(|r| r.samples).sum::<u64>(), n);
+    assert!(
+        rows.iter()
+            .any(|r| r.frame.dso == "[kernel.kallsyms]" && r.frame.resolved),
+        "kernel samples are named"
+    );
+}
