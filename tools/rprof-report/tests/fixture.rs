@@ -259,3 +259,49 @@ fn a_recording_killed_mid_stream_keeps_its_kernel_symbols() {
         "kernel samples are named"
     );
 }
+
+/// The idle CPUs' samples are in default_idle, which shares its address
+/// with the section marker __cpuidle_text_start: the function is named,
+/// never a marker.
+#[test]
+fn kernel_samples_are_named_by_functions_not_markers() {
+    let mut l = loaded();
+    let rows = rprof_report::rows(&l.agg, &mut l.sym, &Filter::default());
+    let lines = table::group(&rows, &table::parse_sort("dso,sym").unwrap());
+    let kernel: Vec<_> = lines
+        .iter()
+        .filter(|l| l.values[0] == "[kernel.kallsyms]")
+        .collect();
+    assert_eq!(kernel[0].values[1], "default_idle", "{kernel:?}");
+    for l in &kernel {
+        assert!(
+            !rprof_symbols::kallsyms::is_marker(&l.values[1]),
+            "a marker named samples: {l:?}"
+        );
+    }
+}
+
+/// The module's own Rust symbols in the recorded kallsyms read as Rust
+/// paths, and the mangled name still finds them.
+#[test]
+fn the_modules_rust_symbols_are_demangled() {
+    let d = data();
+    let k = rprof_symbols::Kallsyms::parse(&d.kallsyms);
+    let mangled = d
+        .kallsyms
+        .lines()
+        .filter(|l| l.ends_with("[rprof]") && l.split_whitespace().nth(1) == Some("t"))
+        .filter_map(|l| l.split_whitespace().nth(2))
+        .find(|n| n.starts_with("_RNv") && n.contains("4ring") && n.ends_with("3popB7_"))
+        .expect("Ring::pop of rprof_main in the fixture's kallsyms");
+    let found = k.symbols_named(mangled);
+    assert_eq!(found.len(), 1, "{mangled}");
+    let (hit, module) = k.lookup(found[0].0).unwrap();
+    assert_eq!(module, Some("rprof"));
+    assert!(
+        hit.name.starts_with("<rprof_main::ring::Ring<") && hit.name.ends_with(">>::pop"),
+        "{mangled} -> {}",
+        hit.name
+    );
+    assert!(!hit.name.starts_with("_R"), "{}", hit.name);
+}

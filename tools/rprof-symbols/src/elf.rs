@@ -31,7 +31,10 @@ pub struct Segment {
 struct Sym {
     addr: u64,
     size: u64,
+    /// The name as shown (demangled).
     name: String,
+    /// The name in the symbol table, when demangling changed it.
+    raw: Option<String>,
 }
 
 /// The loadable segments and function symbols of one ELF file.
@@ -91,6 +94,7 @@ impl ElfImage {
                     addr: s.address(),
                     size: s.size(),
                     name: name.to_string(),
+                    raw: None,
                 })
             })
             .collect();
@@ -104,6 +108,11 @@ impl ElfImage {
                 .then(a.name.cmp(&b.name))
         });
         symbols.dedup_by(|b, a| a.addr == b.addr);
+        for s in &mut symbols {
+            if let std::borrow::Cow::Owned(d) = crate::demangle(&s.name) {
+                s.raw = Some(std::mem::replace(&mut s.name, d));
+            }
+        }
         let build_id = elf.build_id().ok().flatten().map(<[u8]>::to_vec);
         ElfImage {
             segments,
@@ -173,12 +182,12 @@ impl ElfImage {
         (vaddr, vaddr.and_then(|v| self.symbol_at(v)))
     }
 
-    /// Every function symbol named `name` (aliases of one address count
-    /// once): (address, size).
+    /// Every function symbol named `name`, demangled or as the symbol
+    /// table has it (aliases of one address count once): (address, size).
     pub fn symbols_named(&self, name: &str) -> Vec<(u64, u64)> {
         self.symbols
             .iter()
-            .filter(|s| s.name == name)
+            .filter(|s| s.name == name || s.raw.as_deref() == Some(name))
             .map(|s| (s.addr, s.size))
             .collect()
     }
@@ -235,6 +244,32 @@ pub(crate) mod tests {
         assert_eq!(read_build_id(&exe).unwrap(), image.build_id);
     }
 
+    /// A Rust function of this test binary is shown demangled, and is
+    /// found by either name.
+    #[test]
+    fn rust_functions_of_this_binary_are_demangled() {
+        let exe = std::env::current_exe().unwrap();
+        let image = ElfImage::load(&exe).unwrap();
+        let demangled = image
+            .symbols
+            .iter()
+            .find(|s| {
+                s.name
+                    .ends_with("elf::tests::rust_functions_of_this_binary_are_demangled")
+            })
+            .unwrap_or_else(|| panic!("no demangled test function among {}", image.symbols.len()));
+        let raw = demangled.raw.clone().expect("the mangled name is kept");
+        assert!(raw.starts_with("_ZN") || raw.starts_with("_R"), "{raw}");
+        assert_eq!(
+            image.symbols_named(&raw),
+            image.symbols_named(&demangled.name)
+        );
+        assert!(!image
+            .symbols
+            .iter()
+            .any(|s| s.name.starts_with("_ZN") && s.name.contains("17h")));
+    }
+
     #[test]
     fn nearest_symbol_rules() {
         let image = ElfImage {
@@ -249,16 +284,19 @@ pub(crate) mod tests {
                     addr: 0x1100,
                     size: 0x10,
                     name: "sized".into(),
+                    raw: None,
                 },
                 Sym {
                     addr: 0x1200,
                     size: 0,
                     name: "unsized".into(),
+                    raw: None,
                 },
                 Sym {
                     addr: 0x1300,
                     size: 0x10,
                     name: "last".into(),
+                    raw: None,
                 },
             ],
             build_id: None,
