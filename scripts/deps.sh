@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Installs what building and testing rprof needs on a Debian 12 machine:
 # Debian packages (kernel source, Rust for the kernel, QEMU, busybox) and
-# bindgen from crates.io (Debian's is too old for Linux 6.12).
+# bindgen from crates.io (Debian's is too old for Linux 6.12).  golang-go
+# (go tool pprof) and binutils (addr2line) check the pprof export in the
+# host tests.
 # Idempotent: installs only what is missing.
 . "$(dirname "$0")/common.sh"
 
 PKGS=(linux-source-6.12 rustc-web rust-web-src libclang-dev clang lld llvm
 	qemu-system-x86 busybox-static cpio flex bison bc libelf-dev libssl-dev
-	kmod xz-utils python3 gcc make golang-go)
+	kmod xz-utils python3 gcc make golang-go binutils)
 
 missing=()
 for p in "${PKGS[@]}"; do

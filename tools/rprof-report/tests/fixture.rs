@@ -112,26 +112,45 @@ fn pprof_folded_and_speedscope_add_up() {
     let n = stream_samples(&l.data);
     let rows = rprof_report::rows(&l.agg, &mut l.sym, &Filter::default());
 
-    let mut gz = Vec::new();
-    let opts = pprof::Options {
-        event: "cpu-clock".into(),
-        period_is_time: true,
-        period: 1_001_001,
-        ..pprof::Options::default()
-    };
-    pprof::write_gz(&mut gz, &rows, &opts).unwrap();
-    let p = pprof::decode(&gz).unwrap();
-    assert_eq!(p.totals[0], n as i64);
-    assert_eq!(
-        p.sample_types[1],
-        ("cpu".to_string(), "nanoseconds".to_string())
+    let p = pprof::build(
+        &l.agg,
+        &mut l.sym,
+        &Filter::default(),
+        &l.data.config,
+        &pprof::Options::default(),
     );
+    let mut gz = Vec::new();
+    pprof::write_gz(&mut gz, &p).unwrap();
+    let p = pprof::read(&gz).unwrap();
+    let total = |i: usize| p.sample.iter().map(|s| s.value[i]).sum::<i64>();
+    assert_eq!(total(0), n as i64);
+    assert_eq!(pprof::string(&p, p.sample_type[1].r#type), "cpu");
+    assert_eq!(pprof::string(&p, p.sample_type[1].unit), "nanoseconds");
     let period: u64 = rows.iter().map(|r| r.period).sum();
-    assert_eq!(p.totals[1], period as i64);
+    assert_eq!(total(1), period as i64);
+    let function_names: Vec<&str> = p
+        .function
+        .iter()
+        .map(|f| pprof::string(&p, f.name))
+        .collect();
     for f in ["main_hot", "lib_hot", "attr_main"] {
-        assert!(p.functions.iter().any(|x| x == f), "no function {f}");
+        assert!(function_names.contains(&f), "no function {f}");
     }
-    assert!(p.mappings.iter().any(|m| m == "/tests/bin/attr_main"));
+    assert_eq!(
+        pprof::string(&p, p.mapping[0].filename),
+        "/tests/bin/attr_main"
+    );
+    // Functions of the programs name their C source files.
+    let main_hot = p
+        .function
+        .iter()
+        .find(|f| pprof::string(&p, f.name) == "main_hot")
+        .unwrap();
+    assert!(
+        pprof::string(&p, main_hot.filename).ends_with("attr_main.c"),
+        "{main_hot:?}"
+    );
+    assert!(main_hot.start_line > 0);
 
     let folded: u64 = folded::lines(&rows).iter().map(|(_, c)| c).sum();
     assert_eq!(folded, n);

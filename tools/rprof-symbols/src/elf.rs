@@ -130,14 +130,19 @@ impl ElfImage {
     /// whose file bytes hold it (an executable one first, should segments
     /// share a page of the file).
     pub fn vaddr_of_offset(&self, offset: u64) -> Option<u64> {
+        let seg = self.segment_of_offset(offset)?;
+        (offset - seg.offset).checked_add(seg.vaddr)
+    }
+
+    /// The PT_LOAD segment whose file bytes hold file offset `offset` (an
+    /// executable one first, should segments share a page of the file).
+    pub fn segment_of_offset(&self, offset: u64) -> Option<&Segment> {
         let holds = |s: &&Segment| offset >= s.offset && offset - s.offset < s.file_size;
-        let seg = self
-            .segments
+        self.segments
             .iter()
             .filter(holds)
             .find(|s| s.exec)
-            .or_else(|| self.segments.iter().find(holds))?;
-        (offset - seg.offset).checked_add(seg.vaddr)
+            .or_else(|| self.segments.iter().find(holds))
     }
 
     /// The file offset of virtual address `vaddr`.

@@ -110,8 +110,8 @@ fn exports_of_the_fixture() {
         let bytes = std::fs::read(&path).unwrap();
         match format {
             "pprof" => {
-                let s = rprof_report::pprof::decode(&bytes).unwrap();
-                assert!(s.functions.iter().any(|f| f == "main_hot"));
+                let p = rprof_report::pprof::read(&bytes).unwrap();
+                assert!(p.string_table.iter().any(|f| f == "main_hot"));
             }
             "folded" => assert!(text(&bytes).contains("attr_main;attr_main;main_hot ")),
             _ => {
