@@ -233,6 +233,34 @@ fn a_recording_cut_short_is_reported() {
     );
 }
 
+/// Command lines that make no sense exit with 2 and one line, before any
+/// device is opened.
+#[test]
+fn usage_errors_exit_2() {
+    let nine: Vec<&str> = ["-e", "cpu-clock"].repeat(9);
+    let mut too_many = vec!["--device", "/nonexistent/rprof", "record", "-d", "1"];
+    too_many.extend(&nine);
+    for argv in [
+        vec![
+            "--device",
+            "/nonexistent/rprof",
+            "record",
+            "-p",
+            "3",
+            "--",
+            "/bin/true",
+        ],
+        too_many,
+    ] {
+        let out = rprof(&argv);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{argv:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{argv:?}: {stderr}");
+        assert!(stderr.starts_with("rprof: "), "{stderr}");
+        assert!(stderr.contains("(see --help)"), "{stderr}");
+    }
+}
+
 #[test]
 fn help_everywhere() {
     for sub in [

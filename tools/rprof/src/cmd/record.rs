@@ -102,11 +102,12 @@ fn uname() -> (String, String) {
     )
 }
 
-/// Runs `rprof record`.
-pub fn run(device: &Path, args: &RecordArgs) -> Result<(), Error> {
+/// Runs `rprof record`; the exit status: CMD's (as a shell gives it)
+/// with `-- CMD`, else 0.
+pub fn run(device: &Path, args: &RecordArgs) -> Result<u8, Error> {
     if args.pid.is_some() && !args.command.is_empty() {
-        return Err(Error::Protocol(
-            "-p PID and a command cannot be combined".into(),
+        return Err(Error::Usage(
+            "-p PID and a command cannot be combined: a command is recorded system-wide".into(),
         ));
     }
     let config = args.sampling.config(args.pid)?;
@@ -155,7 +156,7 @@ fn record(
     session: &mut Session<'_>,
     mut sink: RecordSink,
     pending: PendingFile,
-) -> Result<(), Error> {
+) -> Result<u8, Error> {
     let start_unix = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()
@@ -175,7 +176,9 @@ fn record(
             Err(e) => {
                 let _ = session.stop();
                 pending.discard();
-                return Err(Error::Protocol(format!("cannot run {prog}: {e}")));
+                return Err(Error::Protocol(format!(
+                    "cannot run {prog}: {e} (is it a program in PATH?)"
+                )));
             }
         }
     }
@@ -263,12 +266,15 @@ fn record(
         t.lost_no_cookie,
         agg.lost_total()
     );
-    if let Some(status) = child_status {
-        if !status.success() {
-            eprintln!("rprof: {} exited with {status}", args.command[0]);
+    let mut status = 0;
+    if let Some(s) = child_status {
+        if !s.success() {
+            eprintln!("rprof: {} exited with {s}", args.command[0]);
         }
+        status = rprof::error::shell_status(s);
     } else if child.is_some() {
         eprintln!("rprof: {} is still running", args.command[0]);
     }
-    sink.counts.finish()
+    sink.counts.finish()?;
+    Ok(status)
 }
