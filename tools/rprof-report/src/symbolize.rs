@@ -333,7 +333,7 @@ impl Symbolizer {
         let Some(CookieName::File { path, .. }) = names.name(cookie) else {
             return none();
         };
-        let Ok(data) = std::fs::read(self.host_path(path)) else {
+        let Ok(data) = rprof_symbols::elf::read_file(&self.host_path(path)) else {
             return none();
         };
         match rprof_symbols::dwarf::Lines::parse(&data) {

@@ -54,13 +54,50 @@ pub fn parse_elf64(data: &[u8]) -> Result<ElfFile64<'_, Endianness>, String> {
     ElfFile64::<Endianness>::parse(data).map_err(|e| format!("not a 64-bit ELF file: {e}"))
 }
 
+/// The largest file [`read_file`] reads: 4 GiB.
+pub const MAX_FILE: u64 = 1 << 32;
+
+/// Opens `path` for reading if it is a regular file.  Paths come from
+/// recordings, which may name a FIFO (opening it would block), a device
+/// or a `/proc` file (reading it might never end): the file is opened
+/// without blocking and checked once open.
+pub fn open_regular(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    if meta.len() > MAX_FILE {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("larger than {MAX_FILE} bytes"),
+        ));
+    }
+    Ok(file)
+}
+
+/// The bytes of the regular file at `path` (see [`open_regular`]).
+pub fn read_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut data = Vec::new();
+    open_regular(path)?.take(MAX_FILE).read_to_end(&mut data)?;
+    Ok(data)
+}
+
 /// Reads the file at `path` and hands its bytes to `parse`; an error of
 /// either names the path.
 pub fn load_with<T>(
     path: &Path,
     parse: impl FnOnce(&[u8]) -> Result<T, String>,
 ) -> Result<T, String> {
-    let data = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let data = read_file(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     parse(&data).map_err(|e| format!("{}: {e}", path.display()))
 }
 
@@ -206,7 +243,7 @@ impl ElfImage {
 /// The GNU build-id of the ELF file at `path`: `Ok(None)` if it is not ELF
 /// or has no `.note.gnu.build-id`.  Reads only the headers and notes.
 pub fn read_build_id(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
-    let file = File::open(path)?;
+    let file = open_regular(path)?;
     let cache = ReadCache::new(file);
     let Ok(elf) = object::File::parse(&cache) else {
         return Ok(None);
@@ -360,5 +397,29 @@ pub(crate) mod tests {
         assert_eq!(read_build_id(&p).unwrap(), None);
         assert!(read_build_id(&dir.join("missing")).is_err());
         assert_eq!(hex(&[0, 0xab, 0x10]), "00ab10");
+    }
+
+    /// A FIFO or a device named by a recording is refused at once, never
+    /// opened for a blocking read or read without end.
+    #[test]
+    fn only_regular_files_are_read() {
+        let dir = std::env::temp_dir().join(format!("rprof-fifo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("fifo");
+        let ok = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        for p in [
+            fifo.as_path(),
+            Path::new("/dev/zero"),
+            Path::new("/dev/null"),
+        ] {
+            assert!(read_build_id(p).is_err(), "{}", p.display());
+            assert!(ElfImage::load(p).is_err(), "{}", p.display());
+            assert!(read_file(p).is_err(), "{}", p.display());
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

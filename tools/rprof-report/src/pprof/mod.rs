@@ -120,7 +120,10 @@ pub fn event_types(config: &rprof_config, events: &[u32], agg: &Aggregate) -> Ve
             let freq = e.flags & rprof_abi::RPROF_EVENT_FREQ != 0;
             let period = match sums.get(&i) {
                 _ if !freq => e.period,
-                Some(&(n, sum)) if n > 0 => (sum + n / 2) / n,
+                Some(&(n, sum)) if n > 0 => {
+                    let mean = (u128::from(sum) + u128::from(n / 2)) / u128::from(n);
+                    u64::try_from(mean).unwrap_or(u64::MAX)
+                }
                 _ if time && e.period > 0 => 1_000_000_000 / e.period,
                 _ => 0,
             };
