@@ -324,3 +324,55 @@ fn the_modules_rust_symbols_are_demangled() {
     );
     assert!(!hit.name.starts_with("_R"), "{}", hit.name);
 }
+
+/// inferno (the Rust flamegraph.pl) draws the folded export: its root
+/// holds every sample, and main_hot's box, under attr_main's, holds the
+/// table's count.
+#[test]
+fn inferno_draws_the_folded_export() {
+    let mut l = loaded();
+    let n = stream_samples(&l.data);
+    let rows = rprof_report::rows(&l.agg, &mut l.sym, &Filter::default());
+    let mut text = Vec::new();
+    folded::write(&mut text, &rows).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    let mut svg = Vec::new();
+    let mut opts = inferno::flamegraph::Options::default();
+    inferno::flamegraph::from_lines(&mut opts, text.lines(), &mut svg).unwrap();
+    let svg = String::from_utf8(svg).unwrap();
+    // "<title>NAME (N samples, P%)</title>", N with thousands separators.
+    let titles: Vec<(String, u64)> = svg
+        .split("<title>")
+        .skip(1)
+        .filter_map(|t| {
+            let t = t.split("</title>").next()?;
+            let (name, rest) = t.rsplit_once(" (")?;
+            let count: String = rest
+                .split(' ')
+                .next()?
+                .chars()
+                .filter(char::is_ascii_digit)
+                .collect();
+            Some((name.to_string(), count.parse().ok()?))
+        })
+        .collect();
+    assert!(titles.contains(&("all".to_string(), n)), "{titles:?}");
+    let lines = table::group(&rows, &table::parse_sort("comm,dso,sym").unwrap());
+    let main_hot = lines
+        .iter()
+        .find(|l| l.values == ["attr_main", "attr_main", "main_hot"])
+        .unwrap();
+    assert!(
+        titles.contains(&("main_hot".to_string(), main_hot.samples)),
+        "{titles:?}"
+    );
+    let attr_main: u64 = lines
+        .iter()
+        .filter(|l| l.values[0] == "attr_main")
+        .map(|l| l.samples)
+        .sum();
+    assert!(
+        titles.contains(&("attr_main".to_string(), attr_main)),
+        "{titles:?}"
+    );
+}

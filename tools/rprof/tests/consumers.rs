@@ -1,6 +1,9 @@
 //! The exports read by the tools they are for, not by our own decoders:
 //! `go tool pprof` (Debian's golang-go, installed by scripts/deps.sh) for
-//! pprof, with GNU addr2line (binutils) to check the addresses it shows.
+//! pprof, with GNU addr2line (binutils) to check the addresses it shows;
+//! speedscope's JSON schema, as its npm package publishes it (installed
+//! into the cache by scripts/deps.sh), checked with Debian's
+//! python3-jsonschema.
 
 // Helpers of tests: a panic there is a test failure with a message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -316,4 +319,73 @@ fn events_are_never_added_together() {
     for s in sums {
         assert!((s - 100.0).abs() < 0.5, "a table adds up to {s}%\n{report}");
     }
+}
+
+/// The schema of speedscope's file format from its npm package, where
+/// scripts/deps.sh installs it (see scripts/common.sh).
+fn speedscope_schema() -> PathBuf {
+    let cache = match std::env::var_os("RPROF_CACHE") {
+        Some(c) => PathBuf::from(c),
+        None => match std::env::var_os("XDG_CACHE_HOME") {
+            Some(x) => PathBuf::from(x).join("rprof"),
+            None => PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/rprof"),
+        },
+    };
+    let schema = cache
+        .join("speedscope-1.25.0/node_modules/speedscope/dist/release/file-format-schema.json");
+    assert!(
+        schema.is_file(),
+        "{} is missing: scripts/deps.sh installs it",
+        schema.display()
+    );
+    schema
+}
+
+/// Whether Debian's python3 with jsonschema finds `doc` valid against
+/// `schema`; the validator's complaint if not.
+fn json_schema_check(doc: &Path, schema: &Path) -> Result<(), String> {
+    let out = Command::new("/usr/bin/python3")
+        .args([
+            "-c",
+            "import json, sys, jsonschema\n\
+             jsonschema.validate(json.load(open(sys.argv[1])), json.load(open(sys.argv[2])))",
+        ])
+        .arg(doc)
+        .arg(schema)
+        .output()
+        .expect("/usr/bin/python3 (scripts/deps.sh installs python3-jsonschema)");
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+/// The speedscope export is valid by speedscope's own published schema
+/// (and a broken document is not: the check can fail).
+#[test]
+fn speedscope_export_matches_the_published_schema() {
+    let schema = speedscope_schema();
+    let json = tmp("fixture.speedscope.json");
+    rprof(&[
+        "export",
+        "-f",
+        "speedscope",
+        "-i",
+        &fixture().to_string_lossy(),
+        "--symfs",
+        &symfs().to_string_lossy(),
+        "-o",
+        &json.to_string_lossy(),
+    ]);
+    json_schema_check(&json, &schema).unwrap_or_else(|e| panic!("speedscope schema: {e}"));
+    let mut doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    doc["profiles"][0]["unit"] = "furlongs".into();
+    let broken = tmp("broken.speedscope.json");
+    std::fs::write(&broken, doc.to_string()).unwrap();
+    assert!(
+        json_schema_check(&broken, &schema).is_err(),
+        "the schema check accepts anything"
+    );
 }
