@@ -188,11 +188,18 @@ pub fn build(
     opts: &Options,
 ) -> Profile {
     let names = agg.resolver();
+    // In a fixed order, so that the same recording gives the same ids.
+    let mut keys: Vec<_> = agg
+        .counts()
+        .iter()
+        .filter(|(k, _)| filter.accepts(k))
+        .collect();
+    keys.sort_by(|a, b| {
+        (a.0.event, a.0.pid, &a.0.comm, a.0.cookie, a.0.offset)
+            .cmp(&(b.0.event, b.0.pid, &b.0.comm, b.0.cookie, b.0.offset))
+    });
     let mut points = Vec::new();
-    for (key, counts) in agg.counts() {
-        if !filter.accepts(key) {
-            continue;
-        }
+    for (key, counts) in keys {
         points.push(Point {
             event: key.event,
             pid: key.pid,

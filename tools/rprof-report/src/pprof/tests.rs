@@ -251,6 +251,22 @@ fn one_sample_type_per_event() {
     assert_eq!(p.period, 100_000);
 }
 
+/// The same recording gives the same bytes (ids do not follow a hash
+/// map's order).
+#[test]
+fn the_same_recording_gives_the_same_profile() {
+    let (stream, _) = testdata::stream();
+    let encode = || {
+        let mut agg = Aggregate::new();
+        agg.feed_stream(&stream).unwrap();
+        test_profile(&agg, &testdata::config(), &Filter::default()).encode_to_vec()
+    };
+    let first = encode();
+    for _ in 0..4 {
+        assert_eq!(encode(), first);
+    }
+}
+
 #[test]
 fn read_rejects_garbage() {
     assert!(read(&[0x12, 0x05, 1]).is_err());
