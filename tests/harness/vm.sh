@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Boots rprof's test guest once and collects its two logs.
 #   tests/harness/vm.sh MODE OUTDIR
-# MODE is check, demo or bench (see guest-init.sh).  Needs the kernel, the
+# MODE is check, demo, bench or fuzz (see guest-init.sh).  Needs the kernel, the
 # modules and the static tools built (check.sh does that).  Writes
 # OUTDIR/console.log (kernel console) and OUTDIR/results.log (test channel).
 . "$(dirname "$0")/../../scripts/common.sh"
@@ -56,6 +56,13 @@ deprioritise_vcpus() { # QEMU_PID
 	msg "could not lower the vCPU threads' priority (found $n)"
 }
 
+# Settings of the guest's scripts: the kernel hands unknown NAME=VALUE
+# parameters of its command line to /init as environment variables.
+guest_env=
+for v in RPROF_FUZZ_SEED RPROF_FUZZ_CALLS RPROF_FUZZ_SECONDS RPROF_FUZZ_EXCLUDE; do
+	[ -z "${!v:-}" ] || guest_env="$guest_env $v=${!v}"
+done
+
 msg "booting the guest ($MODE; console: $OUT/console.log)"
 set +e
 timeout -k 10 "$TIMEOUT" qemu-system-x86_64 -name rprof,debug-threads=on \
@@ -63,7 +70,7 @@ timeout -k 10 "$TIMEOUT" qemu-system-x86_64 -name rprof,debug-threads=on \
 	-display none -monitor none -no-reboot \
 	-serial "file:$OUT/console.log" -serial "file:$OUT/results.log" \
 	-kernel "$KDIR/arch/x86/boot/bzImage" -initrd "$OUT/initramfs.cpio.gz" \
-	-append "console=ttyS0 panic=-1 rprof_mode=$MODE" </dev/null &
+	-append "console=ttyS0 panic=-1 rprof_mode=$MODE$guest_env" </dev/null &
 runner=$!
 for _ in $(seq 50); do
 	qemu=$(pgrep -P "$runner" qemu-system 2>/dev/null | head -n 1)
