@@ -20,8 +20,11 @@ else
 fi
 [ -z "${RPROF_FUZZ_EXCLUDE:-}" ] || budget="$budget -x $RPROF_FUZZ_EXCLUDE"
 
+# A small event buffer and rings: sessions are cheaper to set up under
+# TCG with KASAN (SET_CONFIG allocates both), and the programs reach the
+# full-buffer and lost-record paths more often.
 unload
-load
+load ring_records=256 buffer_pages=16
 diag "rprof-fuzz -s $seed $budget (RPROF_FUZZ_SEED=$seed reruns this seed)"
 # -k: each program's seed goes to the console, before whatever it causes.
 /tests/bin/rprof-fuzz -k -s "$seed" $budget >/tmp/fuzz.out 2>&1 &

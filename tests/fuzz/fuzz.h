@@ -109,6 +109,7 @@ extern const struct call_def calls[];
 extern const int ncalls;
 int call_by_name(const char *name);
 void gen_setup_prefix(struct rng *r, struct prog *p, int max);
+void gen_open_first(struct rng *r, struct prog *p, int max);
 
 /* Program generation and the text form (gen.c). */
 void prog_generate(struct prog *p, unsigned long index, uint64_t seed, int max_calls);
@@ -178,6 +179,7 @@ enum {
 	ROW_PERF_IOC_ID,
 	ROW_CHILD_EXIT,
 	ROW_CONSUME_MALFORMED,
+	ROW_CLEANUP,
 	ROW_BG0, /* + kind: background waiters' calls */
 	NROWS = ROW_BG0 + 6
 };
@@ -208,7 +210,9 @@ char *scratch_ro(void);
 char *scratch_end(void); /* first byte of the PROT_NONE page */
 void set_ro(void *page, int ro);
 
-extern __thread sigjmp_buf *guard_jb;
+/* The guard of the calling thread; volatile, so that the compiler keeps
+ * both stores around the guarded statement (to it they look dead). */
+extern __thread sigjmp_buf *volatile guard_jb;
 extern __thread volatile int guard_sig;
 /* Runs STMT; returns 0, or SIGSEGV/SIGBUS if it faulted. */
 #define GUARDED(STMT)                                                      \
@@ -217,7 +221,9 @@ extern __thread volatile int guard_sig;
 		volatile int _r = 0;                                       \
 		if (sigsetjmp(_jb, 1) == 0) {                              \
 			guard_jb = &_jb;                                   \
+			__atomic_signal_fence(__ATOMIC_SEQ_CST);           \
 			STMT;                                              \
+			__atomic_signal_fence(__ATOMIC_SEQ_CST);           \
 			guard_jb = NULL;                                   \
 		} else {                                                   \
 			guard_jb = NULL;                                   \

@@ -113,15 +113,18 @@ void prog_generate(struct prog *p, unsigned long index, uint64_t seed, int max_c
 	p->seed = prog_seed(seed, index);
 	p->n = 0;
 	rng_seed(&r, p->seed);
-	len = 4 + rn(&r, 37);
+	len = 12 + rn(&r, 49);
 	if (len > MAX_PROG)
 		len = MAX_PROG;
 	if (len > max_calls)
 		len = max_calls;
 	/* Most programs first build a working session (open, configure,
-	 * map, start) so that the random part reaches the deeper paths. */
+	 * map, start) so that the random part reaches the deeper paths;
+	 * most others open a file first. */
 	if (chance(&r, 60))
 		gen_setup_prefix(&r, p, len);
+	else if (chance(&r, 70))
+		gen_open_first(&r, p, len);
 	while (p->n < len)
 		add_random(&r, p, 0);
 }

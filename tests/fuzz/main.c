@@ -50,6 +50,7 @@ int in_child;
 struct shared {
 	uint64_t violations;
 	uint64_t reach[NROWS][NRES];
+	uint64_t ns[NROWS]; /* time spent in the calls of a row */
 };
 static struct shared *sh;
 static int kmsg_fd = -1;
@@ -182,6 +183,8 @@ const char *row_name(int row, char *buf, size_t n)
 		return "child:end";
 	case ROW_CONSUME_MALFORMED:
 		return "consume:malformed";
+	case ROW_CLEANUP:
+		return "(between programs)";
 	}
 	snprintf(buf, n, "row%d", row);
 	return buf;
@@ -193,11 +196,16 @@ int run_call(const struct call *c)
 	int res, row;
 	char b[32];
 
+	uint64_t t0 = now_ns();
+
 	arm(50);
 	res = d->run(c->a);
 	disarm();
 	row = d->row ? d->row(c->a) : -1;
-	reach_add(row >= 0 ? row : c->kind, res);
+	if (row < 0)
+		row = c->kind;
+	reach_add(row, res);
+	__atomic_fetch_add(&sh->ns[row], now_ns() - t0, __ATOMIC_RELAXED);
 	if (opt.verbose && !in_child) {
 		char line[256];
 		int n = snprintf(line, sizeof(line), "%s%s", tidx ? "& " : "", d->name);
@@ -286,7 +294,6 @@ static void health(void)
 	cfg.events[0].period = 1000;
 	fd = open(opt.device, O_RDWR | O_NONBLOCK);
 	if (fd < 0) {
-		reach_add(ROW_HEALTH, errno_res(errno));
 		oracle_fail("health: cannot open %s: %s", opt.device, strerror(errno));
 		return;
 	}
@@ -297,7 +304,6 @@ static void health(void)
 			break;
 		usleep(20000);
 	}
-	reach_add(ROW_HEALTH, ret < 0 ? errno_res(errno) : RES_OK);
 	if (ret < 0) {
 		oracle_fail("health: SET_CONFIG of a good configuration: %s", strerror(errno));
 		goto out;
@@ -371,7 +377,8 @@ static void print_reach(void)
 {
 	char nb[64], rb[32];
 
-	printf("# reach: results per call (ioctl rows by number; waiter rows per blocking call)\n");
+	printf("# reach: results per call (ioctl rows by number; waiter rows per blocking call),\n"
+	       "# and the time spent in them\n");
 	for (int row = 0; row < NROWS; row++) {
 		uint64_t *r = sh->reach[row], done[NRES] = { 0 };
 		int first = 1;
@@ -393,8 +400,18 @@ static void print_reach(void)
 			first = 0;
 		}
 		if (!first)
-			printf("\n");
+			printf(sh->ns[row] ? " (%llu ms)\n" : "\n", (unsigned long long)(sh->ns[row] / 1000000));
 	}
+}
+
+/* Runs fn, counting its time in `row`. */
+static void timed(int row, void (*fn)(void))
+{
+	uint64_t t0 = now_ns();
+
+	fn();
+	reach_add(row, RES_OK);
+	__atomic_fetch_add(&sh->ns[row], now_ns() - t0, __ATOMIC_RELAXED);
 }
 
 /* ---- main -------------------------------------------------------------------------- */
@@ -556,8 +573,18 @@ int main(int argc, char **argv)
 			return 3;
 		}
 		close(fd);
-		if (opt.kmsg)
+		if (opt.kmsg) {
+			/* Lines written to /dev/kmsg are rate-limited (ten in
+			 * five seconds) unless printk_devkmsg says "on". */
+			int fd = open("/proc/sys/kernel/printk_devkmsg", O_WRONLY);
+
+			if (fd >= 0) {
+				if (write(fd, "on\n", 3) < 0)
+					msg("cannot turn off the rate limit of /dev/kmsg");
+				close(fd);
+			}
 			kmsg_fd = open("/dev/kmsg", O_WRONLY | O_CLOEXEC);
+		}
 	}
 	msg("seed %#llx, %s%ld calls, %g s; data area %zu bytes (replay: rprof-fuzz -s %#llx -n CALLS)",
 	    (unsigned long long)opt.seed, opt.calls < 0 ? "unlimited " : "", opt.calls < 0 ? 0 : opt.calls,
@@ -603,18 +630,18 @@ int main(int argc, char **argv)
 				run_call(&p.c[i]);
 			done++;
 		}
-		cleanup();
+		timed(ROW_CLEANUP, cleanup);
 		programs++;
 		if (opt.health_every > 0 && programs % opt.health_every == 0)
-			health();
+			timed(ROW_HEALTH, health);
 		if (now_ns() - last_note > 30e9) {
 			last_note = now_ns();
 			msg("%ld calls, %lu programs, %.0f s", done, programs, (last_note - start) / 1e9);
 		}
 	}
 	if (!opt.dry) {
-		cleanup();
-		health();
+		timed(ROW_CLEANUP, cleanup);
+		timed(ROW_HEALTH, health);
 		threads_stop();
 	}
 	msg("seed %#llx: %ld calls in %lu programs, %.1f s; %llu oracle violations", (unsigned long long)opt.seed,

@@ -1,14 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * A perf_event_open user beside rprof's: while switched on (the "perf"
- * call), a thread opens a software cpu-clock event on itself, maps its
- * ring, enables it, runs a little, asks PERF_EVENT_IOC_ID into a freshly
- * mapped page it never touched (perf copies to userspace under the
- * event context's mutex, so the copy's page fault takes mmap_lock under
+ * call), a thread opens a software cpu-clock event, maps its ring,
+ * enables it, runs a little, asks PERF_EVENT_IOC_ID into a freshly mapped
+ * page it never touched (perf copies to userspace under the event
+ * context's mutex, so the copy's page fault takes mmap_lock under
  * ctx->mutex), reads the count, and closes it; round after round.
  *
- * rprof takes perf's ctx->mutex too (creating its kernel counters), so the
- * two users together give lockdep both orders to compare.
+ * rprof takes perf's ctx->mutex too, creating its kernel counters, so the
+ * two users together give lockdep both orders to compare.  rprof's
+ * counters are CPU-wide, and perf gives the mutex of CPU contexts a lock
+ * class of its own (cpuctx_mutex), apart from the one of task contexts:
+ * the rounds alternate between an event on the thread itself (a task
+ * context) and one on every task of CPU 0 or 1 (a CPU context, the class
+ * rprof's counters share).
  *
  * Its mappings go to a window reserved at start and are replaced with
  * MAP_FIXED (never unmapped), under the state lock like every other change
@@ -49,10 +54,11 @@ static void spin_us(unsigned us)
 
 static void round_once(void)
 {
+	static unsigned rounds;
 	struct perf_event_attr attr;
 	uint64_t count[4];
 	void *ring, *fresh;
-	int fd, ret;
+	int fd, ret, cpu_wide = rounds++ % 2;
 
 	memset(&attr, 0, sizeof(attr));
 	attr.size = sizeof(attr);
@@ -62,7 +68,10 @@ static void round_once(void)
 	attr.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID;
 	attr.disabled = 1;
 	attr.wakeup_events = 1;
-	fd = syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (cpu_wide)
+		fd = syscall(SYS_perf_event_open, &attr, -1, (rounds / 2) % 2, -1, PERF_FLAG_FD_CLOEXEC);
+	else
+		fd = syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
 	reach_add(ROW_PERF_OPEN, fd < 0 ? errno_res(errno) : RES_OK);
 	if (fd < 0) {
 		usleep(5000);

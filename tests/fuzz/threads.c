@@ -30,7 +30,7 @@
 #include "fuzz.h"
 
 __thread int tidx;
-__thread sigjmp_buf *guard_jb;
+__thread sigjmp_buf *volatile guard_jb;
 __thread volatile int guard_sig;
 
 static struct {
