@@ -38,6 +38,9 @@ void *rprof_file_private(struct file *file);
 void rprof_file_set_private(struct file *file, void *data);
 unsigned int rprof_file_flags(struct file *file);
 bool rprof_perfmon_capable(void);
+int rprof_perf_allowed(void);
+long (*rprof_compat_ioctl(void))(struct file *, unsigned int, unsigned long);
+bool rprof_printk_ratelimit(void);
 
 /*
  * A sample as the overflow handler hands it to Rust.  Filled in NMI or IRQ
@@ -64,6 +67,7 @@ struct rprof_raw_sample {
 struct mm_struct *rprof_current_mm_get(__u32 *seq);
 /* Process context (may free the address space). */
 void rprof_mm_put(struct mm_struct *mm);
+void rprof_cond_resched(void);
 
 /* Resolution of a user ip, process context. */
 struct path;
@@ -119,10 +123,13 @@ long rprof_ptr_err(const void *ptr);
 
 /* Deferred work: an irq_work (NMI-safe kick) feeding a delayed work. */
 struct rprof_kicker;
-struct rprof_kicker *rprof_kicker_create(void (*fn)(void *ctx));
+/* fn returns the delay in ms after which the work runs again, 0 for never. */
+struct rprof_kicker *rprof_kicker_create(unsigned int (*fn)(void *ctx));
 void rprof_kicker_bind(struct rprof_kicker *k, void *ctx);
 void rprof_kicker_kick(struct rprof_kicker *k);
 void rprof_kicker_schedule(struct rprof_kicker *k, unsigned int delay_ms);
+/* Runs the work now, in the worker, and waits for it; process context. */
+void rprof_kicker_run_now(struct rprof_kicker *k);
 void rprof_kicker_destroy(struct rprof_kicker *k);
 
 /* Wait queue for read() and poll(). */
@@ -153,6 +160,7 @@ void rprof_cpus_read_unlock(void);
 
 /* CPUs and time. */
 unsigned int rprof_nr_cpu_ids(void);
+unsigned int rprof_num_online_cpus(void);
 bool rprof_cpu_online(unsigned int cpu);
 __u64 rprof_local_clock(void);
 

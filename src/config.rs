@@ -10,13 +10,12 @@
 //! level, and changes nothing.
 
 use crate::params::{ring_records_valid, Params};
+use crate::sized;
 use crate::uapi::*;
 use core::mem::size_of;
 use kernel::prelude::*;
 use kernel::uaccess::UserSlice;
 
-/// The largest configuration size accepted at all.
-const CONFIG_SIZE_MAX: usize = 4096;
 /// The fastest frequency an event may ask for, in Hz.
 pub(crate) const FREQ_MAX: u64 = 100_000;
 /// Default and bounds of the periodic drain, in milliseconds.
@@ -42,34 +41,20 @@ pub(crate) struct Config {
 impl Config {
     /// Reads a configuration from userspace at `arg`.
     pub(crate) fn from_user(arg: usize, params: &Params, buffer_bytes: u64) -> Result<Self> {
-        let mut r = UserSlice::new(arg, CONFIG_SIZE_MAX).reader();
-        let size: u32 = UserSlice::new(arg, 4).reader().read()?;
-        let size = size as usize;
         let known = size_of::<rprof_config>();
-        if size < RPROF_CONFIG_SIZE_VER0 as usize || size > CONFIG_SIZE_MAX {
-            pr_debug!("SET_CONFIG: size {} not in [{}, {}]\n", size, RPROF_CONFIG_SIZE_VER0, CONFIG_SIZE_MAX);
-            return Err(if size > CONFIG_SIZE_MAX { E2BIG } else { EINVAL });
-        }
+        let size = sized::read_size(arg, RPROF_CONFIG_SIZE_VER0 as usize).inspect_err(|_| {
+            pr_debug!("SET_CONFIG: size not in [{}, {}]\n", RPROF_CONFIG_SIZE_VER0, sized::SIZE_MAX);
+        })?;
         let mut raw = rprof_config::default();
         // SAFETY: `rprof_config` is plain old data without padding; any
         // bytes form a valid value.
         let bytes = unsafe {
             core::slice::from_raw_parts_mut(&mut raw as *mut rprof_config as *mut u8, known)
         };
-        let take = size.min(known);
-        r.read_slice(&mut bytes[..take])?;
-        // Trailing bytes from a newer userspace must be zero.
-        let mut rest = size - take;
-        let mut chunk = [0u8; 64];
-        while rest > 0 {
-            let n = rest.min(chunk.len());
-            r.read_slice(&mut chunk[..n])?;
-            if chunk[..n].iter().any(|&b| b != 0) {
-                pr_debug!("SET_CONFIG: non-zero bytes past the known size {}\n", known);
-                return Err(E2BIG);
-            }
-            rest -= n;
-        }
+        UserSlice::new(arg, size).reader().read_slice(&mut bytes[..size.min(known)])?;
+        sized::check_unknown_zero(arg, known, size).inspect_err(|_| {
+            pr_debug!("SET_CONFIG: non-zero bytes past the known size {}\n", known);
+        })?;
         Self::check(raw, params, buffer_bytes)
     }
 
@@ -102,8 +87,16 @@ impl Config {
             if ev.period == 0 {
                 return bad("zero period or frequency");
             }
+            // The limits perf_event_open() applies.  Its frequency limit is
+            // the sysctl perf_event_max_sample_rate, which 6.12 does not
+            // export to modules; FREQ_MAX is that sysctl's default, and
+            // perf's throttling (max_samples_per_tick, derived from the
+            // sysctl's current value) applies to kernel counters too.
             if ev.flags & RPROF_EVENT_FREQ != 0 && ev.period > FREQ_MAX {
                 return bad("frequency above 100 kHz");
+            }
+            if ev.flags & RPROF_EVENT_FREQ == 0 && ev.period & (1 << 63) != 0 {
+                return bad("period with bit 63 set (negative to perf)");
             }
         }
         if raw.flags & RPROF_CONFIG_PID_FILTER != 0 && raw.pid <= 0 {

@@ -17,38 +17,33 @@ use crate::hotplug::CpusReadGuard;
 use crate::miscdev::{File, FileOps};
 use crate::params::Params;
 use crate::session::{Phase, Session};
+use crate::sized;
 use crate::{helpers, uapi};
 use core::mem::size_of;
 use kernel::bindings;
-use kernel::new_mutex;
+use crate::waitq::WaitQueue;
+use kernel::{new_mutex, new_spinlock};
 use kernel::prelude::*;
-use kernel::sync::{Arc, Mutex};
+use kernel::sync::{Arc, Mutex, SpinLock};
 use kernel::uaccess::{UserSlice, UserSliceWriter};
 
-/// The session slot.
+/// Which file owns which session: what every file operation asks first.
 ///
-/// Lock order: `slot` is taken under `mmap_lock` (in `mmap()`), and a
-/// session's drain lock is taken before `mmap_lock` (the drain resolves
-/// user addresses).  So under `slot`: no copy to or from userspace (a fault
-/// takes `mmap_lock`) and no session drain lock.
+/// A spinlock that is a leaf of the lock order: nothing is taken, called
+/// or freed under it but an `Arc` clone, so it may be taken anywhere,
+/// under `mmap_lock` (in `mmap()`) and under [`Slot`] alike.  The last
+/// reference to a session is never dropped under it (dropping a session
+/// sleeps).
 ///
 /// # Invariants
 ///
-/// `owner` is non-zero exactly when `session` is `Some`; `counters` (one
-/// list per CPU id) is non-empty only while the session is running; while
-/// `stopping`, a STOP is releasing counters outside the lock and the
-/// session must not change.
-struct Slot {
+/// `owner` is non-zero exactly when `session` is `Some`.
+struct Current {
     owner: usize,
     session: Option<Arc<Session>>,
-    counters: KVec<KVec<Counter>>,
-    stopping: bool,
-    /// Statistics of the last session, kept when its owner closed it, so
-    /// that `rprof stat` can show them afterwards.
-    last: Option<Stats>,
 }
 
-impl Slot {
+impl Current {
     /// The session `file` owns: `EINVAL` if there is none, `EBUSY` if
     /// another file owns it.
     fn session_of(&self, file: usize) -> Result<Arc<Session>> {
@@ -58,6 +53,40 @@ impl Slot {
             None => Err(EINVAL),
         }
     }
+}
+
+/// The session's life cycle: configure, start, stop, release.
+///
+/// # Lock order
+///
+/// ```text
+///   cpu_hotplug_lock (START, STOP, the hotplug callbacks)
+///     -> Slot (this mutex)
+///       -> perf's ctx->mutex (perf_event_create_kernel_counter, and
+///          perf_event_release_kernel when counters are dropped)
+///         -> mmap_lock (perf copies to userspace under ctx->mutex)
+///       -> Current (leaf)
+///   mmap_lock (mmap()) -> Current (leaf)
+///   a session's drain lock -> mmap_lock (resolution)
+/// ```
+///
+/// So: no file operation that may run under `mmap_lock` takes `Slot`
+/// (they use [`Current`]); nothing copies to or from userspace under
+/// `Slot`; the drain lock is never taken under `Slot` (it is ordered before
+/// `mmap_lock`, which perf orders after its `ctx->mutex`).
+///
+/// # Invariants
+///
+/// `counters` (one list per CPU id) is non-empty only while the session in
+/// [`Current`] is running; while `stopping`, a STOP is finishing outside
+/// the lock and the session must not change.  Only code holding `Slot`
+/// changes [`Current`].
+struct Slot {
+    counters: KVec<KVec<Counter>>,
+    stopping: bool,
+    /// Statistics of the last session, kept when its owner closed it, so
+    /// that `rprof stat` can show them afterwards.
+    last: Option<Stats>,
 }
 
 /// A copy of a session's statistics.
@@ -86,44 +115,78 @@ impl Stats {
 }
 
 /// Device-wide state.
+///
+/// The wait queue is the device's, not a session's: a file may be polled
+/// (epoll keeps its registration until the file is closed) across any
+/// number of sessions, and every open file holds an `Arc<Rprof>`, so the
+/// queue outlives every registration on it.  Sessions wake it.
 #[pin_data]
 pub(crate) struct Rprof {
     params: Params,
+    waitq: Arc<WaitQueue>,
     #[pin]
     slot: Mutex<Slot>,
+    #[pin]
+    current: SpinLock<Current>,
 }
 
 impl Rprof {
     pub(crate) fn new(params: Params) -> Result<Arc<Self>> {
-        let slot = Slot { owner: 0, session: None, counters: KVec::new(), stopping: false, last: None };
-        Arc::pin_init(pin_init!(Self { params, slot <- new_mutex!(slot) }), GFP_KERNEL)
+        let slot = Slot { counters: KVec::new(), stopping: false, last: None };
+        let current = Current { owner: 0, session: None };
+        let waitq = Arc::new(WaitQueue::new()?, GFP_KERNEL)?;
+        Arc::pin_init(
+            pin_init!(Self { params, waitq, slot <- new_mutex!(slot), current <- new_spinlock!(current) }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// The current session, if any.
+    fn session(&self) -> Option<Arc<Session>> {
+        self.current.lock().session.clone()
+    }
+
+    /// Makes `session` (owned by `owner`) current and returns the one it
+    /// replaces, retired: its readers wake up and look again.  The caller
+    /// holds `Slot` and drops the old session after unlocking it.
+    fn replace(&self, _slot: &mut Slot, owner: usize, session: Option<Arc<Session>>) -> Option<Arc<Session>> {
+        let old = {
+            let mut cur = self.current.lock();
+            // INVARIANT: `owner` is non-zero exactly with a session.
+            cur.owner = if session.is_some() { owner } else { 0 };
+            core::mem::replace(&mut cur.session, session)
+        };
+        if let Some(s) = &old {
+            s.retire();
+        }
+        old
     }
 
     fn buffer_bytes(&self) -> u64 {
         self.params.buffer_pages as u64 * bindings::PAGE_SIZE as u64
     }
 
-    /// The session `file` owns.
+    /// The session `file` owns.  May run under `mmap_lock`.
     fn owned(&self, file: usize) -> Result<Arc<Session>> {
-        self.slot.lock().session_of(file)
+        self.current.lock().session_of(file)
     }
 
     fn set_config(&self, file: usize, arg: usize) -> Result {
-        // Copy from userspace before taking `slot`: a fault takes mmap_lock,
-        // and mmap() takes `slot` under mmap_lock.
+        // Copy from userspace before taking `slot` (lock order).
         let config = Config::from_user(arg, &self.params, self.buffer_bytes())?;
         let old;
         {
             let mut slot = self.slot.lock();
-            if slot.owner != 0 && slot.owner != file {
-                return Err(EBUSY);
+            if let Some(s) = self.session() {
+                if self.owned(file).is_err() {
+                    return Err(EBUSY);
+                }
+                if slot.stopping || s.phase() == Phase::Running {
+                    return Err(EBUSY);
+                }
             }
-            if slot.stopping || slot.session.as_ref().is_some_and(|s| s.phase() == Phase::Running) {
-                return Err(EBUSY);
-            }
-            let session = Session::new(config, self.params.buffer_pages, self.params.max_cookies)?;
-            old = slot.session.replace(session);
-            slot.owner = file;
+            let session = Session::new(config, self.params.buffer_pages, self.params.max_cookies, self.waitq.clone())?;
+            old = self.replace(&mut slot, file, Some(session));
         }
         // The old session's kicker may wait for its work: drop it unlocked.
         drop(old);
@@ -134,7 +197,7 @@ impl Rprof {
         // Lock order: the CPU hotplug lock, then `slot` (as in `cpu_up`).
         let _cpus = CpusReadGuard::new();
         let mut slot = self.slot.lock();
-        let session = slot.session_of(file)?;
+        let session = self.owned(file)?;
         if slot.stopping || session.phase() == Phase::Running {
             return Err(EBUSY);
         }
@@ -143,29 +206,43 @@ impl Rprof {
     }
 
     fn stop(&self, file: usize) -> Result {
-        let (session, counters) = {
-            let mut slot = self.slot.lock();
-            let session = slot.session_of(file)?;
-            if slot.stopping || session.phase() != Phase::Running {
-                return Err(EINVAL);
-            }
-            slot.stopping = true;
-            (session, core::mem::take(&mut slot.counters))
+        let session = {
+            // The CPU hotplug lock, as START: no CPU goes down or comes up
+            // (and so no hotplug callback opens or releases a counter)
+            // while the counters are taken down, so when they are gone no
+            // handler can push to any ring, and the final drain below
+            // finds everything that was ever pushed.
+            let _cpus = CpusReadGuard::new();
+            let counters;
+            let session = {
+                let mut slot = self.slot.lock();
+                let session = self.owned(file)?;
+                if slot.stopping || session.phase() != Phase::Running {
+                    return Err(EINVAL);
+                }
+                slot.stopping = true;
+                counters = core::mem::take(&mut slot.counters);
+                session
+            };
+            // Releasing a counter waits until its handler cannot run any
+            // more.  Outside `slot`, so that GET_STATS and other files are
+            // not held up; `stopping` keeps START and SET_CONFIG out.
+            drop(counters);
+            session
         };
-        // Releasing a counter waits until its handler cannot run any more.
-        drop(counters);
+        // The drain lock is not ordered against the hotplug lock: drain
+        // without it.
         session.finish();
         self.slot.lock().stopping = false;
         Ok(())
     }
 
     fn stats(&self, arg: usize) -> Result {
-        let mut hdr = UserSlice::new(arg, size_of::<uapi::rprof_stats>()).reader();
-        let size: u32 = UserSlice::new(arg, 4).reader().read()?;
-        if (size as usize) < uapi::RPROF_STATS_SIZE_VER0 as usize {
-            return Err(EINVAL);
-        }
-        let mut req: uapi::rprof_stats = hdr.read()?;
+        // The size convention (`sized.rs`); the first published size is
+        // today's, so the whole structure is always there to read.
+        let size = sized::read_size(arg, uapi::RPROF_STATS_SIZE_VER0 as usize)?;
+        sized::check_unknown_zero(arg, size_of::<uapi::rprof_stats>(), size)?;
+        let mut req: uapi::rprof_stats = UserSlice::new(arg, size_of::<uapi::rprof_stats>()).reader().read()?;
         if req.reserved.iter().any(|&r| r != 0) {
             return Err(EINVAL);
         }
@@ -174,19 +251,14 @@ impl Rprof {
         let want = if req.cpus != 0 { req.nr_cpus.min(nr) as usize } else { 0 };
         // The current session's figures, else the last one's.  The
         // session's are taken outside `slot` (its drain lock is ordered
-        // before mmap_lock, which is ordered before `slot`), and nothing is
-        // copied to userspace under either.
-        let (session, last) = {
-            let slot = self.slot.lock();
-            let last = match (&slot.session, &slot.last) {
-                (None, Some(last)) => Some(last.copy(want)?),
-                _ => None,
-            };
-            (slot.session.clone(), last)
-        };
-        let stats = match session {
+        // before mmap_lock, which perf orders after what `slot` covers),
+        // and nothing is copied to userspace under either.
+        let stats = match self.session() {
             Some(s) => Some(Stats::of(&s, want)?),
-            None => last,
+            None => match &self.slot.lock().last {
+                Some(last) => Some(last.copy(want)?),
+                None => None,
+            },
         };
         req.size = size_of::<uapi::rprof_stats>() as u32;
         req.nr_cpus = nr;
@@ -234,8 +306,7 @@ impl Rprof {
 
     /// A kernel module is going: the session resolves its samples first.
     pub(crate) fn module_going(&self, id: usize) {
-        let session = self.slot.lock().session.clone();
-        if let Some(s) = session {
+        if let Some(s) = self.session() {
             s.module_going(id);
         }
     }
@@ -243,7 +314,7 @@ impl Rprof {
     /// A CPU came online: a running session samples it too.
     pub(crate) fn cpu_up(&self, cpu: u32) {
         let mut slot = self.slot.lock();
-        let Some(session) = slot.session.clone() else { return };
+        let Some(session) = self.session() else { return };
         if slot.stopping || session.phase() != Phase::Running {
             return;
         }
@@ -277,21 +348,17 @@ impl Rprof {
 
     /// The owner is gone: stop and free its session.
     fn release(&self, file: usize) {
-        let running = {
-            let slot = self.slot.lock();
-            slot.owner == file && slot.session.as_ref().is_some_and(|s| s.phase() == Phase::Running)
-        };
+        let running = self.owned(file).is_ok_and(|s| s.phase() == Phase::Running);
         if running {
             // Only the owner stops, and the owner is in release: no race.
             let _ = self.stop(file);
         }
         let old = {
             let mut slot = self.slot.lock();
-            if slot.owner != file {
+            if self.owned(file).is_err() {
                 return;
             }
-            slot.owner = 0;
-            slot.session.take()
+            self.replace(&mut slot, 0, None)
         };
         if let Some(s) = old {
             // Outside `slot`: taking the statistics takes the drain lock.
@@ -317,6 +384,14 @@ impl FileOps for RprofFile {
         if !unsafe { helpers::rprof_perfmon_capable() } {
             return Err(EPERM);
         }
+        // The checks perf_event_open() makes for kernel data: the
+        // perf_event_paranoid level and the LSM hook (docs/design.md,
+        // "Security model").
+        // SAFETY: Reads the caller's credentials and sysctls.
+        let ret = unsafe { helpers::rprof_perf_allowed() };
+        if ret != 0 {
+            return Err(Error::from_errno(ret));
+        }
         Ok(Self { dev: ctx.clone() })
     }
 
@@ -325,16 +400,22 @@ impl FileOps for RprofFile {
     }
 
     fn read(&self, file: &File<'_>, mut out: UserSliceWriter) -> Result<usize> {
-        let session = self.dev.owned(file.id())?;
-        session.read(&mut out, file.nonblock())
+        loop {
+            // Looked up on every pass: a second SET_CONFIG (from another
+            // thread) may retire the session this read was waiting on.
+            let session = self.dev.owned(file.id())?;
+            if let Some(n) = session.read(&mut out, file.nonblock())? {
+                return Ok(n);
+            }
+            self.dev.waitq.wait_until(|| session.read_ready())?;
+        }
     }
 
     fn poll(&self, file: &File<'_>, pt: *mut bindings::poll_table_struct) -> u32 {
+        // The device's queue, whatever the session: it outlives the file.
+        self.dev.waitq.poll_wait(file, pt);
         let (readable, error) = match self.dev.owned(file.id()) {
-            Ok(s) => {
-                s.waitq().poll_wait(file, pt);
-                (s.readable(), false)
-            }
+            Ok(s) => (s.readable(), false),
             Err(_) => (false, true),
         };
         // SAFETY: Pure function.
@@ -351,7 +432,7 @@ impl FileOps for RprofFile {
             uapi::IOC_SET_CONFIG => self.dev.set_config(me, arg)?,
             uapi::IOC_START => self.dev.start(me)?,
             uapi::IOC_STOP => self.dev.stop(me)?,
-            uapi::IOC_FLUSH => self.dev.owned(me)?.drain_now(),
+            uapi::IOC_FLUSH => self.dev.owned(me)?.drain_in_worker(),
             uapi::IOC_GET_STATS => self.dev.stats(arg)?,
             uapi::IOC_LOOKUP_COOKIE => self.dev.lookup_cookie(me, arg)?,
             _ => return Err(ENOTTY),

@@ -21,7 +21,23 @@
 //!
 //! The producer never writes bytes the consumer has not released, so unread
 //! data is never overwritten; what does not fit is counted by the caller and
-//! reported in-band later.  Positions are free-running `u64`s, so `data_head`
+//! reported in-band later.
+//!
+//! # Userspace owns the control page
+//!
+//! The control page is mapped writable, so every field of it may hold
+//! anything at any moment, including between two loads.  The kernel
+//! therefore never trusts it: the published head is kept in the kernel
+//! ([`EventBuffer::head`]) and only mirrored into `data_head` for the
+//! reader; `data_tail` is loaded exactly once per use and checked against
+//! the kernel's head ([`EventBuffer::consumer`]): 8-byte aligned, not ahead
+//! of the head and at most one buffer size behind it.  A tail that fails
+//! the check makes `read()` fail with `EINVAL` and the producer write
+//! nothing (its samples are counted as lost), so a hostile or confused
+//! reader can hurt only its own session.  A reader that moves `data_tail`
+//! backwards, within the rules, may read bytes the producer is rewriting:
+//! the kernel then copies torn bytes to that reader, but reads only inside
+//! the data area and validates every record size it acts on.  Positions are free-running `u64`s, so `data_head`
 //! never goes backwards.  Every record is a multiple of 8 bytes and the data
 //! area a power-of-two number of pages, so a record header never straddles
 //! the end, though a record body may wrap around it.
@@ -74,6 +90,30 @@ pub(crate) unsafe trait Record: Sized {
 pub(crate) struct EventBuffer {
     base: *mut u8,
     data_pages: usize,
+    /// The published head: the kernel's own copy of `data_head`, which
+    /// only [`Self::publish`] writes.  Everything below it is complete
+    /// records.
+    head: AtomicU64,
+}
+
+/// A consumer position checked against the kernel's head.
+///
+/// # Invariants
+///
+/// `tail` is a multiple of 8 and `tail <= head <= tail + size`, with `head`
+/// a value of [`EventBuffer::head`] loaded after `tail`; so `[tail, head)`
+/// holds published records (unless the reader rewound `data_tail`).
+#[derive(Clone, Copy)]
+pub(crate) struct Consumer {
+    tail: u64,
+    head: u64,
+}
+
+impl Consumer {
+    /// Published bytes the consumer has not released.
+    pub(crate) fn unread(&self) -> u64 {
+        self.head - self.tail
+    }
 }
 
 /// The producer's side of an [`EventBuffer`].
@@ -105,8 +145,8 @@ impl EventBuffer {
         if base.is_null() {
             return Err(ENOMEM);
         }
-        // INVARIANT: sized as documented.
-        let buf = Self { base, data_pages };
+        // INVARIANT: sized as documented; nothing published yet.
+        let buf = Self { base, data_pages, head: AtomicU64::new(0) };
         // SAFETY: The control page is ours and zeroed; nobody maps it yet.
         unsafe {
             let page = base as *mut rprof_mmap_page;
@@ -142,18 +182,21 @@ impl EventBuffer {
         unsafe { self.base.add(PAGE_SIZE) }
     }
 
-    /// Bytes unread by the consumer, as published.  `None` if the consumer
-    /// wrote a `data_tail` outside the published data.
-    fn unread(&self) -> Option<u64> {
+    /// The consumer position, loaded once from the control page and checked
+    /// against the kernel's head; `None` if the reader wrote a `data_tail`
+    /// that is unaligned, ahead of the head or more than a buffer behind.
+    pub(crate) fn consumer(&self) -> Option<Consumer> {
         let tail = self.data_tail().load(Ordering::Acquire);
-        let head = self.data_head().load(Ordering::Acquire);
+        let head = self.head.load(Ordering::Acquire);
         let used = head.wrapping_sub(tail);
-        (used <= self.size()).then_some(used)
+        // INVARIANT: aligned, and `tail <= head <= tail + size` (`used` is
+        // at most `size`, so the subtraction did not wrap).
+        (tail % 8 == 0 && used <= self.size()).then_some(Consumer { tail, head })
     }
 
     /// Bytes published and not yet consumed (0 if the consumer is confused).
     pub(crate) fn available(&self) -> u64 {
-        self.unread().unwrap_or(0)
+        self.consumer().map_or(0, |c| c.unread())
     }
 
     /// The producer of this buffer; call once.
@@ -166,8 +209,12 @@ impl EventBuffer {
     pub(crate) fn free(&self, p: &Producer) -> u64 {
         let tail = self.data_tail().load(Ordering::Acquire);
         let used = p.head.wrapping_sub(tail);
-        // A tail ahead of head or too far behind: the consumer broke the
-        // protocol; write nothing rather than overwrite what it may read.
+        // A tail unaligned, ahead of head or too far behind: the consumer
+        // broke the protocol; write nothing rather than overwrite what it
+        // may read.  (`data_tail` is loaded once, as in `consumer()`.)
+        if tail % 8 != 0 {
+            return 0;
+        }
         self.size().checked_sub(used).unwrap_or(0)
     }
 
@@ -200,26 +247,39 @@ impl EventBuffer {
 
     /// Makes everything written so far visible to the consumer.
     pub(crate) fn publish(&self, p: &Producer) {
+        self.head.store(p.head, Ordering::Release);
         self.data_head().store(p.head, Ordering::Release);
     }
 
     /// The consumer side of `read()`: copies whole records to `out` and
     /// returns the space.  `EINVAL` if the first record does not fit in
-    /// `out` or the consumer position is corrupt; `Ok(0)` if nothing is
-    /// there.  The caller excludes concurrent consumers.
+    /// `out` or the consumer position is corrupt (see the module doc);
+    /// `Ok(0)` if nothing is there.  The caller excludes concurrent
+    /// `read()`s.
     pub(crate) fn read_to_user(&self, out: &mut UserSliceWriter) -> Result<usize> {
-        let tail = self.data_tail().load(Ordering::Relaxed);
-        let avail = self.unread().ok_or(EINVAL)?;
+        // One load of `data_tail`, checked: from here on only the copy is
+        // used, whatever userspace writes to the control page meanwhile.
+        let c = self.consumer().ok_or(EINVAL)?;
+        let avail = c.unread();
         let mask = self.size() - 1;
         let mut done = 0u64;
         while done < avail {
-            let pos = ((tail + done) & mask) as usize;
-            // SAFETY: Headers are 8-byte aligned and never straddle the end
-            // (module doc); `pos` is inside the published data.
-            let size = unsafe { (*(self.data().add(pos) as *const rprof_record_header)).size } as u64;
+            // `c.tail + done <= c.head`: no overflow (type invariant).
+            let pos = ((c.tail + done) & mask) as usize;
+            // SAFETY: `pos` is 8-byte aligned (the tail is, and so is every
+            // size added to `done`) and below the data size, a multiple of
+            // 8, so the 8-byte header lies inside the data area.  Volatile:
+            // a reader that rewound `data_tail` may race with the producer
+            // here (module doc); the value is checked before use.
+            let hdr = unsafe { core::ptr::read_volatile(self.data().add(pos) as *const rprof_record_header) };
+            let size = hdr.size as u64;
             if size < 8 || size % 8 != 0 || size > avail - done {
-                // Cannot happen with our own producer; refuse to go on.
-                return Err(EIO);
+                // Our producer writes no such record: the reader rewound
+                // `data_tail` to the middle of one.
+                if done == 0 {
+                    return Err(EINVAL);
+                }
+                break;
             }
             if size as usize > out.len() {
                 if done == 0 {
@@ -228,8 +288,9 @@ impl EventBuffer {
                 break;
             }
             let first = (size as usize).min(self.size() as usize - pos);
-            // SAFETY: Both ranges lie in the data area, published to us
-            // by the acquire load of data_head in `unread()`.
+            // SAFETY: `[pos, pos + first)` and `[0, size - first)` lie in
+            // the data area (`size` is at most the data size); the bytes
+            // were published by the acquire load of `head` in `consumer()`.
             let (a, b) = unsafe {
                 (
                     core::slice::from_raw_parts(self.data().add(pos), first),
@@ -240,7 +301,7 @@ impl EventBuffer {
             out.write_slice(b)?;
             done += size;
         }
-        self.data_tail().store(tail + done, Ordering::Release);
+        self.data_tail().store(c.tail + done, Ordering::Release);
         Ok(done as usize)
     }
 

@@ -57,6 +57,19 @@ static_assert(sizeof(struct rprof_config) == RPROF_CONFIG_SIZE_VER0);
 static_assert(sizeof(struct rprof_stats) == RPROF_STATS_SIZE_VER0);
 static_assert(sizeof(struct rprof_mmap_page) <= PAGE_SIZE);
 
+
+/*
+ * The munmap race check (rprof_resolve_user) compares VMA and mm write-lock
+ * sequences, which exist only with per-VMA locks; without them it would
+ * silently trust a VMA that replaced the sampled one.  Kconfig says
+ * "depends on PER_VMA_LOCK"; out of tree, this says it.
+ */
+#ifndef CONFIG_PER_VMA_LOCK
+#error "rprof needs CONFIG_PER_VMA_LOCK (its munmap race check reads VMA lock sequences)"
+#endif
+#ifndef CONFIG_X86_64
+#error "rprof is x86-64 only for now (its overflow handler and tests assume x86-64 registers)"
+#endif
 /* ---- module parameters -------------------------------------------------- */
 
 static unsigned int ring_records = 4096;
@@ -144,6 +157,25 @@ struct rprof_misc *rprof_misc_register(const char *name,
 	return m;
 }
 
+/*
+ * The ioctl structures have the same layout for 32-bit callers (fixed-width
+ * fields, pointers in __u64), so compat_ptr_ioctl() serves them; it exists
+ * only with CONFIG_COMPAT, hence C.
+ */
+long (*rprof_compat_ioctl(void))(struct file *, unsigned int, unsigned long)
+{
+#ifdef CONFIG_COMPAT
+	return compat_ptr_ioctl;
+#else
+	return NULL;
+#endif
+}
+
+bool rprof_printk_ratelimit(void)
+{
+	return printk_ratelimit();
+}
+
 void rprof_misc_deregister(struct rprof_misc *m)
 {
 	misc_deregister(&m->misc);
@@ -176,6 +208,19 @@ unsigned int rprof_file_flags(struct file *file)
 bool rprof_perfmon_capable(void)
 {
 	return perfmon_capable();
+}
+
+/*
+ * What perf_event_open() asks before it lets a caller see kernel data:
+ * perf_event_paranoid (level 2 and above need CAP_PERFMON, which open()
+ * already required) and the LSM's perf_event_open hook.  perf_allow_cpu()
+ * would be the exact match for CPU-wide counters, but it is a static
+ * inline over symbols 6.12 does not export; perf_allow_kernel() is
+ * exported, and the stricter of the two.
+ */
+int rprof_perf_allowed(void)
+{
+	return perf_allow_kernel();
 }
 
 /* ---- perf counters -------------------------------------------------------- */
@@ -293,17 +338,24 @@ struct mm_struct *rprof_current_mm_get(u32 *seq)
 
 	if (!mm || !mmget_not_zero(mm))
 		return NULL;
-#ifdef CONFIG_PER_VMA_LOCK
 	*seq = READ_ONCE(mm->mm_lock_seq.sequence);
-#else
-	*seq = 0;
-#endif
 	return mm;
 }
 
+/*
+ * mmput_async(): the drain runs under its mutex, and the last reference to
+ * a dead process's address space must not tear it down there (exit_mmap()
+ * takes mmap_lock and can run long); mmput_async() leaves that to a work
+ * item and is otherwise the same atomic decrement.
+ */
 void rprof_mm_put(struct mm_struct *mm)
 {
-	mmput(mm);
+	mmput_async(mm);
+}
+
+void rprof_cond_resched(void)
+{
+	cond_resched();
 }
 
 /*
@@ -323,10 +375,8 @@ int rprof_resolve_user(struct mm_struct *mm, u64 ip, u32 seq,
 	vma = vma_lookup(mm, ip);
 	if (!vma)
 		goto out;
-#ifdef CONFIG_PER_VMA_LOCK
 	if ((int)(READ_ONCE(vma->vm_lock_seq) - seq) >= 0)
 		goto out;
-#endif
 	if (vma->vm_file) {
 		*path = vma->vm_file->f_path;
 		path_get(path);
@@ -396,7 +446,9 @@ void rprof_path_put(struct path *path)
 /* ---- kernel modules ------------------------------------------------------ */
 
 /*
- * 6.12 exports neither __module_address() nor the module list, but every
+ * 6.12 exports no way to map an address to its module: __module_address()
+ * and __module_text_address() are not exported, nor is the module list
+ * (checked in kernel/module/main.c of 6.12.117).  But every
  * module is on that list, including this one, and the list is walked
  * under RCU by the kernel's own lockless readers (modules are removed with
  * list_del_rcu() and freed after a grace period).  Walking from our own
@@ -429,6 +481,15 @@ static bool rprof_module_match(struct module *mod, u64 ip,
 	static const enum mod_mem_type types[] = { MOD_TEXT, MOD_INIT_TEXT };
 	unsigned int i;
 
+	/*
+	 * UNFORMED modules are skipped, as __module_address() does: their
+	 * memory is not set up yet.  GOING modules are not: the GOING notifier
+	 * (rprof_module_event) drains the rings to resolve the module's last
+	 * samples, and the state is GOING by then.  No sample lands in a GOING
+	 * module after that drain: delete_module() ran its exit function
+	 * before announcing GOING, and a failed init has returned, so none of
+	 * its code runs between our notifier and the module being freed.
+	 */
 	if (mod->state == MODULE_STATE_UNFORMED)
 		return false;
 	for (i = 0; i < ARRAY_SIZE(types); i++) {
@@ -505,7 +566,7 @@ void rprof_module_notifier_unregister(void)
 struct rprof_kicker {
 	struct irq_work irq_work;
 	struct delayed_work work;
-	void (*fn)(void *ctx);
+	unsigned int (*fn)(void *ctx);
 	void *ctx;
 };
 
@@ -521,10 +582,15 @@ static void rprof_kicker_work(struct work_struct *w)
 	struct rprof_kicker *k =
 		container_of(to_delayed_work(w), struct rprof_kicker, work);
 
-	k->fn(k->ctx);
+	unsigned int again_ms = k->fn(k->ctx);
+
+	/* Periodic work re-arms here rather than in Rust, so that the Rust
+	 * side never touches the kicker from inside its own work. */
+	if (again_ms)
+		queue_delayed_work(system_wq, &k->work, msecs_to_jiffies(again_ms));
 }
 
-struct rprof_kicker *rprof_kicker_create(void (*fn)(void *ctx))
+struct rprof_kicker *rprof_kicker_create(unsigned int (*fn)(void *ctx))
 {
 	struct rprof_kicker *k = kzalloc(sizeof(*k), GFP_KERNEL);
 
@@ -551,6 +617,12 @@ void rprof_kicker_kick(struct rprof_kicker *k)
 void rprof_kicker_schedule(struct rprof_kicker *k, unsigned int delay_ms)
 {
 	queue_delayed_work(system_wq, &k->work, msecs_to_jiffies(delay_ms));
+}
+
+void rprof_kicker_run_now(struct rprof_kicker *k)
+{
+	mod_delayed_work(system_wq, &k->work, 0);
+	flush_delayed_work(&k->work);
 }
 
 /* Caller guarantees nothing kicks or schedules k any more. */
@@ -630,6 +702,10 @@ int rprof_mmap_buffer(struct vm_area_struct *vma, void *buf,
 
 	if (vma->vm_pgoff != pgoff || vma_pages(vma) != pages)
 		return -EINVAL;
+	/* A private mapping would copy the control page on the reader's
+	 * first write to data_tail, which the kernel would then never see. */
+	if (!(vma->vm_flags & VM_SHARED))
+		return -EINVAL;
 	if (data_area) {
 		if (vma->vm_flags & (VM_WRITE | VM_EXEC))
 			return -EPERM;
@@ -697,6 +773,11 @@ void rprof_cpus_read_unlock(void)
 unsigned int rprof_nr_cpu_ids(void)
 {
 	return nr_cpu_ids;
+}
+
+unsigned int rprof_num_online_cpus(void)
+{
+	return num_online_cpus();
 }
 
 bool rprof_cpu_online(unsigned int cpu)

@@ -98,6 +98,10 @@ extern "C" {
     pub(crate) fn rprof_file_set_private(file: *mut bindings::file, data: *mut c_void);
     pub(crate) fn rprof_file_flags(file: *mut bindings::file) -> c_uint;
     pub(crate) fn rprof_perfmon_capable() -> bool;
+    pub(crate) fn rprof_perf_allowed() -> c_int;
+    pub(crate) fn rprof_compat_ioctl()
+        -> Option<unsafe extern "C" fn(*mut bindings::file, c_uint, kernel::ffi::c_ulong) -> c_long>;
+    pub(crate) fn rprof_printk_ratelimit() -> bool;
 
     pub(crate) fn rprof_counter_create(
         cpu: c_int,
@@ -108,10 +112,11 @@ extern "C" {
     pub(crate) fn rprof_counter_release(event: *mut bindings::perf_event);
     pub(crate) fn rprof_ptr_err(ptr: *const c_void) -> c_long;
 
-    pub(crate) fn rprof_kicker_create(f: unsafe extern "C" fn(ctx: *mut c_void)) -> *mut RprofKicker;
+    pub(crate) fn rprof_kicker_create(f: unsafe extern "C" fn(ctx: *mut c_void) -> c_uint) -> *mut RprofKicker;
     pub(crate) fn rprof_kicker_bind(k: *mut RprofKicker, ctx: *mut c_void);
     pub(crate) fn rprof_kicker_kick(k: *mut RprofKicker);
     pub(crate) fn rprof_kicker_schedule(k: *mut RprofKicker, delay_ms: c_uint);
+    pub(crate) fn rprof_kicker_run_now(k: *mut RprofKicker);
     pub(crate) fn rprof_kicker_destroy(k: *mut RprofKicker);
 
     pub(crate) fn rprof_waitq_create() -> *mut RprofWaitq;
@@ -140,6 +145,7 @@ extern "C" {
 
     pub(crate) fn rprof_current_mm_get(seq: *mut u32) -> *mut MmStruct;
     pub(crate) fn rprof_mm_put(mm: *mut MmStruct);
+    pub(crate) fn rprof_cond_resched();
     pub(crate) fn rprof_resolve_user(
         mm: *mut MmStruct,
         ip: u64,
@@ -169,6 +175,7 @@ extern "C" {
     pub(crate) fn rprof_cpus_read_unlock();
 
     pub(crate) fn rprof_nr_cpu_ids() -> c_uint;
+    pub(crate) fn rprof_num_online_cpus() -> c_uint;
     pub(crate) fn rprof_cpu_online(cpu: c_uint) -> bool;
     pub(crate) fn rprof_local_clock() -> u64;
 }

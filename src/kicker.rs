@@ -12,7 +12,7 @@
 //! calls the function given to [`Kicker::new`] with the bound context.
 
 use crate::helpers;
-use core::ffi::c_void;
+use core::ffi::{c_uint, c_void};
 use kernel::prelude::*;
 
 /// An irq_work plus a delayed work.
@@ -31,8 +31,10 @@ unsafe impl Sync for Kicker {}
 
 impl Kicker {
     /// Creates a kicker running `f` in process context.  `f` receives the
-    /// context set by [`Kicker::bind`] (null before).
-    pub(crate) fn new(f: unsafe extern "C" fn(*mut c_void)) -> Result<Self> {
+    /// context set by [`Kicker::bind`] (null before) and returns the delay
+    /// in milliseconds after which it wants to run again (0: only when
+    /// kicked or scheduled).
+    pub(crate) fn new(f: unsafe extern "C" fn(*mut c_void) -> c_uint) -> Result<Self> {
         // SAFETY: `f` is a valid function for the kicker's lifetime.
         let ptr = unsafe { helpers::rprof_kicker_create(f) };
         if ptr.is_null() {
@@ -63,6 +65,13 @@ impl Kicker {
     /// The raw pointer, for [`crate::sampler::HandlerCtx`].
     pub(crate) fn as_ptr(&self) -> *mut helpers::RprofKicker {
         self.ptr
+    }
+
+    /// Runs the work now, in the worker, and returns when it has run.
+    /// Process context; the caller must hold no lock the work takes.
+    pub(crate) fn run_now(&self) {
+        // SAFETY: `ptr` is live (type invariant); we may sleep.
+        unsafe { helpers::rprof_kicker_run_now(self.ptr) };
     }
 
     /// Runs the work after `delay_ms`, unless it is already pending.

@@ -139,6 +139,8 @@ impl<T: FileOps> Registration<T> {
             read: Some(read_callback::<T>),
             poll: Some(poll_callback::<T>),
             unlocked_ioctl: Some(ioctl_callback::<T>),
+            // SAFETY: Returns a kernel function or null; no side effects.
+            compat_ioctl: unsafe { helpers::rprof_compat_ioctl() },
             mmap: Some(mmap_callback::<T>),
             llseek: Some(bindings::noop_llseek),
             // SAFETY: All-zero is a valid `file_operations` (no callbacks).

@@ -168,16 +168,26 @@ impl<T: Copy, S: Deref<Target = [Slot<T>]>> Ring<T, S> {
     /// context could not do.  `make` runs with the slot reserved and
     /// unpublished; it must be NMI-safe too if the caller is.
     pub fn push_with<F: FnOnce() -> T>(&self, make: F) -> Push {
+        // The tail is loaded before the head, so that `tail <= head` here:
+        // the reader released position `tail - 1` only after it saw that
+        // position's `seq` (acquire), which its writer stored after
+        // reserving it, so the reservation happens-before our load of
+        // `head`, which therefore sees it (coherence).  Loaded the other
+        // way round, a stale `head` below a fresh `tail` would look like a
+        // full ring and drop a sample for nothing.
+        let mut tail = self.tail.load(Acquire);
         let mut head = self.head.load(Relaxed);
         loop {
-            let tail = self.tail.load(Acquire);
             if head.wrapping_sub(tail) >= self.capacity() {
                 self.lost.fetch_add(1, Relaxed);
                 return Push::Full;
             }
             match self.head.compare_exchange_weak(head, head + 1, Relaxed, Relaxed) {
                 Ok(_) => break,
-                Err(now) => head = now,
+                Err(_) => {
+                    tail = self.tail.load(Acquire);
+                    head = self.head.load(Relaxed);
+                }
             }
         }
         let value = make();

@@ -28,6 +28,7 @@ mod params;
 mod ring;
 mod sampler;
 mod session;
+mod sized;
 mod uapi;
 mod waitq;
 

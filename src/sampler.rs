@@ -45,11 +45,23 @@ impl RingRecord {
 /// The per-CPU ring type.
 pub(crate) type SampleRing = Ring<RingRecord, KVVec<Slot<RingRecord>>>;
 
-/// Allocates a ring of `records` slots (a power of two).
+/// Bytes one ring of `records` slots takes.
+pub(crate) fn ring_bytes(records: u32) -> u64 {
+    records as u64 * core::mem::size_of::<Slot<RingRecord>>() as u64
+}
+
+/// Allocates a ring of `records` slots (a power of two), charged to the
+/// calling task's memory cgroup.
 pub(crate) fn new_ring(records: u32) -> Result<SampleRing> {
-    let mut slots = KVVec::with_capacity(records as usize, GFP_KERNEL)?;
-    for _ in 0..records {
-        slots.push(Slot::new(), GFP_KERNEL)?;
+    let mut slots = KVVec::with_capacity(records as usize, GFP_KERNEL_ACCOUNT)?;
+    for i in 0..records {
+        // Cannot fail: the capacity is there.
+        slots.push(Slot::new(), GFP_KERNEL_ACCOUNT)?;
+        if i % 4096 == 4095 {
+            // Up to 2^20 slots: let others run.
+            // SAFETY: Process context (SET_CONFIG).
+            unsafe { helpers::rprof_cond_resched() };
+        }
     }
     Ring::new(slots).map_err(|_| EINVAL)
 }

@@ -34,9 +34,9 @@ use crate::kicker::Kicker;
 use crate::sampler::{self, HandlerCtx, SampleRing};
 use crate::uapi::*;
 use crate::waitq::WaitQueue;
-use core::ffi::c_void;
+use core::ffi::{c_uint, c_void};
 use core::mem::size_of;
-use core::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicU8, Ordering};
 use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
@@ -50,25 +50,39 @@ pub(crate) enum Phase {
     Stopped = 2,
 }
 
-/// One session.  Lives in an [`Arc`]; its address is the drain work's
-/// context.
+/// One session.  Lives in an [`Arc`].
 ///
-/// Drop order matters and is the field order: the kicker goes first, since
-/// its work uses every other field; its `Drop` waits for a running work.
+/// It is split in two so that the drain work never overlaps with the
+/// session's destruction: the work gets a reference to [`Core`] only, and
+/// the kicker, the first field, is dropped first; its `Drop` cancels the
+/// work and waits for a running one.  So when `core` is dropped no work
+/// runs, and while the work runs nothing but the kicker is being dropped,
+/// which the work never touches (the C side re-arms the periodic work).
 /// Counters are not here: the device releases them before it drops the
-/// session (so no overflow handler can touch `rings` any more).
-#[pin_data(PinnedDrop)]
+/// session (so no overflow handler can touch the rings any more).
+#[pin_data]
 pub(crate) struct Session {
     kicker: Kicker,
+    #[pin]
+    core: Core,
+}
+
+/// Everything of a session but its kicker: what the drain work uses.
+#[pin_data]
+pub(crate) struct Core {
     pub(crate) config: Config,
-    rings: KVec<SampleRing>,
+    rings: Rings,
     evbuf: EventBuffer,
     #[pin]
     drain: Mutex<Drain>,
     #[pin]
     consumer: Mutex<()>,
-    waitq: WaitQueue,
+    /// The device's queue (see `device.rs`): it outlives the session.
+    waitq: Arc<WaitQueue>,
     phase: AtomicU8,
+    /// The device replaced this session or its owner closed it: readers
+    /// still waiting on it must look again.
+    retired: AtomicBool,
     /// The time START asked for, until the drain takes it (0: none).  An
     /// atomic, so that START (under the device's slot lock) never takes
     /// the drain lock, which is ordered before mmap_lock.
@@ -78,6 +92,107 @@ pub(crate) struct Session {
     /// Bytes samples leave free for LOST and STOP records.
     reserve: u64,
 }
+
+impl core::ops::Deref for Session {
+    type Target = Core;
+
+    fn deref(&self) -> &Core {
+        &self.core
+    }
+}
+
+/// The per-CPU rings, indexed by CPU id, made only for CPUs that are or
+/// come online during the session (a machine may have hundreds of possible
+/// CPU ids and few CPUs).
+///
+/// # Invariants
+///
+/// Each entry is null or a pointer from `KBox::into_raw` of a ring of
+/// `records` slots, owned by this object; an entry, once set, never
+/// changes until `Drop`.  So `&SampleRing`s handed out live as long as
+/// `self`.
+///
+/// Records still in a ring when the session goes hold address-space
+/// references (a session that never stopped cleanly, or a test's): `Drop`
+/// gives them back.  No drain runs then (the kicker went first, see
+/// [`Session`]) and `&mut self` excludes every other consumer.
+struct Rings {
+    slots: KVec<AtomicPtr<SampleRing>>,
+    records: u32,
+}
+
+impl Rings {
+    fn new(nr: usize, records: u32) -> Result<Self> {
+        let mut slots = KVec::with_capacity(nr, GFP_KERNEL)?;
+        for _ in 0..nr {
+            slots.push(AtomicPtr::new(core::ptr::null_mut()), GFP_KERNEL)?;
+        }
+        Ok(Self { slots, records })
+    }
+
+    /// The number of CPU ids.
+    fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// The ring of `cpu`, if it has one.
+    fn get(&self, cpu: usize) -> Option<&SampleRing> {
+        let p = self.slots.get(cpu)?.load(Ordering::Acquire);
+        // SAFETY: Null or a live ring owned by `self`, never replaced
+        // (type invariant); published with release below.
+        unsafe { p.as_ref() }
+    }
+
+    /// The ring of `cpu`, made if it has none.  Process context.
+    fn ensure(&self, cpu: usize) -> Result<&SampleRing> {
+        if let Some(r) = self.get(cpu) {
+            return Ok(r);
+        }
+        let slot = self.slots.get(cpu).ok_or(EINVAL)?;
+        let new = KBox::into_raw(KBox::new(sampler::new_ring(self.records)?, GFP_KERNEL_ACCOUNT)?);
+        // INVARIANT: set once, from null; a racing `ensure` keeps its own.
+        if let Err(_other) = slot.compare_exchange(core::ptr::null_mut(), new, Ordering::AcqRel, Ordering::Acquire) {
+            // SAFETY: `new` came from `KBox::into_raw` above and was not
+            // published.
+            drop(unsafe { KBox::from_raw(new) });
+        }
+        self.get(cpu).ok_or(EINVAL)
+    }
+
+    /// `(cpu, ring)` for every CPU that has a ring.
+    fn iter(&self) -> impl Iterator<Item = (usize, &SampleRing)> {
+        (0..self.len()).filter_map(|cpu| self.get(cpu).map(|r| (cpu, r)))
+    }
+
+    /// Records the ring of `cpu` dropped (0 without a ring).
+    fn lost(&self, cpu: usize) -> u64 {
+        self.get(cpu).map_or(0, |r| r.lost())
+    }
+}
+
+impl Drop for Rings {
+    fn drop(&mut self) {
+        for slot in self.slots.iter() {
+            let p = slot.load(Ordering::Acquire);
+            if p.is_null() {
+                continue;
+            }
+            // SAFETY: Ours (type invariant); nothing else uses it any more
+            // (`&mut self`, and see the type's doc).
+            let ring = unsafe { KBox::from_raw(p) };
+            // SAFETY: `&mut self`: we are the only consumer.
+            while let Some(rec) = unsafe { ring.pop() } {
+                if !rec.mm.0.is_null() {
+                    // SAFETY: The handler's reference; process context.
+                    unsafe { helpers::rprof_mm_put(rec.mm.0) };
+                }
+            }
+        }
+    }
+}
+
+/// The most memory one session's rings may take, all online CPUs together.
+const RING_BYTES_MAX: u64 = 256 << 20;
 
 fn now() -> u64 {
     // SAFETY: `local_clock()` may be called from any context.
@@ -90,58 +205,92 @@ fn nr_cpu_ids() -> usize {
 }
 
 /// The drain work: runs in process context on the system workqueue.
-unsafe extern "C" fn drain_work(ctx: *mut c_void) {
+/// Returns the delay after which it runs again (0: not while stopped).
+unsafe extern "C" fn drain_work(ctx: *mut c_void) -> c_uint {
     if ctx.is_null() {
-        return;
+        return 0;
     }
-    // SAFETY: `ctx` is the session bound in `Session::new`; the session's
-    // `Drop` destroys the kicker (waiting for this work) before anything
-    // else, so the session is alive here.
-    let s = unsafe { &*(ctx as *const Session) };
+    // SAFETY: `ctx` is the `Core` bound in `Session::new`, pinned in the
+    // session's allocation; the session's kicker, dropped before `core`,
+    // cancels this work and waits for it, so `core` is alive here, and
+    // nothing holds a mutable reference to it.
+    let s = unsafe { &*(ctx as *const Core) };
     s.drain_now();
     if s.phase() == Phase::Running {
-        s.kicker.schedule(s.config.drain_ms);
+        s.config.drain_ms
+    } else {
+        0
     }
 }
 
 impl Session {
     /// Allocates a session: one ring per possible CPU id, the event buffer of
     /// `buffer_pages` data pages, the drain work.  Nothing runs yet.
-    pub(crate) fn new(config: Config, buffer_pages: u32, max_cookies: u32) -> Result<Arc<Self>> {
+    pub(crate) fn new(config: Config, buffer_pages: u32, max_cookies: u32, waitq: Arc<WaitQueue>) -> Result<Arc<Self>> {
         let nr = nr_cpu_ids();
-        let mut rings = KVec::with_capacity(nr, GFP_KERNEL)?;
-        for _ in 0..nr {
-            rings.push(sampler::new_ring(config.ring_records)?, GFP_KERNEL)?;
+        // One ring per online CPU, made now, and one for each CPU that
+        // comes online later, made then (`Rings::ensure`).  The total for
+        // the CPUs online now is capped; rings are charged to the memory
+        // cgroup of the task that makes them (`new_ring`).
+        // SAFETY: Reads the online count; a snapshot is enough here.
+        let online = unsafe { helpers::rprof_num_online_cpus() } as u64;
+        let ring_total = sampler::ring_bytes(config.ring_records).saturating_mul(online);
+        if ring_total > RING_BYTES_MAX {
+            pr_info!(
+                "SET_CONFIG: {} rings of {} records need {} MiB, more than the {} MiB allowed\n",
+                online,
+                config.ring_records,
+                ring_total >> 20,
+                RING_BYTES_MAX >> 20
+            );
+            return Err(ENOMEM);
+        }
+        let rings = Rings::new(nr, config.ring_records)?;
+        for cpu in 0..nr {
+            // SAFETY: Reads the online mask; a CPU that changes state now
+            // is handled at START and by the hotplug callback.
+            if unsafe { helpers::rprof_cpu_online(cpu as u32) } {
+                rings.ensure(cpu)?;
+            }
         }
         let evbuf = EventBuffer::new(buffer_pages as usize)?;
         let drain = Drain::new(evbuf.producer(), nr, max_cookies as usize)?;
         // Room for every LOST record a drain may owe (ring and four other
-        // causes per CPU) and STOP.
-        let reserve = (5 * nr * size_of::<rprof_lost>() + size_of::<rprof_session>()) as u64;
+        // causes per CPU) and STOP, but never more than a quarter of the
+        // buffer: with many CPU ids and a small buffer the full reserve
+        // would leave no room for samples at all.  LOST and STOP records
+        // that do not fit wait (`pending`) until the reader frees space.
+        let reserve = ((5 * nr * size_of::<rprof_lost>() + size_of::<rprof_session>()) as u64)
+            .min(evbuf.size() / 4);
         let kicker = Kicker::new(drain_work)?;
-        let waitq = WaitQueue::new()?;
         let session = Arc::pin_init(
             pin_init!(Self {
                 kicker,
-                config,
-                rings,
-                evbuf,
-                drain <- new_mutex!(drain),
-                consumer <- new_mutex!(()),
-                waitq,
-                phase: AtomicU8::new(Phase::Configured as u8),
-                start_request: AtomicU64::new(0),
-                pending: AtomicBool::new(false),
-                reserve,
+                core <- pin_init!(Core {
+                    config,
+                    rings,
+                    evbuf,
+                    drain <- new_mutex!(drain),
+                    consumer <- new_mutex!(()),
+                    waitq,
+                    phase: AtomicU8::new(Phase::Configured as u8),
+                    retired: AtomicBool::new(false),
+                    start_request: AtomicU64::new(0),
+                    pending: AtomicBool::new(false),
+                    reserve,
+                }),
             }),
             GFP_KERNEL,
         )?;
-        // SAFETY: Nothing kicked yet; the session outlives its kicker (drop
-        // order, see the type's doc).
-        unsafe { session.kicker.bind(&*session as *const Self as *mut c_void) };
+        // SAFETY: Nothing kicked yet; `core` outlives the kicker's work
+        // (drop order, see the type's doc) and never moves (pinned in the
+        // `Arc`).
+        unsafe { session.kicker.bind(&session.core as *const Core as *mut c_void) };
         Ok(session)
     }
+}
 
+impl Core {
     pub(crate) fn phase(&self) -> Phase {
         match self.phase.load(Ordering::Acquire) {
             0 => Phase::Configured,
@@ -152,73 +301,6 @@ impl Session {
 
     fn set_phase(&self, p: Phase) {
         self.phase.store(p as u8, Ordering::Release);
-    }
-
-    /// Creates this session's counters on `cpu`, one per configured event,
-    /// disabled.  On error the ones made are released (they never ran) and
-    /// dmesg names the event.
-    pub(crate) fn open_cpu(&self, cpu: usize) -> Result<KVec<Counter>> {
-        let events = self.config.events();
-        let ring = self.rings.get(cpu).ok_or(EINVAL)?;
-        let mut counters = KVec::with_capacity(events.len(), GFP_KERNEL)?;
-        let flags = self.config.raw.flags;
-        let pid = if flags & RPROF_CONFIG_PID_FILTER != 0 { self.config.raw.pid } else { -1 };
-        for (i, ev) in events.iter().enumerate() {
-            let attr = CounterAttr {
-                kind: ev.kind,
-                freq: (ev.flags & RPROF_EVENT_FREQ != 0) as u32,
-                period: ev.period,
-                exclude_user: (flags & RPROF_CONFIG_EXCLUDE_USER != 0) as u32,
-                exclude_kernel: (flags & RPROF_CONFIG_EXCLUDE_KERNEL != 0) as u32,
-            };
-            // INVARIANT (HandlerCtx): the ring and kicker live in this
-            // session, which the device drops only after the counters.
-            let ctx = HandlerCtx {
-                ring: ring as *const SampleRing,
-                kicker: self.kicker.as_ptr(),
-                event: i as u16,
-                pid,
-                kick_at: ring.capacity() / 2,
-            };
-            match Counter::new(cpu as u32, &attr, ctx) {
-                Ok(c) => counters.push(c, GFP_KERNEL)?,
-                Err(e) => {
-                    pr_err!("cannot open event {} ({}) on CPU {}: error {}\n", i, event_name(ev.kind), cpu, e.to_errno());
-                    return Err(e);
-                }
-            }
-        }
-        Ok(counters)
-    }
-
-    /// Opens counters on every online CPU (indexed by CPU id), then
-    /// enables them all and starts the periodic drain.  On error nothing is
-    /// left running.  The caller holds the CPU hotplug lock for reading.
-    pub(crate) fn start(&self) -> Result<KVec<KVec<Counter>>> {
-        let mut all = KVec::with_capacity(self.rings.len(), GFP_KERNEL)?;
-        for cpu in 0..self.rings.len() {
-            // SAFETY: Reads the online mask (stable: hotplug lock held).
-            let online = unsafe { helpers::rprof_cpu_online(cpu as u32) };
-            all.push(if online { self.open_cpu(cpu)? } else { KVec::new() }, GFP_KERNEL)?;
-        }
-        self.start_request.store(now(), Ordering::Release);
-        self.pending.store(true, Ordering::Relaxed);
-        self.set_phase(Phase::Running);
-        for c in all.iter().flat_map(|v| v.iter()) {
-            c.enable();
-        }
-        self.kicker.schedule(self.config.drain_ms);
-        Ok(all)
-    }
-
-    /// Ends sampling: the caller has released the counters (no handler runs
-    /// any more); drains everything and writes STOP.
-    pub(crate) fn finish(&self) {
-        self.set_phase(Phase::Stopped);
-        let mut d = self.drain.lock();
-        d.stop_pending = Some(now());
-        self.pending.store(true, Ordering::Relaxed);
-        self.drain_locked(&mut d);
     }
 
     fn session_record(&self, type_: u32, time_ns: u64) -> rprof_session {
@@ -249,16 +331,27 @@ impl Session {
                 d.start_pending = None;
             }
         }
-        for (cpu, ring) in self.rings.iter().enumerate() {
+        for (cpu, ring) in self.rings.iter() {
             d.report_lost(buf, cpu, ring);
-            // SAFETY: We hold the drain lock, which makes us the only
-            // consumer of every ring.
-            while let Some(rec) = unsafe { ring.pop() } {
+            // At most one ring's worth per pass: writers on a busy CPU may
+            // refill the ring as fast as we empty it, and the drain must
+            // end (the work runs again in `drain_ms` while sampling; after
+            // STOP nothing is written any more, so one pass empties it).
+            for n in 1..=ring.capacity() {
+                // SAFETY: We hold the drain lock, which makes us the only
+                // consumer of every ring.
+                let Some(rec) = (unsafe { ring.pop() }) else { break };
                 d.process(buf, cpu, &rec, self.reserve);
+                if n % 256 == 0 {
+                    // A ring holds up to 2^20 records: let others run (the
+                    // drain lock is a mutex; sleeping under it is allowed).
+                    // SAFETY: Process context (this function's contract).
+                    unsafe { helpers::rprof_cond_resched() };
+                }
             }
         }
         // STOP goes last, once nothing else is owed before it.
-        let owed = d.start_pending.is_some() || d.owes_lost(|cpu| self.rings[cpu].lost());
+        let owed = d.start_pending.is_some() || d.owes_lost(|cpu| self.rings.lost(cpu));
         if let Some(t) = d.stop_pending {
             if !owed && buf.write(&mut d.producer, &self.session_record(RPROF_RECORD_STOP, t), 0) {
                 d.stop_pending = None;
@@ -274,11 +367,104 @@ impl Session {
         }
     }
 
+    /// Whether the session stopped and everything, STOP included, is in the
+    /// buffer.
+    fn finished(&self) -> bool {
+        self.phase() == Phase::Stopped && !self.pending.load(Ordering::Relaxed)
+    }
+}
+
+impl Session {
+    /// Creates this session's counters on `cpu`, one per configured event,
+    /// disabled.  On error the ones made are released (they never ran) and
+    /// dmesg names the event.
+    pub(crate) fn open_cpu(&self, cpu: usize) -> Result<KVec<Counter>> {
+        let events = self.config.events();
+        let ring = self.rings.ensure(cpu)?;
+        let mut counters = KVec::with_capacity(events.len(), GFP_KERNEL)?;
+        let flags = self.config.raw.flags;
+        let pid = if flags & RPROF_CONFIG_PID_FILTER != 0 { self.config.raw.pid } else { -1 };
+        for (i, ev) in events.iter().enumerate() {
+            let attr = CounterAttr {
+                kind: ev.kind,
+                freq: (ev.flags & RPROF_EVENT_FREQ != 0) as u32,
+                period: ev.period,
+                exclude_user: (flags & RPROF_CONFIG_EXCLUDE_USER != 0) as u32,
+                exclude_kernel: (flags & RPROF_CONFIG_EXCLUDE_KERNEL != 0) as u32,
+            };
+            // INVARIANT (HandlerCtx): the ring and kicker live in this
+            // session, which the device drops only after the counters.
+            let ctx = HandlerCtx {
+                ring: ring as *const SampleRing,
+                kicker: self.kicker.as_ptr(),
+                event: i as u16,
+                pid,
+                kick_at: ring.capacity() / 2,
+            };
+            match Counter::new(cpu as u32, &attr, ctx) {
+                Ok(c) => counters.push(c, GFP_KERNEL)?,
+                Err(e) => {
+                    // A user may retry START in a loop: rate-limited.
+                    // SAFETY: printk_ratelimit() may be called anywhere.
+                    if unsafe { helpers::rprof_printk_ratelimit() } {
+                        pr_err!("cannot open event {} ({}) on CPU {}: error {}\n", i, event_name(ev.kind), cpu, e.to_errno());
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Ok(counters)
+    }
+
+    /// Opens counters on every online CPU (indexed by CPU id), then
+    /// enables them all and starts the periodic drain.  On error nothing is
+    /// left running.  The caller holds the CPU hotplug lock for reading.
+    pub(crate) fn start(&self) -> Result<KVec<KVec<Counter>>> {
+        let mut all = KVec::with_capacity(self.rings.len(), GFP_KERNEL)?;
+        for cpu in 0..self.rings.len() {
+            // SAFETY: Reads the online mask (stable: hotplug lock held).
+            let online = unsafe { helpers::rprof_cpu_online(cpu as u32) };
+            all.push(if online { self.open_cpu(cpu)? } else { KVec::new() }, GFP_KERNEL)?;
+        }
+        self.start_request.store(now(), Ordering::Release);
+        self.pending.store(true, Ordering::Relaxed);
+        self.set_phase(Phase::Running);
+        for c in all.iter().flat_map(|v| v.iter()) {
+            c.enable();
+        }
+        self.kicker.schedule(self.config.drain_ms);
+        Ok(all)
+    }
+
+    /// Ends sampling: the caller has released the counters (no handler runs
+    /// any more); drains everything and writes STOP.  Process context, no
+    /// lock held.
+    pub(crate) fn finish(&self) {
+        self.set_phase(Phase::Stopped);
+        self.drain.lock().stop_pending = Some(now());
+        self.pending.store(true, Ordering::Relaxed);
+        self.drain_in_worker();
+    }
+
+    /// FLUSH, STOP and the module notifier drain through the worker rather
+    /// than in their caller's context: `d_path()` names files as the
+    /// draining task's root sees them, and a chrooted owner must not get
+    /// other names than the worker gives.  Returns once the drain ran.
+    /// Process context; the caller holds no drain lock.
+    pub(crate) fn drain_in_worker(&self) {
+        self.kicker.run_now();
+    }
+
+
+
+
     /// A kernel module is going away: resolve what the rings hold while its
-    /// text is still there, then mark its cookies unloaded.
+    /// text is still there, then mark its cookies unloaded.  A sample taken
+    /// in the module between the two is resolved by a later drain against
+    /// the unloaded cookie, as one taken after the notifier would be.
     pub(crate) fn module_going(&self, id: usize) {
+        self.drain_in_worker();
         let mut guard = self.drain.lock();
-        self.drain_locked(&mut guard);
         guard.module_going(&self.evbuf, id);
         self.evbuf.publish(&guard.producer);
     }
@@ -302,11 +488,6 @@ impl Session {
         }
     }
 
-    /// Whether the session stopped and everything, STOP included, is in the
-    /// buffer.
-    fn finished(&self) -> bool {
-        self.phase() == Phase::Stopped && !self.pending.load(Ordering::Relaxed)
-    }
 
     /// Asks the drain to write what is pending, now that space may be free.
     fn kick_if_pending(&self) {
@@ -315,36 +496,43 @@ impl Session {
         }
     }
 
-    /// `read()`: whole records; blocks for data unless `nonblock`; `Ok(0)`
-    /// at the end of a stopped session.
-    pub(crate) fn read(&self, out: &mut kernel::uaccess::UserSliceWriter, nonblock: bool) -> Result<usize> {
-        loop {
-            let n = {
-                let _c = self.consumer.lock();
-                self.evbuf.read_to_user(out)?
-            };
-            self.kick_if_pending();
-            if n > 0 {
-                return Ok(n);
-            }
-            if self.finished() {
-                return Ok(0);
-            }
-            if nonblock {
-                return Err(EAGAIN);
-            }
-            self.waitq.wait_until(|| self.evbuf.available() > 0 || self.finished())?;
+    /// `read()`: whole records, `Ok(Some(0))` at the end of a stopped
+    /// session, `EAGAIN` if there is nothing yet and `nonblock`; `Ok(None)`
+    /// if the caller should wait (on the device's queue, until
+    /// [`Self::read_ready`]) and look again.
+    pub(crate) fn read(&self, out: &mut kernel::uaccess::UserSliceWriter, nonblock: bool) -> Result<Option<usize>> {
+        let n = {
+            let _c = self.consumer.lock();
+            self.evbuf.read_to_user(out)?
+        };
+        self.kick_if_pending();
+        if n > 0 {
+            return Ok(Some(n));
         }
+        if self.finished() {
+            return Ok(Some(0));
+        }
+        if nonblock {
+            return Err(EAGAIN);
+        }
+        Ok(None)
+    }
+
+    /// Whether a blocked `read()` should look again.
+    pub(crate) fn read_ready(&self) -> bool {
+        self.evbuf.available() > 0 || self.finished() || self.retired.load(Ordering::Acquire)
+    }
+
+    /// The device no longer serves this session: wakes its waiters.
+    pub(crate) fn retire(&self) {
+        self.retired.store(true, Ordering::Release);
+        self.waitq.wake();
     }
 
     /// `poll()`'s readiness: data past the watermark, or the end.
     pub(crate) fn readable(&self) -> bool {
         self.kick_if_pending();
         self.evbuf.available() >= self.config.wakeup_bytes || self.phase() == Phase::Stopped
-    }
-
-    pub(crate) fn waitq(&self) -> &WaitQueue {
-        &self.waitq
     }
 
     pub(crate) fn evbuf(&self) -> &EventBuffer {
@@ -356,7 +544,7 @@ impl Session {
     pub(crate) fn stats(&self, cpus: &mut [rprof_cpu_stats]) -> (rprof_cpu_stats, u64, u64) {
         let d = self.drain.lock();
         let mut total = rprof_cpu_stats::default();
-        for (cpu, ring) in self.rings.iter().enumerate() {
+        for (cpu, ring) in self.rings.iter() {
             let (delivered, lost, throttled) = d.cpu_counts(cpu);
             let s = rprof_cpu_stats {
                 samples: ring.stored() + ring.lost(),
@@ -389,15 +577,16 @@ impl Session {
 #[cfg(rprof_kunit)]
 impl Session {
     /// The context an overflow handler on `cpu` would get, for tests that
-    /// drive the handler's write path directly.
-    pub(crate) fn handler_ctx(&self, cpu: usize) -> HandlerCtx {
-        HandlerCtx {
-            ring: &self.rings[cpu] as *const SampleRing,
+    /// drive the handler's write path directly (the ring is made if the
+    /// CPU has none).
+    pub(crate) fn handler_ctx(&self, cpu: usize) -> Result<HandlerCtx> {
+        Ok(HandlerCtx {
+            ring: self.rings.ensure(cpu)? as *const SampleRing,
             kicker: self.kicker.as_ptr(),
             event: 0,
             pid: -1,
             kick_at: u64::MAX,
-        }
+        })
     }
 
     /// Pretends the session runs, without counters.
@@ -413,25 +602,6 @@ impl Session {
     }
 }
 
-#[pinned_drop]
-impl PinnedDrop for Session {
-    fn drop(self: Pin<&mut Self>) {
-        // Records still in the rings hold address-space references (a
-        // session that never stopped cleanly, or a test's).  Under the
-        // drain lock, because the drain work may still run until the
-        // kicker (the first field) is dropped right after this.
-        let _d = self.drain.lock();
-        for ring in self.rings.iter() {
-            // SAFETY: The drain lock makes us the only consumer.
-            while let Some(rec) = unsafe { ring.pop() } {
-                if !rec.mm.0.is_null() {
-                    // SAFETY: The handler's reference; process context.
-                    unsafe { helpers::rprof_mm_put(rec.mm.0) };
-                }
-            }
-        }
-    }
-}
 
 /// A name for dmesg.
 pub(crate) fn event_name(kind: u32) -> &'static str {

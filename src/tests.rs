@@ -254,7 +254,7 @@ fn new_stress(session: Option<Arc<Session>>, ring_records: u32) -> Result<KBox<S
     let mut seq = KVec::new();
     for cpu in 0..nr {
         match &session {
-            Some(s) => ctxs.push(s.handler_ctx(cpu), GFP_KERNEL)?,
+            Some(s) => ctxs.push(s.handler_ctx(cpu)?, GFP_KERNEL)?,
             None => rings.push(sampler::new_ring(ring_records)?, GFP_KERNEL)?,
         }
         seq.push([AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)], GFP_KERNEL)?;
@@ -359,7 +359,8 @@ fn test_config(ring_records: u32, buffer_bytes: u64) -> Result<Config> {
 
 fn test_session(ring_records: u32, buffer_pages: u32) -> Result<Arc<Session>> {
     let config = test_config(ring_records, buffer_pages as u64 * 4096)?;
-    let s = Session::new(config, buffer_pages, 64)?;
+    let waitq = Arc::new(crate::waitq::WaitQueue::new()?, GFP_KERNEL)?;
+    let s = Session::new(config, buffer_pages, 64, waitq)?;
     s.test_start();
     Ok(s)
 }
@@ -459,7 +460,10 @@ fn pipeline_stress_exact_counts(t: &mut Test) {
 /// every `batch`, then stops; returns what a reader consuming only at the
 /// end sees, and the stats.
 fn write_then_read(session: &Session, n: u64, batch: u64) -> (Seen, rprof_cpu_stats) {
-    let ctx = session.handler_ctx(0);
+    // Without a context the caller's counts come out zero and fail.
+    let Ok(ctx) = session.handler_ctx(0) else {
+        return (Seen::new(1), rprof_cpu_stats::default());
+    };
     for i in 0..n {
         let sample = RawSample { time_ns: i, ip: checksum(0, 0, i), cpu: 0, ..Default::default() };
         // SAFETY: The context belongs to the live session.

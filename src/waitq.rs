@@ -62,18 +62,23 @@ impl WaitQueue {
         }
     }
 
-    /// Registers `file`'s poll table on this queue.
+    /// Registers `file`'s poll table on this queue.  The queue must outlive
+    /// `file` (see the SAFETY argument inside).
     pub(crate) fn poll_wait(&self, file: &File<'_>, pt: *mut bindings::poll_table_struct) {
         // SAFETY: `file` and `pt` come from the running `poll()`; `ptr` is
-        // live, and outlives the file's poll registration because the
-        // session owning it lives until the file is released.
+        // live.  The caller keeps `self` alive until `file` is released
+        // (poll and epoll registrations end before that): the device owns
+        // its queue, and every open file holds the device.
         unsafe { helpers::rprof_poll_wait(file.as_ptr(), self.ptr, pt) };
     }
 }
 
 impl Drop for WaitQueue {
     fn drop(&mut self) {
-        // SAFETY: `ptr` is ours; nobody waits any more (the owner is gone).
+        // SAFETY: `ptr` is ours.  Nobody waits any more: sleepers in
+        // `wait_until` borrow `self`, and poll registrations end when their
+        // files are released, each of which held a reference to the owner
+        // of this queue (the device).
         unsafe { helpers::rprof_waitq_destroy(self.ptr) };
     }
 }

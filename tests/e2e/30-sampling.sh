@@ -93,8 +93,10 @@ check "100 kHz, 64-slot rings, one-page buffer: exact accounting" invariant
 unload
 load
 
-for kind in wrong-size big-nonzero big-zero reserved-bits reserved-field zero-period \
-	unknown-event no-events too-many-events bad-ring; do
+for kind in wrong-size big-nonzero big-zero reserved-bits event-reserved-bits reserved-field \
+	zero-period unknown-event no-events too-many-events bad-ring negative-period freq-too-high \
+	unused-slot-set pid-filter-no-pid pid-without-filter exclude-both drain-too-long \
+	wakeup-too-big; do
 	check "bad config $kind: documented errno, module still usable" rprof-e2e bad-config "$kind"
 done
 check "cycles under TCG (no PMU): START fails cleanly" rprof-e2e start-fails cycles

@@ -158,3 +158,31 @@ fn wrap_around_reuses_slots_without_overwriting() {
         assert_eq!(stored + r.lost(), 3);
     });
 }
+
+#[test]
+fn no_drop_while_the_ring_has_room() {
+    // Capacity 2, two records in all, one of them consumed concurrently:
+    // the ring never holds more than 2, so no push may report Full.  A
+    // writer that loads a stale head below a fresh tail would.
+    model(|| {
+        let r = ring(2);
+        let w1 = {
+            let r = r.clone();
+            thread::spawn(move || r.push(rec(0, 1)))
+        };
+        let reader = {
+            let r = r.clone();
+            // SAFETY: The only consumer until it is joined.
+            thread::spawn(move || unsafe { r.pop() }.map(check))
+        };
+        let w2 = {
+            let r = r.clone();
+            thread::spawn(move || r.push(rec(1, 1)))
+        };
+        for (name, p) in [("first", w1.join().unwrap()), ("second", w2.join().unwrap())] {
+            assert!(matches!(p, Push::Stored(_)), "{name} push dropped with room in the ring");
+        }
+        reader.join().unwrap();
+        assert_eq!(r.lost(), 0);
+    });
+}

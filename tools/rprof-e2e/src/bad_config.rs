@@ -40,6 +40,23 @@ pub enum Kind {
     TooManyEvents,
     /// `ring_records` = 1000, not a power of two: EINVAL.
     BadRing,
+    /// A period with bit 63 set (negative to perf): EINVAL, as
+    /// perf_event_open refuses it.
+    NegativePeriod,
+    /// A frequency of 100001 Hz, above the 100 kHz limit: EINVAL.
+    FreqTooHigh,
+    /// `events[1]` set while `nr_events` = 1: EINVAL.
+    UnusedSlotSet,
+    /// The pid filter flag without a pid: EINVAL.
+    PidFilterNoPid,
+    /// A pid without the pid filter flag: EINVAL.
+    PidWithoutFilter,
+    /// Excluding both user and kernel: EINVAL.
+    ExcludeBoth,
+    /// `drain_interval_ms` = 1001: EINVAL.
+    DrainTooLong,
+    /// `wakeup_bytes` larger than the event buffer: EINVAL.
+    WakeupTooBig,
 }
 
 impl Kind {
@@ -101,6 +118,44 @@ impl Kind {
             }
             Kind::BadRing => {
                 c.ring_records = 1000;
+                &[libc::EINVAL]
+            }
+            Kind::NegativePeriod => {
+                c.events[0].flags &= !RPROF_EVENT_FREQ;
+                c.events[0].period = 1 << 63 | 1_000_000;
+                &[libc::EINVAL]
+            }
+            Kind::FreqTooHigh => {
+                c.events[0].flags |= RPROF_EVENT_FREQ;
+                c.events[0].period = 100_001;
+                &[libc::EINVAL]
+            }
+            Kind::UnusedSlotSet => {
+                c.nr_events = 1;
+                c.events[1] = c.events[0];
+                &[libc::EINVAL]
+            }
+            Kind::PidFilterNoPid => {
+                c.flags |= RPROF_CONFIG_PID_FILTER;
+                c.pid = 0;
+                &[libc::EINVAL]
+            }
+            Kind::PidWithoutFilter => {
+                c.flags &= !RPROF_CONFIG_PID_FILTER;
+                c.pid = 1;
+                &[libc::EINVAL]
+            }
+            Kind::ExcludeBoth => {
+                c.flags |= RPROF_CONFIG_EXCLUDE_USER | RPROF_CONFIG_EXCLUDE_KERNEL;
+                &[libc::EINVAL]
+            }
+            Kind::DrainTooLong => {
+                c.drain_interval_ms = 1001;
+                &[libc::EINVAL]
+            }
+            Kind::WakeupTooBig => {
+                // Larger than any buffer the module accepts (2^16 pages).
+                c.wakeup_bytes = u32::MAX;
                 &[libc::EINVAL]
             }
         };

@@ -109,6 +109,17 @@ fn check_refusals(c: &Ctx) -> Result<(), String> {
         c.map(2 * page, RW, 0),
         &[libc::EINVAL],
     )?;
+    // A private copy of the control page would swallow data_tail.
+    c.refused(
+        "control page mapped MAP_PRIVATE",
+        Map::with_flags(c.fd, page, RW, libc::MAP_PRIVATE, 0),
+        &[libc::EINVAL],
+    )?;
+    c.refused(
+        "data area mapped MAP_PRIVATE",
+        Map::with_flags(c.fd, size, R, libc::MAP_PRIVATE, page),
+        &[libc::EINVAL],
+    )?;
     Ok(())
 }
 
@@ -376,8 +387,8 @@ pub fn run() -> Outcome {
     run_session(&dev, &good_config())
         .map_err(|e| format!("after the mmap checks and closing the file, {e}"))?;
     Ok(format!(
-        "data area {data_size} bytes: RW/RX maps EPERM, control RX EPERM, bad lengths and \
-         offsets EINVAL, mprotect to W/X EACCES, {configured}, control page fields ok, \
+        "data area {data_size} bytes: RW/RX maps EPERM, control RX EPERM, bad lengths, \
+         offsets and MAP_PRIVATE EINVAL, mprotect to W/X EACCES, {configured}, control page fields ok, \
          fork child reads the mappings, configured and stopped; mappings outlive close; \
          a new session works"
     ))

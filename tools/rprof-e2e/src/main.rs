@@ -24,6 +24,10 @@
 //! rprof-e2e resolved-fraction RAW --comm COMM --path PATH
 //!                                           COMM's samples resolve to PATH
 //! rprof-e2e module-samples RAW --name NAME  a module's samples and its unload
+//! rprof-e2e hostile-tail                    read() after nonsense in the control page
+//! rprof-e2e epoll-reconfig                  epoll/poll/read sleepers across SET_CONFIG
+//! rprof-e2e perf-beside [ROUNDS]            rprof sessions beside a perf_event user
+//! rprof-e2e stats-size                      GET_STATS's size convention
 //! ```
 //!
 //! The checks on a raw stream (`rprof dump --raw RAW`) print one JSON line
@@ -34,6 +38,7 @@ mod bad_config;
 mod checks;
 mod elf;
 mod hardening;
+mod hostile;
 mod json;
 mod lookup_cookie;
 mod lost_invariant;
@@ -145,6 +150,23 @@ enum Command {
         #[arg(long, value_name = "N", default_value_t = 10)]
         min_samples: u64,
     },
+    /// Writes nonsense to data_tail and data_head of the control page and
+    /// expects read() to refuse the bad tails with EINVAL and to ignore
+    /// data_head.
+    HostileTail,
+    /// epoll, poll() and a blocking read() across a second SET_CONFIG: no
+    /// use-after-free, and the read serves the new session.
+    EpollReconfig,
+    /// ROUNDS rprof sessions (with mmap) while a thread uses perf_event
+    /// (mmap, an ioctl that copies to userspace, read).
+    PerfBeside {
+        /// Number of rprof sessions.
+        #[arg(default_value_t = 5)]
+        rounds: u32,
+    },
+    /// GET_STATS with sizes below, at and above the known one, with zero
+    /// and non-zero unknown bytes.
+    StatsSize,
 }
 
 fn main() -> ExitCode {
@@ -170,6 +192,10 @@ fn main() -> ExitCode {
             name,
             min_samples,
         } => module_samples::run(&raw, &name, min_samples),
+        Command::HostileTail => hostile::hostile_tail(),
+        Command::EpollReconfig => hostile::epoll_reconfig(),
+        Command::PerfBeside { rounds } => hostile::perf_beside(rounds),
+        Command::StatsSize => hostile::stats_size(),
     };
     match outcome {
         Ok(msg) => {
@@ -209,6 +235,10 @@ mod tests {
             &["rprof-e2e", "lost-invariant"],
             &["rprof-e2e", "json", "stats.total.samples"],
             &["rprof-e2e", "lookup-cookie"],
+            &["rprof-e2e", "hostile-tail"],
+            &["rprof-e2e", "epoll-reconfig"],
+            &["rprof-e2e", "perf-beside", "3"],
+            &["rprof-e2e", "stats-size"],
             &[
                 "rprof-e2e",
                 "attribution",

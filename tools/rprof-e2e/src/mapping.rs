@@ -23,26 +23,36 @@ pub const DATA_TAIL: usize = offset_of!(rprof_mmap_page, data_tail);
 /// # Invariants
 ///
 /// `ptr` is the start of a live mapping made by [`Map::new`] of at least
-/// `len` bytes, readable if `readable`; `len` > 0 and `ptr` is page-aligned.
+/// `len` bytes, readable if `readable` and writable if `writable`; `len` > 0
+/// and `ptr` is page-aligned.
 /// Only this object unmaps it.
 #[derive(Debug)]
 pub struct Map {
     ptr: NonNull<u8>,
     len: usize,
     readable: bool,
+    writable: bool,
 }
 
 impl Map {
     /// `mmap(NULL, len, prot, MAP_SHARED, fd, offset)`.
     pub fn new(fd: RawFd, len: usize, prot: i32, offset: usize) -> io::Result<Map> {
+        Self::with_flags(fd, len, prot, libc::MAP_SHARED, offset)
+    }
+
+    /// `mmap(NULL, len, prot, flags, fd, offset)` (no `MAP_FIXED`).
+    pub fn with_flags(fd: RawFd, len: usize, prot: i32, flags: i32, offset: usize) -> io::Result<Map> {
+        if flags & libc::MAP_FIXED != 0 {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
         if len == 0 {
             return Err(io::Error::from_raw_os_error(libc::EINVAL));
         }
         let off = libc::off_t::try_from(offset)
             .map_err(|_| io::Error::from_raw_os_error(libc::EOVERFLOW))?;
         // SAFETY: a new mapping at an address of the kernel's choosing (null
-        // hint, no MAP_FIXED) cannot alias any Rust object.
-        let ptr = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED, fd, off) };
+        // hint, no MAP_FIXED, checked above) cannot alias any Rust object.
+        let ptr = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, flags, fd, off) };
         if ptr == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
@@ -54,6 +64,7 @@ impl Map {
             ptr,
             len,
             readable: prot & libc::PROT_READ != 0,
+            writable: prot & libc::PROT_WRITE != 0,
         })
     }
 
@@ -69,8 +80,9 @@ impl Map {
         if ret != 0 {
             return Err(io::Error::last_os_error());
         }
-        // INVARIANT: readability follows the new protection.
+        // INVARIANT: readability and writability follow the new protection.
         self.readable = prot & libc::PROT_READ != 0;
+        self.writable = prot & libc::PROT_WRITE != 0;
         Ok(())
     }
 
@@ -184,6 +196,16 @@ impl Map {
     /// `load_acquire` of the `u64` at `offset` (8-aligned).
     pub fn load_u64(&self, offset: usize) -> io::Result<u64> {
         Ok(self.atomic_u64(offset)?.load(Ordering::Acquire))
+    }
+
+    /// `store_release` of `value` to the `u64` at `offset` (8-aligned) of a
+    /// writable mapping.
+    pub fn store_u64(&self, offset: usize, value: u64) -> io::Result<()> {
+        if !self.writable {
+            return Err(io::Error::from_raw_os_error(libc::EACCES));
+        }
+        self.atomic_u64(offset)?.store(value, Ordering::Release);
+        Ok(())
     }
 }
 
