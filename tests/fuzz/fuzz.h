@@ -66,7 +66,7 @@ struct call {
 	uint64_t a[NARGS];
 };
 
-#define MAX_PROG 64
+#define MAX_PROG 80
 
 struct prog {
 	unsigned long index; /* program number in the run */
@@ -180,6 +180,10 @@ enum {
 	ROW_CHILD_EXIT,
 	ROW_CONSUME_MALFORMED,
 	ROW_CLEANUP,
+	ROW_CLEANUP_THREADS, /* time only: parts of ROW_CLEANUP */
+	ROW_CLEANUP_CHILDREN,
+	ROW_CLEANUP_FILES,
+	ROW_CLEANUP_CPU,
 	ROW_BG0, /* + kind: background waiters' calls */
 	NROWS = ROW_BG0 + 6
 };

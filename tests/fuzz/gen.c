@@ -113,7 +113,7 @@ void prog_generate(struct prog *p, unsigned long index, uint64_t seed, int max_c
 	p->seed = prog_seed(seed, index);
 	p->n = 0;
 	rng_seed(&r, p->seed);
-	len = 12 + rn(&r, 49);
+	len = 20 + rn(&r, 61);
 	if (len > MAX_PROG)
 		len = MAX_PROG;
 	if (len > max_calls)

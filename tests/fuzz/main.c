@@ -185,6 +185,14 @@ const char *row_name(int row, char *buf, size_t n)
 		return "consume:malformed";
 	case ROW_CLEANUP:
 		return "(between programs)";
+	case ROW_CLEANUP_THREADS:
+		return "(... threads)";
+	case ROW_CLEANUP_CHILDREN:
+		return "(... children)";
+	case ROW_CLEANUP_FILES:
+		return "(... files, mappings)";
+	case ROW_CLEANUP_CPU:
+		return "(... cpu1 online)";
 	}
 	snprintf(buf, n, "row%d", row);
 	return buf;
@@ -239,15 +247,32 @@ static void close_slot(int *fd)
 	*fd = -1;
 }
 
+/* Adds the time since *t0 to row `row`, and restarts *t0. */
+static void lap(int row, uint64_t *t0)
+{
+	uint64_t t = now_ns();
+
+	__atomic_fetch_add(&sh->ns[row], t - *t0, __ATOMIC_RELAXED);
+	*t0 = t;
+}
+
+/* Releases every resource of the program, timing each kind of them. */
 static void cleanup(void)
 {
+	uint64_t t0 = now_ns();
 	int i;
 
 	workers_wait();
 	bg_stop_all();
 	perf_user_set(0);
+	lap(ROW_CLEANUP_THREADS, &t0);
+	/* Kill them all first, so that they die at the same time. */
 	for (i = 0; i < NCHILD; i++)
-		child_reap(i, SIGKILL, 0);
+		if (S.child[i] > 0)
+			kill(S.child[i], SIGKILL);
+	for (i = 0; i < NCHILD; i++)
+		child_reap(i, 0, 0);
+	lap(ROW_CLEANUP_CHILDREN, &t0);
 	state_lock();
 	for (i = 0; i < NMAP; i++) {
 		if (S.map[i].addr)
@@ -261,8 +286,10 @@ static void cleanup(void)
 		close_slot(&S.fd[i]);
 	for (i = 0; i < NEXTRA; i++)
 		close_slot(&S.extra[i]);
+	lap(ROW_CLEANUP_FILES, &t0);
 	if (S.cpu_offline)
 		set_cpu1_online();
+	lap(ROW_CLEANUP_CPU, &t0);
 }
 
 /* ---- the health check -------------------------------------------------------------- */
@@ -399,7 +426,9 @@ static void print_reach(void)
 			       (unsigned long long)r[best]);
 			first = 0;
 		}
-		if (!first)
+		if (first && sh->ns[row])
+			printf("%-22s", row_name(row, nb, sizeof(nb)));
+		if (!first || sh->ns[row])
 			printf(sh->ns[row] ? " (%llu ms)\n" : "\n", (unsigned long long)(sh->ns[row] / 1000000));
 	}
 }

@@ -339,6 +339,10 @@ void bg_stop(int i)
 
 void bg_stop_all(void)
 {
+	pthread_mutex_lock(&bg_lock);
+	for (int i = 0; i < NBG; i++)
+		bg[i].stop = 1;
+	pthread_mutex_unlock(&bg_lock);
 	for (int i = 0; i < NBG; i++)
 		bg_stop(i);
 }
