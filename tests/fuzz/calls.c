@@ -523,11 +523,22 @@ static int run_lookup_cookie(const uint64_t *a)
 
 /* ---- other ioctl numbers ------------------------------------------------ */
 
+/* `cmd` without its size field. */
+static unsigned long sizeless(unsigned long cmd)
+{
+	return cmd & ~((unsigned long)_IOC_SIZEMASK << _IOC_SIZESHIFT);
+}
+
+/*
+ * The requests the module serves: the exact numbers, and SET_CONFIG and
+ * GET_STATS with any size in their number (the structures carry their own
+ * size, so a caller built against a larger one is served too).
+ */
 static int known_cmd(unsigned long cmd)
 {
-	return cmd == RPROF_IOC_GET_VERSION || cmd == RPROF_IOC_SET_CONFIG || cmd == RPROF_IOC_START ||
-	       cmd == RPROF_IOC_STOP || cmd == RPROF_IOC_FLUSH || cmd == RPROF_IOC_GET_STATS ||
-	       cmd == RPROF_IOC_LOOKUP_COOKIE;
+	return cmd == RPROF_IOC_GET_VERSION || cmd == RPROF_IOC_START || cmd == RPROF_IOC_STOP ||
+	       cmd == RPROF_IOC_FLUSH || cmd == RPROF_IOC_LOOKUP_COOKIE ||
+	       sizeless(cmd) == sizeless(RPROF_IOC_SET_CONFIG) || sizeless(cmd) == sizeless(RPROF_IOC_GET_STATS);
 }
 
 static void gen_ioctl(struct rng *r, uint64_t *a)
