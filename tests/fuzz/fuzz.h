@@ -198,6 +198,8 @@ void register_thread(int i);
 /* Blocking section: the watchdog interrupts this thread (SIGUSR1) once
  * `ms` have passed, and again every few ms until disarm(). */
 void arm(unsigned ms);
+/* The same, naming the call for the report of a stuck thread. */
+void arm_call(unsigned ms, const char *what);
 void disarm(void);
 /* Runs call `c` on an idle worker; returns 0 if none was idle. */
 int worker_submit(const struct call *c);

@@ -206,7 +206,7 @@ int run_call(const struct call *c)
 
 	uint64_t t0 = now_ns();
 
-	arm(50);
+	arm_call(50, d->name);
 	res = d->run(c->a);
 	disarm();
 	row = d->row ? d->row(c->a) : -1;

@@ -37,7 +37,13 @@ static struct {
 	pthread_t t;
 	uint64_t deadline; /* ns, 0: not in a blocking call */
 	int live;
+	int reported; /* the deadline this thread was reported stuck past */
+	const char *what; /* the call it is in */
 } wd[NTHREADS];
+
+/* A call still running this long past its deadline is reported: the
+ * signals did not end it, so the task is stuck in the kernel. */
+#define STUCK_NS 20000000000ULL
 
 static char *scr[NTHREADS];
 static volatile int quit;
@@ -131,10 +137,17 @@ void child_timer_start(void)
 
 /* ---- watchdog ---------------------------------------------------------------- */
 
+void arm_call(unsigned ms, const char *what)
+{
+	if (!in_child) {
+		wd[tidx].what = what;
+		__atomic_store_n(&wd[tidx].deadline, now_ns() + ms * 1000000ULL, __ATOMIC_RELEASE);
+	}
+}
+
 void arm(unsigned ms)
 {
-	if (!in_child)
-		__atomic_store_n(&wd[tidx].deadline, now_ns() + ms * 1000000ULL, __ATOMIC_RELEASE);
+	arm_call(ms, NULL);
 }
 
 void disarm(void)
@@ -161,6 +174,12 @@ static void *watchdog(void *arg)
 
 			if (d && now > d && __atomic_load_n(&wd[i].live, __ATOMIC_ACQUIRE))
 				pthread_kill(wd[i].t, SIGUSR1);
+			if (d && now > d + STUCK_NS && wd[i].reported != (int)d) {
+				wd[i].reported = (int)d;
+				msg("thread %d stuck in %s for %llu s (signals do not end it)", i,
+				    wd[i].what ? wd[i].what : "a blocking call",
+				    (unsigned long long)((now - d) / 1000000000ULL));
+			}
 		}
 		usleep(2000);
 	}
