@@ -41,6 +41,10 @@ demo)
 bench)
 	sh /tests/bench.sh >&3 2>&1
 	;;
+fuzz)
+	# Only the fuzzer, for RPROF_FUZZ_SECONDS (tests/harness/fuzz.sh).
+	suite 80-fuzz /tests/e2e/80-fuzz.sh
+	;;
 esac
 echo "# RPROF-DONE" >&3
 sync

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Boots rprof's test guest once and collects its two logs.
 #   tests/harness/vm.sh MODE OUTDIR
-# MODE is check, demo or bench (see guest-init.sh).  Needs the kernel, the
+# MODE is check, demo, bench or fuzz (see guest-init.sh).  Needs the kernel, the
 # modules and the static tools built (check.sh does that).  Writes
 # OUTDIR/console.log (kernel console) and OUTDIR/results.log (test channel).
 #
@@ -73,10 +73,15 @@ deprioritise_vcpus() { # QEMU_PID
 	msg "could not lower the vCPU threads' priority (found $n)"
 }
 
-# The guest's kernel command line: what to run, and the trial failure.
+# The guest's kernel command line: what to run, the trial failure, and
+# settings of the guest's scripts (the kernel hands unknown NAME=VALUE
+# parameters of its command line to /init as environment variables).
 append="console=ttyS0 panic=-1 rprof_mode=$MODE"
 [ -z "${RPROF_E2E:-}" ] || append+=" rprof_e2e=$(echo $RPROF_E2E | tr ' ' ,)"
 [ -z "${RPROF_INJECT:-}" ] || append+=" rprof_inject=$RPROF_INJECT"
+for v in RPROF_FUZZ_SEED RPROF_FUZZ_CALLS RPROF_FUZZ_SECONDS RPROF_FUZZ_EXCLUDE; do
+	[ -z "${!v:-}" ] || append+=" $v=${!v}"
+done
 
 msg "booting the guest ($MODE; console: $OUT/console.log)"
 set +e
