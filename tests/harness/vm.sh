@@ -6,7 +6,7 @@
 # OUTDIR/console.log (kernel console) and OUTDIR/results.log (test channel).
 #
 # Exits with QEMU's status: 124 when the run took longer than
-# RPROF_VM_TIMEOUT seconds (default 900) or the guest was still up
+# RPROF_VM_TIMEOUT seconds (default 1800) or the guest was still up
 # RPROF_VM_GRACE seconds (default 60) after its end marker, QEMU's own
 # status otherwise.
 #
@@ -18,7 +18,7 @@
 
 MODE=${1:?mode}
 OUT=${2:?outdir}
-TIMEOUT=${RPROF_VM_TIMEOUT:-900}
+TIMEOUT=${RPROF_VM_TIMEOUT:-1800}
 GRACE=${RPROF_VM_GRACE:-60}
 KDIR=$(kernel_dir)
 TOOLS=$RPROF_TOP/tools/target/x86_64-unknown-linux-gnu/release
