@@ -147,7 +147,7 @@ took "the stalled reader"
 # drain sees it; resolved-fraction prints the figures (JSON).  Under TCG
 # with KASAN, 600 runs took 15 s on an otherwise idle 2-core host (and
 # 37 s for 1000 with other guests busy on it).
-n=${RPROF_STORM_RUNS:-1500}
+n=${RPROF_STORM_RUNS:-1000}
 rprof dump -e cpu-clock@1000 -d 600 --quiet --summary-json --raw /tmp/storm.raw >$J &
 dump=$!
 sleep 1
