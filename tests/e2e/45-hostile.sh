@@ -4,6 +4,7 @@
 # or a lockdep splat on the console fails the run whatever the check says.
 . /tests/e2e/lib.sh
 
+plan 5
 load
 check "read() refuses nonsense in data_tail and ignores data_head" rprof-e2e hostile-tail
 check "epoll, poll and read sleepers survive a second SET_CONFIG" rprof-e2e epoll-reconfig

@@ -774,7 +774,7 @@ static int run_mmap(const uint64_t *a)
 				       MAP_SHARED | MAP_FIXED, MAP_SHARED | MAP_POPULATE,
 				       MAP_SHARED_VALIDATE | 0x4000000 /* unknown */, MAP_SHARED | MAP_LOCKED };
 	struct map_slot *m = &S.map[a[1] % NMAP];
-	size_t len;
+	size_t len, mlen;
 	off_t off;
 	int prot = a[4] & 7, flags = flagsel[a[5] % 7], res;
 	void *want = NULL, *p;
@@ -861,11 +861,14 @@ static int run_mmap(const uint64_t *a)
 	m->pgoff = off / (off_t)page_size;
 	m->prot = prot;
 	m->shared = !(flags & MAP_PRIVATE) || (flags & MAP_SHARED_VALIDATE) == MAP_SHARED_VALIDATE;
+	/* Judged on this call's own length: once unlocked, another thread's
+	 * call may change the slot. */
+	mlen = m->len;
 	state_unlock();
 
-	if (off == 0 && (m->len != page_size || (prot & PROT_EXEC)))
+	if (off == 0 && (mlen != page_size || (prot & PROT_EXEC)))
 		oracle_fail("mmap of the control page with length %zu prot %#x succeeded", len, prot);
-	else if (off == (off_t)page_size && (m->len != data_size || (prot & (PROT_WRITE | PROT_EXEC))))
+	else if (off == (off_t)page_size && (mlen != data_size || (prot & (PROT_WRITE | PROT_EXEC))))
 		oracle_fail("mmap of the data area with length %zu prot %#x succeeded", len, prot);
 	else if (off != 0 && off != (off_t)page_size)
 		oracle_fail("mmap at offset %#llx succeeded", (unsigned long long)off);
