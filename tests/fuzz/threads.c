@@ -358,9 +358,15 @@ void bg_stop(int i)
 
 void bg_stop_all(void)
 {
+	/* Tell them all, and cut their current call short: the program is
+	 * over, and a waiter may sit in a 10 ms poll (longer on a busy host,
+	 * where timers fire late). */
 	pthread_mutex_lock(&bg_lock);
-	for (int i = 0; i < NBG; i++)
+	for (int i = 0; i < NBG; i++) {
 		bg[i].stop = 1;
+		if (bg[i].busy)
+			pthread_kill(bg[i].t, SIGUSR1);
+	}
 	pthread_mutex_unlock(&bg_lock);
 	for (int i = 0; i < NBG; i++)
 		bg_stop(i);
