@@ -7,8 +7,9 @@
 #
 # Exits with QEMU's status: 124 when the run took longer than
 # RPROF_VM_TIMEOUT seconds (default 1800) or the guest was still up
-# RPROF_VM_GRACE seconds (default 60) after its end marker, QEMU's own
-# status otherwise.
+# RPROF_VM_GRACE seconds (default 60) after its end marker, 128+N when
+# QEMU was stopped by signal N (it exits 0 then), QEMU's own status
+# otherwise.
 #
 # RPROF_E2E="20-device 70-cli" runs only those end-to-end scripts (a
 # quicker loop while working on them; `make check` then reports the others
@@ -90,7 +91,7 @@ timeout -k 10 "$TIMEOUT" nice -n "$QEMU_NICE" qemu-system-x86_64 -name rprof,deb
 	-display none -monitor none -no-reboot \
 	-serial "file:$OUT/console.log" -serial "file:$OUT/results.log" \
 	-kernel "$KDIR/arch/x86/boot/bzImage" -initrd "$OUT/initramfs.cpio.gz" \
-	-append "$append" </dev/null &
+	-append "$append" </dev/null 2>"$OUT/qemu.log" &
 runner=$!
 for _ in $(seq 50); do
 	qemu=$(pgrep -P "$runner" qemu-system 2>/dev/null | head -n 1)
@@ -119,6 +120,11 @@ done
 wait "$runner"
 rc=$?
 set -e
+cat "$OUT/qemu.log" >&2
+# QEMU exits 0 after a SIGTERM or SIGINT from anyone ("terminating on
+# signal 15 from pid N"): a guest stopped half-way is not a clean exit.
+sig=$(sed -n 's/.*terminating on signal \([0-9]*\).*/\1/p' "$OUT/qemu.log" | head -n 1)
+[ -z "$sig" ] || [ $rc -ne 0 ] || rc=$((128 + sig))
 [ $hung = 0 ] || rc=124
 [ $rc -eq 0 ] || msg "qemu exited with $rc (124: timed out, after ${TIMEOUT}s or ${GRACE}s after the end marker)"
 exit $rc
