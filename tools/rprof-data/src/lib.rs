@@ -779,7 +779,11 @@ fn put_section<W: Write>(out: &mut W, kind: u32, flags: u32, payload: &[u8]) -> 
 }
 
 fn gzip(bytes: &[u8]) -> io::Result<Vec<u8>> {
-    let mut e = GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gzip_level(bytes, flate2::Compression::default())
+}
+
+fn gzip_level(bytes: &[u8], level: flate2::Compression) -> io::Result<Vec<u8>> {
+    let mut e = GzEncoder::new(Vec::new(), level);
     e.write_all(bytes)?;
     e.finish()
 }
@@ -840,18 +844,12 @@ impl<W: Write + Seek> Writer<W> {
         let mut c = Vec::new();
         rprof_decode::encode_config(config, &mut c);
         put_section(&mut out, section::CONFIG, 0, &c)?;
-        put_section(
-            &mut out,
-            section::KALLSYMS,
-            SECTION_GZIP,
-            &gzip(kallsyms.as_bytes())?,
-        )?;
-        put_section(
-            &mut out,
-            section::MODULES,
-            SECTION_GZIP,
-            &gzip(modules.as_bytes())?,
-        )?;
+        // Fast compression: a recorder writes this while it samples.
+        let fast = flate2::Compression::fast();
+        let z = gzip_level(kallsyms.as_bytes(), fast)?;
+        put_section(&mut out, section::KALLSYMS, SECTION_GZIP, &z)?;
+        let z = gzip_level(modules.as_bytes(), fast)?;
+        put_section(&mut out, section::MODULES, SECTION_GZIP, &z)?;
         let stream_len_at = out.stream_position()? + 8;
         put_section_header(&mut out, section::STREAM, 0, STREAM_OPEN)?;
         Ok(Writer {

@@ -120,23 +120,7 @@ pub fn run(device: &Path, args: &RecordArgs) -> Result<u8, Error> {
         path: rprof::output::partial_path(&args.output),
         source: e,
     })?;
-    // Kernel symbols before the stream: an interrupted recording keeps
-    // them.  Modules loaded while recording come with the snapshot.
-    let kallsyms = snapshot::read_kallsyms();
-    let modules = snapshot::read_modules();
-    let writer = match Writer::new(BufWriter::new(file), &config, &kallsyms, &modules) {
-        Ok(w) => w,
-        Err(e) => {
-            pending.discard();
-            return Err(Error::io("writing the recording", e));
-        }
-    };
-    drop((kallsyms, modules));
-    let sink = RecordSink {
-        writer,
-        counts: AggregateSink::new(),
-    };
-    record(args, &dev, &mut session, sink, pending)
+    record(args, &dev, &mut session, &config, file, pending)
 }
 
 /// The error `e`, saying where the recording so far is.
@@ -154,7 +138,8 @@ fn record(
     args: &RecordArgs,
     dev: &Device,
     session: &mut Session<'_>,
-    mut sink: RecordSink,
+    config: &rprof_abi::rprof_config,
+    file: File,
     pending: PendingFile,
 ) -> Result<u8, Error> {
     let start_unix = SystemTime::now()
@@ -167,6 +152,27 @@ fn record(
         pending.discard();
         return Err(e);
     }
+    // Kernel symbols before the stream, so that an interrupted recording
+    // keeps them (modules loaded while recording come with the snapshot
+    // at the end).  Taken once sampling runs: reading and compressing
+    // kallsyms takes a while on a slow machine, and the module buffers
+    // what is sampled meanwhile, so `-p PID` misses nothing of a short
+    // process.
+    let kallsyms = snapshot::read_kallsyms();
+    let modules = snapshot::read_modules();
+    let writer = match Writer::new(BufWriter::new(file), config, &kallsyms, &modules) {
+        Ok(w) => w,
+        Err(e) => {
+            let _ = session.stop();
+            pending.discard();
+            return Err(Error::io("writing the recording", e));
+        }
+    };
+    drop((kallsyms, modules));
+    let mut sink = RecordSink {
+        writer,
+        counts: AggregateSink::new(),
+    };
 
     let mut child: Option<Child> = None;
     let mut child_status = None;
