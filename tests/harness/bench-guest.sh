@@ -99,13 +99,16 @@ for run in 1 2 3; do
 			echo "B micro run=$run what=$(echo "$what" | tr ' ' _) ns=$ns"
 		done
 	# 2. With the third load: the per-stage cost model, one session per
-	# frequency, with the workload, the floor and no profiler beside it.
+	# frequency, with the workload alone, under the floor and under perf
+	# beside it.
 	if [ "$run" = 3 ]; then
 		line=$(run_one none 0 1)
 		echo "B solo prof=none hz=0 ${line#work }"
 		for hz in $STAGE_FREQS; do
 			line=$(run_one floor "$hz" 1)
 			echo "B solo prof=floor hz=$hz ${line#work }"
+			line=$(run_one perf "$hz" 1)
+			echo "B solo prof=perf hz=$hz ${line#work }"
 			line=$(run_one rprof "$hz" 1)
 			echo "B solo prof=rprof-bench hz=$hz ${line#work }"
 			dmesg | sed -n 's/.*rprof: bench: stage \([a-z_]*\): \([0-9]*\) runs, \([0-9]*\) ns.*/\1 \2 \3/p' |

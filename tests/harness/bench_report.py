@@ -106,9 +106,6 @@ def compute(info, runs, micro, stages, solo):
                 fig.add(f"{sc}.{hz}hz.{prof}.slowdown_pct", (t[prof] / base - 1) * 100, "%")
                 fig.add(f"{sc}.{hz}hz.{prof}.samples", median([int(r.get("samples", 0)) for r in rs]), "samples (whole session)")
                 fig.add(f"{sc}.{hz}hz.{prof}.samples_in_span", w[prof], "samples (Hz x CPUs x span)")
-                if prof != "floor":
-                    reader = median([int(r.get("reader_cpu_ns", 0)) for r in rs])
-                    fig.add(f"{sc}.{hz}hz.{prof}.reader_cpu_ns_per_sample", reader / w[prof], "ns/sample")
             if "floor" in t:
                 fig.add(f"{sc}.{hz}hz.floor.cost_ns_per_sample", (t["floor"] - base) / w["floor"], "ns/sample")
             for prof in ("perf", "rprof"):
@@ -141,12 +138,19 @@ def compute(info, runs, micro, stages, solo):
         pre = f"solo.{hz}hz"
         floor = [r for r in solo if r["prof"] == "floor" and int(r["hz"]) == hz]
         bench = [r for r in solo if r["prof"] == "rprof-bench" and int(r["hz"]) == hz]
+        perf = [r for r in solo if r["prof"] == "perf" and int(r["hz"]) == hz]
         if not (none and floor and bench):
             continue
         tf, tb = work_ns(floor[0]), work_ns(bench[0])
         wf, wb = window(hz, floor, tf), window(hz, bench, tb)
         fig.add(f"{pre}.floor.slowdown_pct", (tf / base - 1) * 100, "%")
         fig.add(f"{pre}.floor.cost_ns_per_sample", (tf - base) / wf, "ns/sample")
+        if perf:
+            tp = work_ns(perf[0])
+            wp = window(hz, perf, tp)
+            fig.add(f"{pre}.perf.slowdown_pct", (tp / base - 1) * 100, "%")
+            fig.add(f"{pre}.perf.cost_above_floor_ns_per_sample", (tp - tf) / wp, "ns/sample")
+            fig.add(f"{pre}.perf.reader_ns_per_sample", int(perf[0].get("reader_cpu_ns", 0)) / wp, "ns/sample")
         fig.add(f"{pre}.rprof_bench.slowdown_pct", (tb / base - 1) * 100, "%")
         fig.add(f"{pre}.rprof_bench.cost_above_floor_ns_per_sample", (tb - tf) / wb, "ns/sample")
         reader = int(bench[0].get("reader_cpu_ns", 0)) / wb
@@ -202,14 +206,16 @@ def markdown(fig, meta, info):
     solo_freqs = sorted({int(k.split(".")[1][:-2]) for k in d if re.match(r"^solo\.\d+hz\.stage\.", k)})
     if solo_freqs:
         lines.append("")
-        lines.append("rprof per stage, CPU 0 alone (bench build: `local_clock()` around each stage), ns:")
+        lines.append("CPU 0 alone (other CPUs offline), one session each; rprof is the bench build, which times each stage with "
+                     "`local_clock()`; ns per sample (per record for the drain):")
         lines.append("")
-        lines.append("| Hz | floor /sample | rprof above floor /sample | handler /sample | drain /record | of which resolve user / kernel | drain pass /record | reader /sample | sum of stages | new cookie |")
-        lines.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        lines.append("| Hz | floor | perf above floor | of which perf's reader | rprof above floor | rprof handler | drain /record | of which resolve user / kernel | drain pass | rprof's reader | sum of rprof's stages | new cookie (each) |")
+        lines.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for hz in solo_freqs:
             g = lambda k: fig.get(f"solo.{hz}hz.{k}")
             lines.append(
-                f"| {hz} | {fmt(g('floor.cost_ns_per_sample'), 0)} | {fmt(g('rprof_bench.cost_above_floor_ns_per_sample'), 0)} | "
+                f"| {hz} | {fmt(g('floor.cost_ns_per_sample'), 0)} | {fmt(g('perf.cost_above_floor_ns_per_sample'), 0)} | "
+                f"{fmt(g('perf.reader_ns_per_sample'), 0)} | {fmt(g('rprof_bench.cost_above_floor_ns_per_sample'), 0)} | "
                 f"{fmt(g('stage.handler_ns_each'), 0)} | {fmt(g('stage.drain_record_ns_each'), 0)} | "
                 f"{fmt(g('stage.resolve_user_ns_each'), 0)} / {fmt(g('stage.resolve_kernel_ns_each'), 0)} | "
                 f"{fmt(g('stage.drain_pass_overhead_ns_per_record'), 0)} | {fmt(g('stage.reader_ns_per_sample'), 0)} | "
