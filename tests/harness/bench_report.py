@@ -51,6 +51,8 @@ def parse(path):
                 solo.append(kv)
             elif kind == "error":
                 errors.append(line)
+            elif kind == "done":
+                info["complete"] = "yes"
     return info, runs, micro, stages, solo, errors
 
 
@@ -103,6 +105,7 @@ def compute(info, runs, micro, stages, solo):
                 t[prof] = median([work_ns(r) for r in rs])
                 w[prof] = window(hz, rs, t[prof])
                 fig.add(f"{sc}.{hz}hz.{prof}.work_ns", t[prof], "ns")
+                fig.add(f"{sc}.{hz}hz.{prof}.rounds", len(rs), "runs in the median")
                 fig.add(f"{sc}.{hz}hz.{prof}.slowdown_pct", (t[prof] / base - 1) * 100, "%")
                 fig.add(f"{sc}.{hz}hz.{prof}.samples", median([int(r.get("samples", 0)) for r in rs]), "samples (whole session)")
                 fig.add(f"{sc}.{hz}hz.{prof}.samples_in_span", w[prof], "samples (Hz x CPUs x span)")
@@ -178,9 +181,14 @@ def markdown(fig, meta, info):
     d = fig.d
     scen_names = {"one": "one CPU busy", "all": "all CPUs busy"}
     lines = []
+    got = [v["value"] for k, v in d.items() if k.endswith(".rounds")]
+    rounds = f"{min(got)}" if got and min(got) == max(got) else f"{min(got, default=0)} to {max(got, default=0)}"
     lines.append(f"Measured {meta.get('date', '?')} on {meta.get('machine', '?')}; guest: Linux {info.get('kernel', '?')} "
                  f"(benchmark kernel), {info.get('cpus', '?')} vCPUs, QEMU TCG `{meta.get('icount', '?')}`, "
-                 f"perf {info.get('perf', '?')}; medians of {info.get('rounds', '?')} interleaved rounds.")
+                 f"perf {info.get('perf', '?')}; medians of {rounds} interleaved rounds.")
+    if info.get("complete") != "yes":
+        lines.append("")
+        lines.append("**The guest did not finish: figures from an incomplete run.**")
     lines.append("")
     lines.append("| scenario | Hz/CPU | floor | perf record | rprof record | perf ns/sample above floor | rprof ns/sample above floor | rprof/perf |")
     lines.append("|---|---:|---:|---:|---:|---:|---:|---:|")
@@ -256,8 +264,10 @@ def main():
     if a.markdown:
         with open(a.markdown, "w") as f:
             f.write(table)
-    if a.readme:
+    if a.readme and info.get("complete") == "yes":
         update_readme(a.readme, table)
+    elif a.readme:
+        print(f"{a.readme} left alone: the guest did not finish")
     print(table)
     for e in errors:
         print("error from the guest:", e)
