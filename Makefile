@@ -13,7 +13,7 @@ RUSTC ?= /usr/bin/rustc
 BINDGEN ?= $(firstword $(wildcard $(or $(RPROF_CACHE),$(HOME)/.cache/rprof)/bindgen-*/bin/bindgen) bindgen)
 export RPROF_CACHE
 
-.PHONY: all modules clean help vm-kernel vm-module check demo bench tools host-test clean-cache
+.PHONY: all modules clean help vm-kernel vm-module check demo bench fuzz tools host-test clean-cache
 
 all: modules
 
@@ -47,6 +47,9 @@ demo:
 bench:
 	tests/harness/bench.sh
 
+fuzz:
+	tests/harness/fuzz.sh
+
 clean:
 	rm -rf build
 	$(if $(wildcard $(KDIR)/Makefile),-$(MAKE) -C $(KDIR) M=$(CURDIR) clean)
@@ -60,6 +63,7 @@ help:
 	@echo "make check      install what is missing, build, run every test suite"
 	@echo "make demo       boot the test VM, load rprof and show what it does"
 	@echo "make bench      slowdown under the floor, perf and rprof; rprof per stage (build/bench.json)"
+	@echo "make fuzz       the call-sequence fuzzer alone in the VM, RPROF_FUZZ_SECONDS (600)"
 	@echo "make vm-kernel  build (or reuse) the cached test kernel"
 	@echo "make clean-cache  remove the cache (test kernel, bindgen)"
 

@@ -21,6 +21,10 @@ RPROF_LLVM=${RPROF_LLVM-1}
 BINDGEN_VERSION=0.73.2
 BINDGEN_ROOT=$RPROF_CACHE/bindgen-$BINDGEN_VERSION
 KERNEL_BINDGEN=$BINDGEN_ROOT/bin/bindgen
+# speedscope from npm, for the JSON schema of its file format that the
+# host tests check the speedscope export against.
+SPEEDSCOPE_VERSION=1.25.0
+SPEEDSCOPE_ROOT=$RPROF_CACHE/speedscope-$SPEEDSCOPE_VERSION
 
 msg() { printf '[rprof] %s\n' "$*" >&2; }
 die() { printf '[rprof] error: %s\n' "$*" >&2; exit 1; }

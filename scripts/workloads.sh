@@ -7,7 +7,8 @@
 # the host's glibc; `install` copies the dynamic loader and the libraries
 # they need (as ldd names them) to the same absolute paths in ROOT.  The
 # busy module is built against the cached test kernel like rprof.ko
-# (scripts/module.sh), in a copy of its sources.
+# (scripts/module.sh), in a copy of its sources.  storm, tiny and the
+# fuzzer (tests/fuzz, /tests/bin/rprof-fuzz) are linked statically.
 . "$(dirname "$0")/common.sh"
 
 SRC=$RPROF_TOP/tests/workloads
@@ -22,6 +23,12 @@ build() {
 	gcc "${CFLAGS[@]}" -fPIC -shared -o "$OUT/libattr_lib.so" "$SRC/libattr_lib.c"
 	gcc "${CFLAGS[@]}" -o "$OUT/attr_main" "$SRC/attr_main.c" -ldl
 	gcc "${CFLAGS[@]}" -o "$OUT/short" "$SRC/short.c"
+	# A fork+exec storm: a spawner and a process as small as can be
+	# (static, tiny without a C library).
+	gcc "${CFLAGS[@]}" -static -o "$OUT/storm" "$SRC/storm.c"
+	gcc "${CFLAGS[@]}" -static -nostdlib -no-pie -fno-stack-protector -o "$OUT/tiny" "$SRC/tiny.c"
+	gcc -static -O2 -pthread -Wall -Wextra -Werror -I"$RPROF_TOP/include/uapi" \
+		-o "$OUT/rprof-fuzz" "$RPROF_TOP"/tests/fuzz/*.c
 
 	local KDIR mod=$OUT/busymod
 	KDIR=$("$RPROF_TOP/scripts/kernel.sh")
@@ -33,7 +40,7 @@ build() {
 		die "rprof_busy.ko build failed in $mod"
 	}
 	grep -E 'warning|error' "$mod/build.log" >&2 || true
-	msg "built $OUT/{attr_main,libattr_lib.so,short} and $mod/rprof_busy.ko"
+	msg "built $OUT/{attr_main,libattr_lib.so,short,storm,tiny,rprof-fuzz} and $mod/rprof_busy.ko"
 }
 
 # copy_lib FILE ROOT: FILE (a path on the host) to the same path in ROOT,
@@ -45,7 +52,7 @@ copy_lib() {
 
 install_into() {
 	local root=$1 f lib
-	for f in "${PROGRAMS[@]}" libattr_lib.so busymod/rprof_busy.ko; do
+	for f in "${PROGRAMS[@]}" libattr_lib.so busymod/rprof_busy.ko storm tiny rprof-fuzz; do
 		[ -f "$OUT/$f" ] || die "$OUT/$f is missing (run scripts/workloads.sh build)"
 	done
 	mkdir -p "$root/tests/bin" "$root/lib"
@@ -53,6 +60,7 @@ install_into() {
 		cp "$OUT/$f" "$root/tests/bin/$f"
 	done
 	cp "$OUT/busymod/rprof_busy.ko" "$root/lib/rprof_busy.ko"
+	cp "$OUT/storm" "$OUT/tiny" "$OUT/rprof-fuzz" "$root/tests/bin/"
 	# The loader and libraries, as ldd resolves them on this host:
 	# "libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)" and
 	# "/lib64/ld-linux-x86-64.so.2 (0x...)"; linux-vdso has no file.

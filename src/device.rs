@@ -12,6 +12,7 @@
 //! the statistics.
 
 use crate::config::Config;
+use crate::evbuf::EventBuffer;
 use crate::counter::Counter;
 use crate::hotplug::CpusReadGuard;
 use crate::miscdev::{File, FileOps};
@@ -62,10 +63,11 @@ impl Current {
 /// ```text
 ///   cpu_hotplug_lock (START, STOP, the hotplug callbacks)
 ///     -> Slot (this mutex)
-///       -> perf's ctx->mutex (perf_event_create_kernel_counter, and
-///          perf_event_release_kernel when counters are dropped)
+///       -> perf's ctx->mutex (perf_event_create_kernel_counter)
 ///         -> mmap_lock (perf copies to userspace under ctx->mutex)
 ///       -> Current (leaf)
+///     -> perf's ctx->mutex (perf_event_release_kernel: STOP and
+///        cpu_down drop counters under the hotplug lock, outside Slot)
 ///   mmap_lock (mmap()) -> Current (leaf)
 ///   a session's drain lock -> mmap_lock (resolution)
 /// ```
@@ -166,30 +168,52 @@ impl Rprof {
         self.params.buffer_pages as u64 * bindings::PAGE_SIZE as u64
     }
 
-    /// The session `file` owns.  May run under `mmap_lock`.
+    /// The session `file` owns.
     fn owned(&self, file: usize) -> Result<Arc<Session>> {
         self.current.lock().session_of(file)
+    }
+
+    /// The event buffer of the session `file` owns, without a reference
+    /// to the session: for `mmap()`, which runs under `mmap_lock`.
+    fn owned_evbuf(&self, file: usize) -> Result<Arc<EventBuffer>> {
+        let cur = self.current.lock();
+        match &cur.session {
+            Some(s) if cur.owner == file => Ok(s.evbuf_arc()),
+            Some(_) => Err(EBUSY),
+            None => Err(EINVAL),
+        }
+    }
+
+    /// Whether `file` may configure a session now: `EBUSY` if another file
+    /// owns the current one, or it runs or is stopping.  Under `slot`.
+    fn may_configure(&self, slot: &Slot, file: usize) -> Result {
+        if let Some(s) = self.session() {
+            if self.owned(file).is_err() || slot.stopping || s.phase() == Phase::Running {
+                return Err(EBUSY);
+            }
+        }
+        Ok(())
     }
 
     fn set_config(&self, file: usize, arg: usize) -> Result {
         // Copy from userspace before taking `slot` (lock order).
         let config = Config::from_user(arg, &self.params, self.buffer_bytes())?;
-        let old;
-        {
+        self.may_configure(&self.slot.lock(), file)?;
+        // Allocated without `slot` (up to 256 MiB of rings): a CPU hotplug
+        // callback waiting for `slot` holds the hotplug lock for writing,
+        // which would stall every cpus_read_lock() in the system meanwhile.
+        let session = Session::new(config, self.params.buffer_pages, self.params.max_cookies, self.waitq.clone())?;
+        let (old, new) = {
             let mut slot = self.slot.lock();
-            if let Some(s) = self.session() {
-                if self.owned(file).is_err() {
-                    return Err(EBUSY);
-                }
-                if slot.stopping || s.phase() == Phase::Running {
-                    return Err(EBUSY);
-                }
+            match self.may_configure(&slot, file) {
+                // The state changed while we allocated: drop ours below.
+                Err(e) => (Err(e), Some(session)),
+                Ok(()) => (Ok(self.replace(&mut slot, file, Some(session))), None),
             }
-            let session = Session::new(config, self.params.buffer_pages, self.params.max_cookies, self.waitq.clone())?;
-            old = self.replace(&mut slot, file, Some(session));
-        }
-        // The old session's kicker may wait for its work: drop it unlocked.
-        drop(old);
+        };
+        // Sessions are dropped unlocked: their kickers may wait for work.
+        drop(new);
+        drop(old?);
         Ok(())
     }
 
@@ -198,7 +222,10 @@ impl Rprof {
         let _cpus = CpusReadGuard::new();
         let mut slot = self.slot.lock();
         let session = self.owned(file)?;
-        if slot.stopping || session.phase() == Phase::Running {
+        // Not while running or stopping, nor while the previous run's STOP
+        // is still waiting for room in the buffer: its records must not
+        // interleave with a new run's.
+        if slot.stopping || session.phase() == Phase::Running || (session.phase() == Phase::Stopped && !session.finished()) {
             return Err(EBUSY);
         }
         slot.counters = session.start()?;
@@ -371,6 +398,11 @@ impl Rprof {
     }
 }
 
+/// `cmd` with its size field (`_IOC_SIZE`) cleared.
+const fn without_size(cmd: u32) -> u32 {
+    cmd & !(((1 << bindings::_IOC_SIZEBITS) - 1) << bindings::_IOC_SIZESHIFT)
+}
+
 /// One open file of `/dev/rprof`.
 pub(crate) struct RprofFile {
     dev: Arc<Rprof>,
@@ -424,6 +456,13 @@ impl FileOps for RprofFile {
 
     fn ioctl(&self, file: &File<'_>, cmd: u32, arg: usize) -> Result<isize> {
         let me = file.id();
+        // SET_CONFIG and GET_STATS carry their own size (`sized.rs`): their
+        // request numbers match whatever size the caller's header had.
+        let cmd = match without_size(cmd) {
+            c if c == without_size(uapi::IOC_SET_CONFIG) => uapi::IOC_SET_CONFIG,
+            c if c == without_size(uapi::IOC_GET_STATS) => uapi::IOC_GET_STATS,
+            _ => cmd,
+        };
         match cmd {
             uapi::IOC_GET_VERSION => {
                 let mut w = UserSlice::new(arg, size_of::<u32>()).writer();
@@ -441,6 +480,8 @@ impl FileOps for RprofFile {
     }
 
     fn mmap(&self, file: &File<'_>, vma: *mut bindings::vm_area_struct) -> Result {
-        self.dev.owned(file.id())?.evbuf().mmap(file, vma)
+        // Runs under mmap_lock: take only the event buffer, never the
+        // session, whose last reference must not be dropped here.
+        self.dev.owned_evbuf(file.id())?.mmap(file, vma)
     }
 }

@@ -188,9 +188,10 @@ impl EventBuffer {
     pub(crate) fn consumer(&self) -> Option<Consumer> {
         let tail = self.data_tail().load(Ordering::Acquire);
         let head = self.head.load(Ordering::Acquire);
-        let used = head.wrapping_sub(tail);
-        // INVARIANT: aligned, and `tail <= head <= tail + size` (`used` is
-        // at most `size`, so the subtraction did not wrap).
+        // Not `wrapping_sub`: a tail just below 2^64 would wrap to a small
+        // `used` and pass the size check.
+        let used = head.checked_sub(tail)?;
+        // INVARIANT: aligned, and `tail <= head <= tail + size`.
         (tail % 8 == 0 && used <= self.size()).then_some(Consumer { tail, head })
     }
 
@@ -208,14 +209,13 @@ impl EventBuffer {
     /// Space the producer may fill now.
     pub(crate) fn free(&self, p: &Producer) -> u64 {
         let tail = self.data_tail().load(Ordering::Acquire);
-        let used = p.head.wrapping_sub(tail);
         // A tail unaligned, ahead of head or too far behind: the consumer
         // broke the protocol; write nothing rather than overwrite what it
         // may read.  (`data_tail` is loaded once, as in `consumer()`.)
-        if tail % 8 != 0 {
-            return 0;
+        match p.head.checked_sub(tail) {
+            Some(used) if tail % 8 == 0 => self.size().saturating_sub(used),
+            _ => 0,
         }
-        self.size().checked_sub(used).unwrap_or(0)
     }
 
     /// Appends `rec` if it fits; the caller publishes with [`Self::publish`].
@@ -287,22 +287,43 @@ impl EventBuffer {
                 }
                 break;
             }
-            let first = (size as usize).min(self.size() as usize - pos);
-            // SAFETY: `[pos, pos + first)` and `[0, size - first)` lie in
-            // the data area (`size` is at most the data size); the bytes
-            // were published by the acquire load of `head` in `consumer()`.
-            let (a, b) = unsafe {
-                (
-                    core::slice::from_raw_parts(self.data().add(pos), first),
-                    core::slice::from_raw_parts(self.data(), size as usize - first),
-                )
-            };
-            out.write_slice(a)?;
-            out.write_slice(b)?;
+            self.copy_out(out, pos, size as usize)?;
             done += size;
         }
         self.data_tail().store(c.tail + done, Ordering::Release);
         Ok(done as usize)
+    }
+
+    /// Copies the `len` bytes at data position `pos` (wrapping at the end
+    /// of the area; `pos` and `len` at most the data size) to `out`.
+    ///
+    /// Through a bounce buffer of volatile loads, never a slice of the
+    /// data area: a reader that rewound `data_tail` may make us read bytes
+    /// the producer is writing (module doc), and a Rust reference to
+    /// memory written concurrently would be a data race.  `read()` is the
+    /// simple consumer; `mmap()` is the fast one.
+    fn copy_out(&self, out: &mut UserSliceWriter, pos: usize, len: usize) -> Result {
+        let mask = self.size() as usize - 1;
+        let mut bounce = [0u64; 32];
+        let mut done = 0;
+        while done < len {
+            let n = (len - done).min(bounce.len() * 8);
+            // Records are multiples of 8 bytes and start 8-aligned, so the
+            // area is copied in whole, aligned words.
+            for (i, w) in bounce[..n / 8].iter_mut().enumerate() {
+                let off = (pos + done + 8 * i) & mask;
+                // SAFETY: `off` is 8-aligned and below the data size, a
+                // multiple of 8: the word lies in the data area, which
+                // lives as long as `self`.
+                *w = unsafe { core::ptr::read_volatile(self.data().add(off) as *const u64) };
+            }
+            // SAFETY: `bounce` is plain initialised memory; its first `n`
+            // bytes are the words just copied.
+            let bytes = unsafe { core::slice::from_raw_parts(bounce.as_ptr() as *const u8, n) };
+            out.write_slice(bytes)?;
+            done += n;
+        }
+        Ok(())
     }
 
     /// Maps the control page (offset 0, one page) or the data area (offset

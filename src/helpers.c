@@ -216,10 +216,12 @@ bool rprof_perfmon_capable(void)
  * already required) and the LSM's perf_event_open hook.  perf_allow_cpu()
  * would be the exact match for CPU-wide counters, but it is a static
  * inline over symbols 6.12 does not export; perf_allow_kernel() is
- * exported, and the stricter of the two.
+ * exported, and the stricter of the two on the paranoid level.
  */
 int rprof_perf_allowed(void)
 {
+	/* Not stricter on the LSM side: the hook is asked about
+	 * PERF_SECURITY_KERNEL, not PERF_SECURITY_CPU (docs/design.md). */
 	return perf_allow_kernel();
 }
 
@@ -691,8 +693,9 @@ void rprof_vfree(void *addr)
 
 /*
  * The buffer is one control page followed by buf_pages - 1 data pages.
- * data_area false: offset 0, exactly the control page, any protection (the
- * kernel only ever reads data_tail from it).  data_area true: offset
+ * data_area false: offset 0, exactly the control page, any protection but
+ * exec (the kernel writes data_head there for the reader and trusts nothing
+ * it reads back: src/evbuf.rs).  data_area true: offset
  * PAGE_SIZE, exactly the data pages, read-only for good: no VM_WRITE, and
  * VM_MAYWRITE/VM_MAYEXEC cleared so mprotect() cannot add them later.
  * Both refuse to grow (VM_DONTEXPAND) and are not dumped.

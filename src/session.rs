@@ -36,7 +36,7 @@ use crate::uapi::*;
 use crate::waitq::WaitQueue;
 use core::ffi::{c_uint, c_void};
 use core::mem::size_of;
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicU8, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
@@ -72,7 +72,7 @@ pub(crate) struct Session {
 pub(crate) struct Core {
     pub(crate) config: Config,
     rings: Rings,
-    evbuf: EventBuffer,
+    evbuf: Arc<EventBuffer>,
     #[pin]
     drain: Mutex<Drain>,
     #[pin]
@@ -91,6 +91,10 @@ pub(crate) struct Core {
     pending: AtomicBool,
     /// Bytes samples leave free for LOST and STOP records.
     reserve: u64,
+    /// Wake readers at this many unread bytes: the configured watermark,
+    /// but at most half of what samples can fill (the buffer less the
+    /// reserve), so that a watermark near the buffer size still wakes.
+    wakeup: u64,
 }
 
 impl core::ops::Deref for Session {
@@ -119,6 +123,9 @@ impl core::ops::Deref for Session {
 struct Rings {
     slots: KVec<AtomicPtr<SampleRing>>,
     records: u32,
+    /// Rings made so far, and the most that fit in [`RING_BYTES_MAX`].
+    made: AtomicUsize,
+    max: usize,
 }
 
 impl Rings {
@@ -127,7 +134,8 @@ impl Rings {
         for _ in 0..nr {
             slots.push(AtomicPtr::new(core::ptr::null_mut()), GFP_KERNEL)?;
         }
-        Ok(Self { slots, records })
+        let max = (RING_BYTES_MAX / sampler::ring_bytes(records).max(1)) as usize;
+        Ok(Self { slots, records, made: AtomicUsize::new(0), max })
     }
 
     /// The number of CPU ids.
@@ -149,9 +157,23 @@ impl Rings {
             return Ok(r);
         }
         let slot = self.slots.get(cpu).ok_or(EINVAL)?;
-        let new = KBox::into_raw(KBox::new(sampler::new_ring(self.records)?, GFP_KERNEL_ACCOUNT)?);
+        // The cap counts every ring, also those of CPUs that came online
+        // after SET_CONFIG checked it.
+        if self.made.fetch_add(1, Ordering::Relaxed) >= self.max {
+            self.made.fetch_sub(1, Ordering::Relaxed);
+            pr_info!("CPU {}: no ring, the session's rings would pass {} MiB\n", cpu, RING_BYTES_MAX >> 20);
+            return Err(ENOMEM);
+        }
+        let new = match sampler::new_ring(self.records).and_then(|r| Ok(KBox::new(r, GFP_KERNEL_ACCOUNT)?)) {
+            Ok(b) => KBox::into_raw(b),
+            Err(e) => {
+                self.made.fetch_sub(1, Ordering::Relaxed);
+                return Err(e);
+            }
+        };
         // INVARIANT: set once, from null; a racing `ensure` keeps its own.
         if let Err(_other) = slot.compare_exchange(core::ptr::null_mut(), new, Ordering::AcqRel, Ordering::Acquire) {
+            self.made.fetch_sub(1, Ordering::Relaxed);
             // SAFETY: `new` came from `KBox::into_raw` above and was not
             // published.
             drop(unsafe { KBox::from_raw(new) });
@@ -224,8 +246,8 @@ unsafe extern "C" fn drain_work(ctx: *mut c_void) -> c_uint {
 }
 
 impl Session {
-    /// Allocates a session: one ring per possible CPU id, the event buffer of
-    /// `buffer_pages` data pages, the drain work.  Nothing runs yet.
+    /// Allocates a session: a ring for each online CPU, the event buffer
+    /// of `buffer_pages` data pages, the drain work.  Nothing runs yet.
     pub(crate) fn new(config: Config, buffer_pages: u32, max_cookies: u32, waitq: Arc<WaitQueue>) -> Result<Arc<Self>> {
         let nr = nr_cpu_ids();
         // One ring per online CPU, made now, and one for each CPU that
@@ -253,7 +275,7 @@ impl Session {
                 rings.ensure(cpu)?;
             }
         }
-        let evbuf = EventBuffer::new(buffer_pages as usize)?;
+        let evbuf = Arc::new(EventBuffer::new(buffer_pages as usize)?, GFP_KERNEL)?;
         let drain = Drain::new(evbuf.producer(), nr, max_cookies as usize)?;
         // Room for every LOST record a drain may owe (ring and four other
         // causes per CPU) and STOP, but never more than a quarter of the
@@ -262,6 +284,7 @@ impl Session {
         // that do not fit wait (`pending`) until the reader frees space.
         let reserve = ((5 * nr * size_of::<rprof_lost>() + size_of::<rprof_session>()) as u64)
             .min(evbuf.size() / 4);
+        let wakeup = config.wakeup_bytes.min((evbuf.size() - reserve) / 2).max(8);
         let kicker = Kicker::new(drain_work)?;
         let session = Arc::pin_init(
             pin_init!(Self {
@@ -278,6 +301,7 @@ impl Session {
                     start_request: AtomicU64::new(0),
                     pending: AtomicBool::new(false),
                     reserve,
+                    wakeup,
                 }),
             }),
             GFP_KERNEL,
@@ -359,11 +383,13 @@ impl Core {
                 d.stop_pending = None;
             }
         }
-        self.pending.store(owed || d.stop_pending.is_some(), Ordering::Relaxed);
+        // Publish before `pending` may fall: a reader that sees the session
+        // finished (acquire) must also see everything, STOP included.
         buf.publish(&d.producer);
+        self.pending.store(owed || d.stop_pending.is_some(), Ordering::Release);
 
         let avail = buf.available();
-        if avail >= self.config.wakeup_bytes || (self.phase() == Phase::Stopped && d.stop_pending.is_none()) {
+        if avail >= self.wakeup || (self.phase() == Phase::Stopped && d.stop_pending.is_none()) {
             d.wakeups += 1;
             self.waitq.wake();
         }
@@ -371,8 +397,8 @@ impl Core {
 
     /// Whether the session stopped and everything, STOP included, is in the
     /// buffer.
-    fn finished(&self) -> bool {
-        self.phase() == Phase::Stopped && !self.pending.load(Ordering::Relaxed)
+    pub(crate) fn finished(&self) -> bool {
+        self.phase() == Phase::Stopped && !self.pending.load(Ordering::Acquire)
     }
 }
 
@@ -429,7 +455,7 @@ impl Session {
             all.push(if online { self.open_cpu(cpu)? } else { KVec::new() }, GFP_KERNEL)?;
         }
         self.start_request.store(now(), Ordering::Release);
-        self.pending.store(true, Ordering::Relaxed);
+        self.pending.store(true, Ordering::Release);
         self.set_phase(Phase::Running);
         for c in all.iter().flat_map(|v| v.iter()) {
             c.enable();
@@ -442,9 +468,16 @@ impl Session {
     /// any more); drains everything and writes STOP.  Process context, no
     /// lock held.
     pub(crate) fn finish(&self) {
-        self.set_phase(Phase::Stopped);
-        self.drain.lock().stop_pending = Some(now());
-        self.pending.store(true, Ordering::Relaxed);
+        {
+            // Under the drain lock, and `pending` before the phase: no
+            // reader may see Stopped without STOP pending (it would take
+            // the session for finished and return end-of-file early), and
+            // no drain pass may end between the two.
+            let mut d = self.drain.lock();
+            d.stop_pending = Some(now());
+            self.pending.store(true, Ordering::Release);
+            self.set_phase(Phase::Stopped);
+        }
         self.drain_in_worker();
         #[cfg(rprof_bench)]
         crate::bench::report_stages();
@@ -505,6 +538,10 @@ impl Session {
     /// if the caller should wait (on the device's queue, until
     /// [`Self::read_ready`]) and look again.
     pub(crate) fn read(&self, out: &mut kernel::uaccess::UserSliceWriter, nonblock: bool) -> Result<Option<usize>> {
+        // Whether the session was finished *before* looking for data: if
+        // so, everything is published and what the read finds is all there
+        // is (`drain_locked` publishes before it clears `pending`).
+        let finished = self.finished();
         let n = {
             let _c = self.consumer.lock();
             self.evbuf.read_to_user(out)?
@@ -513,7 +550,7 @@ impl Session {
         if n > 0 {
             return Ok(Some(n));
         }
-        if self.finished() {
+        if finished {
             return Ok(Some(0));
         }
         if nonblock {
@@ -536,11 +573,20 @@ impl Session {
     /// `poll()`'s readiness: data past the watermark, or the end.
     pub(crate) fn readable(&self) -> bool {
         self.kick_if_pending();
-        self.evbuf.available() >= self.config.wakeup_bytes || self.phase() == Phase::Stopped
+        self.evbuf.available() >= self.wakeup || self.finished()
     }
 
+    /// The event buffer, for tests that consume it directly.
+    #[cfg(rprof_kunit)]
     pub(crate) fn evbuf(&self) -> &EventBuffer {
         &self.evbuf
+    }
+
+    /// The event buffer, for a mapping: a file operation that runs under
+    /// `mmap_lock` must not hold the session (it might end up dropping
+    /// the last reference there).
+    pub(crate) fn evbuf_arc(&self) -> Arc<EventBuffer> {
+        self.evbuf.clone()
     }
 
     /// Fills `cpus` (as many as fit) and returns the totals, drains and

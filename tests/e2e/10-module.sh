@@ -2,6 +2,7 @@
 # Loading and unloading rprof.ko: parameters, the device node, module refs.
 . /tests/e2e/lib.sh
 
+plan 20
 unload
 check "insmod with default parameters" insmod "$RPROF_KO"
 check "/dev/rprof appears" test -c /dev/rprof

@@ -3,6 +3,7 @@
 # buffer's selftests check).
 . /tests/e2e/lib.sh
 
+plan 1
 load
 check "mmap hardening: protections, sizes, mremap, munmap, fork, close" rprof-e2e mmap-hardening
 unload

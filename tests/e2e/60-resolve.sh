@@ -41,6 +41,7 @@ stop_record() {
 	wait "$dump"
 }
 
+plan 11
 unload
 load
 

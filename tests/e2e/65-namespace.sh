@@ -3,6 +3,7 @@
 # tmpfs mounted in another mount namespace.
 . /tests/e2e/lib.sh
 
+plan 4
 load
 mkdir -p /mnt/ns
 rprof dump -e cpu-clock@1000 -d 3 >/tmp/ns.txt 2>&1 &

@@ -1,8 +1,20 @@
 # TAP helpers for the end-to-end scripts (busybox sh).  Source it.
-# Each script prints TAP on stdout and ends with done_testing.
+# Each script prints TAP on stdout and ends with done_testing.  A script
+# whose number of tests is fixed says so first with `plan N`, so that the
+# harness (tests/harness/summarize.py) can tell a script that stopped
+# early from one that ran everything; the others get their plan printed
+# by done_testing.  A script with no result at all fails, so a check that
+# cannot run here is reported with `skip`, never left out.
 
 T_N=0
+T_PLAN=
 RPROF_KO=${RPROF_KO:-/lib/rprof.ko}
+
+# plan N: N tests follow.
+plan() {
+	T_PLAN=$1
+	echo "1..$1"
+}
 
 ok() {
 	T_N=$((T_N + 1))
@@ -12,6 +24,12 @@ ok() {
 not_ok() {
 	T_N=$((T_N + 1))
 	echo "not ok $T_N - $*"
+}
+
+# skip DESC: a test that cannot run here, counted as skipped.
+skip() {
+	T_N=$((T_N + 1))
+	echo "ok $T_N - # SKIP $*"
 }
 
 diag() {
@@ -42,12 +60,39 @@ check_fails() {
 	fi
 }
 
+# send_file NAME PATH [KEY=VALUE...]: PATH out to the host on the test
+# channel, base64 in `#` lines between `# RPROF-FILE-BEGIN NAME KEY=VALUE...`
+# and `# RPROF-FILE-END NAME` (tests/harness/guest_pprof.py reads them).
+# Nothing is sent for a file that cannot be read: the host then reports
+# the block missing.
+send_file() {
+	sf_name=$1
+	sf_path=$2
+	shift 2
+	[ -r "$sf_path" ] || return 0
+	echo "# RPROF-FILE-BEGIN $sf_name $*"
+	base64 "$sf_path" | sed 's/^/# /'
+	echo "# RPROF-FILE-END $sf_name"
+}
+
 module_loaded() {
 	grep -q '^rprof ' /proc/modules
 }
 
+# load [PARAM=VALUE...]: rprof loaded with exactly these parameters.  A
+# module already loaded is unloaded first; when that or insmod fails, a
+# failed test says so (a later check would otherwise run against the
+# wrong parameters, or none).
 load() {
-	module_loaded || insmod "$RPROF_KO" "$@"
+	if module_loaded && ! rmmod rprof; then
+		not_ok "load $*: rprof is loaded and cannot be unloaded"
+		return 1
+	fi
+	if ! out=$(insmod "$RPROF_KO" "$@" 2>&1); then
+		not_ok "load $*: insmod $RPROF_KO failed"
+		diag "$out"
+		return 1
+	fi
 }
 
 unload() {
@@ -55,6 +100,10 @@ unload() {
 }
 
 done_testing() {
-	echo "1..$T_N"
+	if [ -z "$T_PLAN" ]; then
+		echo "1..$T_N"
+	elif [ "$T_N" -ne "$T_PLAN" ]; then
+		diag "planned $T_PLAN tests, ran $T_N"
+	fi
 	exit 0
 }

@@ -2,7 +2,10 @@
 # /init of rprof's test guest.  The kernel console (ttyS0) carries kernel
 # messages and KUnit's KTAP; the test channel (ttyS1) carries the TAP of
 # the end-to-end scripts between markers the host's summarize.py parses.
-# $rprof_mode (from the kernel command line) picks what to run.
+# $rprof_mode (from the kernel command line) picks what to run;
+# $rprof_e2e (NAME,NAME) limits the end-to-end scripts to those, and
+# $rprof_inject=guest-hang makes the guest hang after its end marker
+# (tests/harness/vm.sh).
 
 /bin/busybox --install -s /bin
 export PATH=/bin:/sbin
@@ -27,7 +30,9 @@ check)
 	for t in /tests/e2e/[0-9]*.sh; do
 		name=${t##*/}
 		name=${name%.sh}
-		suite "$name" "$t"
+		case ",${rprof_e2e:-$name}," in
+		*",$name,"*) suite "$name" "$t" ;;
+		esac
 	done
 	;;
 demo)
@@ -36,7 +41,15 @@ demo)
 bench)
 	sh /tests/bench.sh >&3 2>&1
 	;;
+fuzz)
+	# Only the fuzzer, for RPROF_FUZZ_SECONDS (tests/harness/fuzz.sh).
+	suite 80-fuzz /tests/e2e/80-fuzz.sh
+	;;
 esac
 echo "# RPROF-DONE" >&3
 sync
+if [ "${rprof_inject:-}" = guest-hang ]; then
+	echo "rprof: RPROF_INJECT=guest-hang: not powering off" >/dev/console
+	while :; do sleep 3600; done
+fi
 poweroff -f

@@ -21,9 +21,23 @@
 //! section  END (kind 255, len 0), then nothing
 //! ```
 //!
-//! The writer puts CONFIG and STREAM first (the stream is written as it
-//! is read), then META and the snapshot.
+//! The writer puts CONFIG, KALLSYMS and MODULES first, then STREAM (the
+//! stream is written as it is read, its length patched at the end), then
+//! META, FILES, STATS, KALLSYMS and MODULES again if they changed during
+//! the recording (a module was loaded), and END.  Kernel symbols come
+//! before the stream so that a recording that never finished (SIGKILL,
+//! power loss, a full disk) still names its kernel samples.
 //!
+//! # Incomplete files
+//!
+//! A recording that was interrupted has no END section, and its STREAM
+//! section may still have the length [`STREAM_OPEN`] (the writer patches
+//! it last) or be cut anywhere.  [`DataFile::parse`] reads such a file up
+//! to its last complete record: the stream is taken up to the end of the
+//! last whole record (by the records' size fields), a section cut short is
+//! dropped, and [`DataFile::cut`] says where and why the file ended.  Only
+//! a file cut before its CONFIG section is an error.
+
 //! | kind | section | payload |
 //! |------|---------|---------|
 //! | 1 | META | u32 count, then count times: u16 key length, key, u32 value length, value (UTF-8) |
@@ -36,10 +50,13 @@
 //! | 255 | END | empty: the file is complete |
 //!
 //! Section flag [`SECTION_GZIP`] says the payload is gzip'd (the writer does
-//! so for KALLSYMS and MODULES).  Unknown section kinds are skipped, so
-//! later versions can add sections.  CONFIG, STREAM and END are required;
-//! a section may appear once.  [`DataFile::parse`] validates everything
-//! and never panics: errors say at which byte offset the file went wrong.
+//! so for KALLSYMS and MODULES; a payload inflates to at most
+//! [`MAX_INFLATED`] bytes).  Unknown section kinds are skipped without
+//! being decompressed, so later versions can add sections.  CONFIG and
+//! STREAM are required; a section may appear once, except KALLSYMS and
+//! MODULES, where the last one counts.  [`DataFile::parse`] validates
+//! everything and never panics: errors say at which byte offset the file
+//! went wrong.
 //!
 //! # Examples
 //!
@@ -51,7 +68,10 @@
 //! file.kallsyms = "ffffffff81000000 T _stext\n".into();
 //! let bytes = file.to_bytes();
 //! assert_eq!(DataFile::parse(&bytes).unwrap(), file);
-//! assert!(DataFile::parse(&bytes[..bytes.len() - 1]).is_err());
+//! // Cut short: still readable, and it says so.
+//! let cut = DataFile::parse(&bytes[..bytes.len() - 1]).unwrap();
+//! assert!(cut.cut.is_some());
+//! assert_eq!(cut.stream, file.stream);
 //! ```
 
 #![forbid(unsafe_code)]
@@ -72,8 +92,11 @@ pub const VERSION: u32 = 1;
 /// The payload of a section is gzip'd.
 pub const SECTION_GZIP: u32 = 1;
 /// The largest section payload after decompression (a guard against gzip
-/// bombs): 1 GiB.
-pub const MAX_INFLATED: u64 = 1 << 30;
+/// bombs): 256 MiB, some twenty times a large kallsyms.
+pub const MAX_INFLATED: u64 = 1 << 28;
+/// The STREAM length of a recording whose writer has not finished: the
+/// stream runs to the end of the file.
+pub const STREAM_OPEN: u64 = u64::MAX;
 
 /// Section kinds.
 pub mod section {
@@ -242,6 +265,42 @@ pub struct DataFile {
     pub files: Vec<FileInfo>,
     /// The module's statistics at the end, if recorded.
     pub stats: Option<Stats>,
+    /// Set if the file is incomplete (an interrupted recording): what was
+    /// kept of it.
+    pub cut: Option<Cut>,
+}
+
+/// Where an incomplete file ends, and what [`DataFile::parse`] kept of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cut {
+    /// Nothing from this byte offset on was used.
+    pub at: u64,
+    /// The file's length.
+    pub file_len: u64,
+    /// Why the file counts as incomplete, e.g. "it ends inside the
+    /// KALLSYMS section".
+    pub reason: String,
+    /// Bytes of an incomplete last record of the stream that were left
+    /// out.
+    pub stream_dropped: u64,
+}
+
+impl fmt::Display for Cut {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "incomplete recording (interrupted?): {}; read up to byte {} of {}",
+            self.reason, self.at, self.file_len
+        )?;
+        if self.stream_dropped > 0 {
+            write!(
+                f,
+                ", without the {} bytes of a last record cut short",
+                self.stream_dropped
+            )?;
+        }
+        Ok(())
+    }
 }
 
 /// A malformed file: where and what.
@@ -382,6 +441,24 @@ impl<'a> Fields<'a> {
     }
 }
 
+/// Bytes of a section header: kind, flags, length.
+const SECTION_HEADER: usize = 16;
+
+/// The length of the longest prefix of `stream` made of whole records, by
+/// their headers' size fields (at least 8, a multiple of 8, within the
+/// bytes).  What the records hold is the decoder's business.
+pub fn whole_records(stream: &[u8]) -> usize {
+    let mut pos = 0usize;
+    while let Some(header) = stream.get(pos..pos.saturating_add(8)) {
+        let size = u32::from_le_bytes([header[4], header[5], header[6], header[7]]) as usize;
+        if size < 8 || size % 8 != 0 || size > stream.len() - pos {
+            break;
+        }
+        pos += size;
+    }
+    pos
+}
+
 fn section_name(kind: u32) -> &'static str {
     match kind {
         section::META => "META",
@@ -407,6 +484,7 @@ impl DataFile {
             modules: String::new(),
             files: Vec::new(),
             stats: None,
+            cut: None,
         }
     }
 
@@ -423,7 +501,12 @@ impl DataFile {
     /// The whole file as bytes.
     pub fn to_bytes(&self) -> Vec<u8> {
         let write = || -> io::Result<Vec<u8>> {
-            let mut w = Writer::new(Cursor::new(Vec::new()), &self.config)?;
+            let mut w = Writer::new(
+                Cursor::new(Vec::new()),
+                &self.config,
+                &self.kallsyms,
+                &self.modules,
+            )?;
             w.write_stream(&self.stream)?;
             let snap = Snapshot {
                 kallsyms: self.kallsyms.clone(),
@@ -463,34 +546,69 @@ impl DataFile {
         }
         let mut file = DataFile::new(rprof_config::new());
         let mut seen: Vec<u32> = Vec::new();
+        let file_len = bytes.len() as u64;
+        let cut = |at: u64, reason: String| Cut {
+            at,
+            file_len,
+            reason,
+            stream_dropped: 0,
+        };
         loop {
             let at = f.offset();
             if f.finished() {
-                return err(at, "the file ends without an END section (truncated?)");
+                file.cut = Some(cut(at, "it has no END section".into()));
+                break;
+            }
+            if bytes.len() - f.pos < SECTION_HEADER {
+                file.cut = Some(cut(at, "it ends inside a section header".into()));
+                break;
             }
             f.what = "section header";
             let kind = f.u32("the kind")?;
             let sflags = f.u32("the flags")?;
             let len = f.u64("the length")?;
-            let left = (bytes.len() - f.pos) as u64;
-            if len > left {
-                return err(
-                    at,
-                    format!(
-                        "{} section of {len} bytes, only {left} are left (truncated?)",
-                        section_name(kind)
-                    ),
-                );
-            }
             if sflags & !SECTION_GZIP != 0 {
                 return err(at + 4, format!("unknown section flags {sflags:#x}"));
             }
-            // `len` <= what is left, a usize.
-            let payload_at = f.offset();
-            let raw = f.take(len as usize, "the payload")?;
-            if seen.contains(&kind) {
+            let once = !matches!(kind, section::KALLSYMS | section::MODULES);
+            if once && seen.contains(&kind) {
                 return err(at, format!("a second {} section", section_name(kind)));
             }
+            let payload_at = f.offset();
+            let left = bytes.len() - f.pos;
+            if kind == section::STREAM && sflags == 0 && (len == STREAM_OPEN || len > left as u64) {
+                // The writer never finished, or the file was cut inside
+                // the stream: keep its whole records.
+                seen.push(kind);
+                let rest = &bytes[f.pos..];
+                let keep = whole_records(rest);
+                file.stream = rest[..keep].to_vec();
+                let reason = if len == STREAM_OPEN {
+                    "the stream was never finished".to_string()
+                } else {
+                    format!("it ends inside the STREAM section of {len} bytes")
+                };
+                file.cut = Some(Cut {
+                    stream_dropped: (rest.len() - keep) as u64,
+                    ..cut(payload_at + keep as u64, reason)
+                });
+                break;
+            }
+            // `len` fits in a usize once it is at most `left`.
+            let Some(len) = usize::try_from(len).ok().filter(|l| *l <= left) else {
+                if kind == section::END {
+                    return err(at, "the END section is not empty");
+                }
+                file.cut = Some(cut(
+                    at,
+                    format!(
+                        "it ends inside the {} section of {len} bytes",
+                        section_name(kind)
+                    ),
+                ));
+                break;
+            };
+            let raw = f.take(len, "the payload")?;
             seen.push(kind);
             if kind == section::END {
                 if len != 0 {
@@ -500,6 +618,10 @@ impl DataFile {
                     return err(f.offset(), "bytes after the END section");
                 }
                 break;
+            }
+            if section_name(kind) == "unknown" {
+                // A later version's section: skipped, not even inflated.
+                continue;
             }
             let inflated;
             let payload: &[u8] = if sflags & SECTION_GZIP != 0 {
@@ -513,13 +635,17 @@ impl DataFile {
             };
             file.parse_section(kind, payload, payload_at)?;
         }
-        for required in [section::CONFIG, section::STREAM] {
-            if !seen.contains(&required) {
-                return err(
-                    bytes.len() as u64,
-                    format!("no {} section", section_name(required)),
-                );
-            }
+        if !seen.contains(&section::CONFIG) {
+            return err(
+                f.offset(),
+                match &file.cut {
+                    Some(c) => format!("no CONFIG section: nothing to read ({})", c.reason),
+                    None => "no CONFIG section".to_string(),
+                },
+            );
+        }
+        if file.cut.is_none() && !seen.contains(&section::STREAM) {
+            return err(bytes.len() as u64, "no STREAM section");
         }
         Ok(file)
     }
@@ -606,28 +732,39 @@ impl DataFile {
 
 /// Decompresses gzip'd `bytes`, at most [`MAX_INFLATED`] bytes.
 fn gunzip(bytes: &[u8]) -> io::Result<Vec<u8>> {
+    gunzip_limited(bytes, MAX_INFLATED)
+}
+
+/// Decompresses gzip'd `bytes`, at most `limit` bytes.
+fn gunzip_limited(bytes: &[u8], limit: u64) -> io::Result<Vec<u8>> {
     let mut out = Vec::new();
     GzDecoder::new(bytes)
-        .take(MAX_INFLATED + 1)
+        .take(limit + 1)
         .read_to_end(&mut out)?;
-    if out.len() as u64 > MAX_INFLATED {
-        return Err(io::Error::other("more than 1 GiB once decompressed"));
+    if out.len() as u64 > limit {
+        return Err(io::Error::other(format!(
+            "more than {limit} bytes once decompressed"
+        )));
     }
     Ok(out)
 }
 
-/// Writes an `rprof.data` file while a session runs: the header and
-/// CONFIG first, then the stream as it arrives, then META (which may name
-/// a process started after the session) and the snapshot.
+/// Writes an `rprof.data` file while a session runs: the header, CONFIG
+/// and the kernel's symbols first, then the stream as it arrives, then
+/// META (which may name a process started after the session) and the rest
+/// of the snapshot.
 ///
-/// The STREAM section's length is written as 0 at first and patched by
-/// [`Writer::finish`]; a file whose writer never finished has no END
-/// section, which [`DataFile::parse`] reports.
+/// The STREAM section's length is written as [`STREAM_OPEN`] at first and
+/// patched by [`Writer::finish`]; a file whose writer never finished reads
+/// as [`DataFile::cut`], with every whole record of its stream.
 pub struct Writer<W: Write + Seek> {
     out: W,
     /// Where the STREAM section's length field is.
     stream_len_at: u64,
     stream_len: u64,
+    /// KALLSYMS and MODULES as written before the stream.
+    kallsyms: String,
+    modules: String,
 }
 
 fn put_section_header<W: Write>(out: &mut W, kind: u32, flags: u32, len: u64) -> io::Result<()> {
@@ -689,21 +826,40 @@ fn encode_files(files: &[FileInfo]) -> io::Result<Vec<u8>> {
 }
 
 impl<W: Write + Seek> Writer<W> {
-    /// Writes the header, CONFIG and the start of STREAM to `out` (at its
-    /// current position, normally 0).
-    pub fn new(mut out: W, config: &rprof_config) -> io::Result<Self> {
+    /// Writes the header, CONFIG, KALLSYMS, MODULES and the start of
+    /// STREAM to `out` (at its current position, normally 0).
+    pub fn new(
+        mut out: W,
+        config: &rprof_config,
+        kallsyms: &str,
+        modules: &str,
+    ) -> io::Result<Self> {
         out.write_all(MAGIC)?;
         out.write_all(&VERSION.to_le_bytes())?;
         out.write_all(&0u32.to_le_bytes())?;
         let mut c = Vec::new();
         rprof_decode::encode_config(config, &mut c);
         put_section(&mut out, section::CONFIG, 0, &c)?;
+        put_section(
+            &mut out,
+            section::KALLSYMS,
+            SECTION_GZIP,
+            &gzip(kallsyms.as_bytes())?,
+        )?;
+        put_section(
+            &mut out,
+            section::MODULES,
+            SECTION_GZIP,
+            &gzip(modules.as_bytes())?,
+        )?;
         let stream_len_at = out.stream_position()? + 8;
-        put_section_header(&mut out, section::STREAM, 0, 0)?;
+        put_section_header(&mut out, section::STREAM, 0, STREAM_OPEN)?;
         Ok(Writer {
             out,
             stream_len_at,
             stream_len: 0,
+            kallsyms: kallsyms.to_string(),
+            modules: modules.to_string(),
         })
     }
 
@@ -719,7 +875,8 @@ impl<W: Write + Seek> Writer<W> {
         self.stream_len
     }
 
-    /// Patches the STREAM length, writes META, the snapshot and END;
+    /// Patches the STREAM length, writes META, the snapshot (kallsyms and
+    /// modules only if they changed since [`Writer::new`]) and END;
     /// returns the output, flushed.
     pub fn finish(mut self, meta: &BTreeMap<String, String>, snap: &Snapshot) -> io::Result<W> {
         let end = self.out.stream_position()?;
@@ -728,18 +885,6 @@ impl<W: Write + Seek> Writer<W> {
         self.out.seek(SeekFrom::Start(end))?;
         let out = &mut self.out;
         put_section(out, section::META, 0, &encode_meta(meta)?)?;
-        put_section(
-            out,
-            section::KALLSYMS,
-            SECTION_GZIP,
-            &gzip(snap.kallsyms.as_bytes())?,
-        )?;
-        put_section(
-            out,
-            section::MODULES,
-            SECTION_GZIP,
-            &gzip(snap.modules.as_bytes())?,
-        )?;
         put_section(out, section::FILES, 0, &encode_files(&snap.files)?)?;
         if let Some(stats) = snap.stats {
             let mut b = (Stats::FIELDS as u32).to_le_bytes().to_vec();
@@ -747,6 +892,14 @@ impl<W: Write + Seek> Writer<W> {
                 b.extend_from_slice(&v.to_le_bytes());
             }
             put_section(out, section::STATS, 0, &b)?;
+        }
+        if snap.kallsyms != self.kallsyms {
+            let z = gzip(snap.kallsyms.as_bytes())?;
+            put_section(out, section::KALLSYMS, SECTION_GZIP, &z)?;
+        }
+        if snap.modules != self.modules {
+            let z = gzip(snap.modules.as_bytes())?;
+            put_section(out, section::MODULES, SECTION_GZIP, &z)?;
         }
         put_section_header(out, section::END, 0, 0)?;
         self.out.flush()?;
@@ -758,6 +911,28 @@ impl<W: Write + Seek> Writer<W> {
 mod tests {
     use super::*;
 
+    /// 40 LOST records (24 bytes each) and an unknown 16-byte record.
+    fn stream() -> Vec<u8> {
+        let mut b = Vec::new();
+        for i in 0..40 {
+            rprof_decode::Record::Lost {
+                stage: 1,
+                cpu: i,
+                count: u64::from(i) + 1,
+            }
+            .encode(&mut b);
+        }
+        b.extend_from_slice(&[99, 0, 0, 0, 16, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8]);
+        b
+    }
+
+    /// Where each record of [`stream`] ends.
+    fn record_ends() -> Vec<usize> {
+        let mut v: Vec<usize> = (0..=40).map(|i| i * 24).collect();
+        v.push(40 * 24 + 16);
+        v
+    }
+
     fn example() -> DataFile {
         let mut c = rprof_config::new();
         c.nr_events = 1;
@@ -768,7 +943,7 @@ mod tests {
         let mut f = DataFile::new(c);
         f.meta.insert(meta::COMMAND.into(), "/bin/true -x".into());
         f.meta.insert(meta::TARGET_PID.into(), "42".into());
-        f.stream = (0..=255u8).cycle().take(1000).collect();
+        f.stream = stream();
         f.kallsyms = "ffffffff81000000 T _stext\nffffffff81000100 t foo\n".repeat(20);
         f.modules = "rprof 65536 0 - Live 0xffffffffc0000000 (O)\n".into();
         f.files = vec![
@@ -818,11 +993,12 @@ mod tests {
     #[test]
     fn writer_streams_and_patches_the_length() {
         let f = example();
-        let mut w = Writer::new(Cursor::new(Vec::new()), &f.config).unwrap();
+        let mut w =
+            Writer::new(Cursor::new(Vec::new()), &f.config, &f.kallsyms, &f.modules).unwrap();
         for chunk in f.stream.chunks(7) {
             w.write_stream(chunk).unwrap();
         }
-        assert_eq!(w.stream_len(), 1000);
+        assert_eq!(w.stream_len(), f.stream.len() as u64);
         let snap = Snapshot {
             kallsyms: f.kallsyms.clone(),
             modules: f.modules.clone(),
@@ -831,17 +1007,105 @@ mod tests {
         };
         let bytes = w.finish(&f.meta, &snap).unwrap().into_inner();
         assert_eq!(bytes, f.to_bytes());
+        assert_eq!(DataFile::parse(&bytes).unwrap(), f);
     }
 
     #[test]
-    fn every_truncation_is_an_error() {
-        let bytes = example().to_bytes();
+    fn symbols_that_changed_while_recording_are_written_again() {
+        let f = example();
+        let mut w = Writer::new(Cursor::new(Vec::new()), &f.config, "old kallsyms", "old").unwrap();
+        w.write_stream(&f.stream).unwrap();
+        let snap = Snapshot {
+            kallsyms: f.kallsyms.clone(),
+            modules: "old".into(),
+            ..Snapshot::default()
+        };
+        let bytes = w.finish(&f.meta, &snap).unwrap().into_inner();
+        let back = DataFile::parse(&bytes).unwrap();
+        assert_eq!(back.kallsyms, f.kallsyms, "the last KALLSYMS counts");
+        assert_eq!(back.modules, "old");
+        assert_eq!(back.cut, None);
+    }
+
+    /// A writer killed mid-stream (SIGKILL, power loss): the kernel
+    /// symbols and every whole record are there, and the file says it
+    /// is incomplete.
+    #[test]
+    fn an_unfinished_writer_leaves_a_readable_file() {
+        let f = example();
+        let mut w =
+            Writer::new(Cursor::new(Vec::new()), &f.config, &f.kallsyms, &f.modules).unwrap();
+        // Ten records and a half.
+        w.write_stream(&f.stream[..10 * 24 + 12]).unwrap();
+        let bytes = w.out.into_inner();
+        let d = DataFile::parse(&bytes).unwrap();
+        assert_eq!(d.stream, f.stream[..10 * 24]);
+        assert_eq!(d.kallsyms, f.kallsyms);
+        assert_eq!(d.modules, f.modules);
+        assert_eq!((d.files.len(), d.stats, d.meta.len()), (0, None, 0));
+        let cut = d.cut.unwrap();
+        assert_eq!(cut.reason, "the stream was never finished");
+        assert_eq!((cut.stream_dropped, cut.file_len), (12, bytes.len() as u64));
+        assert_eq!(cut.at, bytes.len() as u64 - 12);
+        assert!(
+            cut.to_string()
+                .contains("without the 12 bytes of a last record"),
+            "{cut}"
+        );
+    }
+
+    /// A file cut at every length: before the end of CONFIG an error
+    /// inside the file, after it a file that says it is cut and keeps a
+    /// prefix of the stream made of whole records.
+    #[test]
+    fn every_truncation_reads_what_it_kept() {
+        let f = example();
+        let bytes = f.to_bytes();
+        let mut c = Vec::new();
+        rprof_decode::encode_config(&f.config, &mut c);
+        let config_end = 16 + 16 + c.len();
+        let ends = record_ends();
         for n in 0..bytes.len() {
             match DataFile::parse(&bytes[..n]) {
-                Err(e) => assert!(e.offset <= n as u64, "cut at {n}: {e} is past the end"),
-                Ok(_) => panic!("cut at {n} of {} parsed", bytes.len()),
+                Err(e) => {
+                    assert!(e.offset <= n as u64, "cut at {n}: {e} is past the end");
+                    assert!(n < config_end, "cut at {n}, after CONFIG: {e}");
+                }
+                Ok(d) => {
+                    assert!(n >= config_end, "cut at {n}: parsed without CONFIG");
+                    let cut = d
+                        .cut
+                        .unwrap_or_else(|| panic!("cut at {n} parsed as complete"));
+                    assert!(cut.at <= n as u64 && cut.file_len == n as u64, "{cut:?}");
+                    assert!(f.stream.starts_with(&d.stream), "cut at {n}");
+                    assert!(
+                        ends.contains(&d.stream.len()),
+                        "cut at {n}: {}",
+                        d.stream.len()
+                    );
+                    assert_eq!(d.config, f.config);
+                }
             }
         }
+        let d = DataFile::parse(&bytes[..bytes.len() - 1]).unwrap();
+        assert_eq!(d.stream, f.stream);
+        assert_eq!(d.meta, f.meta);
+        assert_eq!(d.cut.unwrap().reason, "it ends inside a section header");
+    }
+
+    #[test]
+    fn unknown_sections_are_not_inflated_and_inflation_is_bounded() {
+        let mut b = DataFile::new(rprof_config::new()).to_bytes();
+        let end = b.split_off(b.len() - 16);
+        // Not gzip at all, flagged as gzip: skipped, never inflated.
+        put_section(&mut b, 200, SECTION_GZIP, b"\x1f\x8bnot gzip at all").unwrap();
+        b.extend_from_slice(&end);
+        assert!(DataFile::parse(&b).is_ok());
+        // Inflation stops at the limit.
+        let zeros = gzip(&vec![0u8; 4096]).unwrap();
+        assert_eq!(gunzip_limited(&zeros, 4096).unwrap().len(), 4096);
+        let e = gunzip_limited(&zeros, 4095).unwrap_err();
+        assert!(e.to_string().contains("more than 4095 bytes"), "{e}");
     }
 
     #[test]

@@ -3,8 +3,8 @@
 //! `big-zero`, accept); then a good session must still work on the file.
 //!
 //! The configuration is sent as raw bytes, so that it can be larger than
-//! `struct rprof_config`: the request number stays RPROF_IOC_SET_CONFIG,
-//! whose size field is `sizeof(struct rprof_config)`, and the module reads
+//! `struct rprof_config`, with the request number a newer header would
+//! give (its `_IOC_SIZE` is the larger size); the module reads
 //! `config.size` bytes from the structure itself (as perf_event_open does
 //! with perf_event_attr.size).
 
@@ -179,10 +179,18 @@ fn set_config_bytes(dev: &Device, bytes: &[u8]) -> io::Result<i32> {
     for (i, b) in bytes.iter().enumerate() {
         buf[i / 8] |= u64::from(*b) << (8 * (i % 8));
     }
+    // A caller built against a header with a larger structure uses a
+    // request number whose _IOC_SIZE says so (14 bits).
+    let req = if size > RPROF_CONFIG_SIZE as usize {
+        const MASK: u32 = (1 << 14) - 1;
+        (RPROF_IOC_SET_CONFIG & !(MASK << 16)) | ((size as u32).min(MASK) << 16)
+    } else {
+        RPROF_IOC_SET_CONFIG
+    };
     // SAFETY: SET_CONFIG reads at most max(config.size, the request's
     // size) bytes at its argument, and `buf` holds at least that many; it
     // writes nothing.
-    unsafe { dev.ioctl_raw(RPROF_IOC_SET_CONFIG, buf.as_mut_ptr().cast()) }
+    unsafe { dev.ioctl_raw(req, buf.as_mut_ptr().cast()) }
 }
 
 /// Runs `bad-config KIND`.

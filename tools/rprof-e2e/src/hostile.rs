@@ -69,6 +69,9 @@ pub fn hostile_tail() -> Outcome {
     // of the head, more than a buffer behind it.
     let bad = [
         ("0xfffffffffffffffc", 0xffff_ffff_ffff_fffc_u64),
+        // Aligned, and `head - tail` wraps to at most the buffer size: the
+        // one that passed a wrapping check and overflowed later.
+        ("0xfffffffffffffff8", 0xffff_ffff_ffff_fff8_u64),
         ("unaligned", tail + 4),
         ("ahead of data_head", head + 8),
         ("u64::MAX", u64::MAX),
@@ -125,7 +128,7 @@ pub fn hostile_tail() -> Outcome {
     drop(dev);
     run_session(&open()?, &good_config()).map_err(|e| format!("afterwards, {e}"))?;
     Ok(format!(
-        "5 hostile data_tail values refused with EINVAL, a scribbled data_head ignored, \
+        "6 hostile data_tail values refused with EINVAL, a scribbled data_head ignored, \
          {total} bytes read afterwards, a new session works"
     ))
 }
@@ -379,9 +382,12 @@ fn stats_with_size(dev: &Device, size: u32, tail: u8) -> i32 {
     let bytes = unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr().cast::<u8>(), buf.len() * 8) };
     bytes[..4].copy_from_slice(&size.to_ne_bytes());
     bytes[known] = tail;
+    // The request number a caller built against a header with a
+    // `size`-byte structure would use: _IOC_SIZE is part of it.
+    let req = with_ioc_size(RPROF_IOC_GET_STATS, size);
     // SAFETY: GET_STATS reads and writes at most max(size, sizeof) bytes
     // at its argument (cpus = 0: no per-CPU array), fewer than `buf` has.
-    match unsafe { dev.ioctl_raw(RPROF_IOC_GET_STATS, buf.as_mut_ptr().cast()) } {
+    match unsafe { dev.ioctl_raw(req, buf.as_mut_ptr().cast()) } {
         Ok(_) => 0,
         Err(e) => e.raw_os_error().unwrap_or(-1),
     }
@@ -408,9 +414,75 @@ pub fn stats_size() -> Outcome {
             ));
         }
     }
-    Ok("GET_STATS: known and larger zero-padded sizes accepted; non-zero unknown bytes and \
-        sizes above 4096 E2BIG; sizes below the first published one EINVAL"
+    Ok("GET_STATS (request numbers of each size): known and larger zero-padded sizes \
+        accepted; non-zero unknown bytes and sizes above 4096 E2BIG; sizes below the first \
+        published one EINVAL"
         .into())
+}
+
+/// Runs `eof-after-stop`: in `rounds` sessions, a reader blocked in
+/// `read()` while the owner stops must see every record, STOP last,
+/// before end-of-file.
+pub fn eof_after_stop(rounds: u32) -> Outcome {
+    use rprof_abi::{RPROF_RECORD_START, RPROF_RECORD_STOP};
+    let mut total = 0u64;
+    for round in 0..rounds {
+        let dev = Arc::new(open()?);
+        dev.set_config(&good_config())
+            .map_err(|e| format!("SET_CONFIG failed with {}", error_name(&e)))?;
+        let reader = {
+            let dev = dev.clone();
+            std::thread::spawn(move || -> Result<(u64, u16, u64), String> {
+                let mut buf = vec![0u8; 1 << 16];
+                let (mut bytes, mut last, mut starts) = (0u64, 0u16, 0u64);
+                loop {
+                    let n = dev.read(&mut buf).map_err(|e| error_name(&e))?;
+                    if n == 0 {
+                        return Ok((bytes, last, starts));
+                    }
+                    let mut off = 0;
+                    while off + 8 <= n {
+                        let ty = u16::from_ne_bytes([buf[off], buf[off + 1]]);
+                        let size = u32::from_ne_bytes([buf[off + 4], buf[off + 5], buf[off + 6], buf[off + 7]]) as usize;
+                        if size < 8 {
+                            return Err(format!("record of size {size} at byte {}", bytes + off as u64));
+                        }
+                        starts += u64::from(u32::from(ty) == RPROF_RECORD_START);
+                        last = ty;
+                        off += size;
+                    }
+                    bytes += n as u64;
+                }
+            })
+        };
+        dev.start()
+            .map_err(|e| format!("START failed with {}", error_name(&e)))?;
+        busy_for(Duration::from_millis(20 + 10 * u64::from(round % 5)));
+        dev.stop()
+            .map_err(|e| format!("STOP failed with {}", error_name(&e)))?;
+        let (bytes, last, starts) = reader
+            .join()
+            .map_err(|_| "the reader thread panicked".to_string())?
+            .map_err(|e| format!("round {round}: the reader failed: {e}"))?;
+        if u32::from(last) != RPROF_RECORD_STOP || starts != 1 {
+            return Err(format!(
+                "round {round}: expected end-of-file right after the STOP record of the one run, \
+                 got it after a record of type {last} ({starts} START records, {bytes} bytes)"
+            ));
+        }
+        total += bytes;
+    }
+    Ok(format!(
+        "{rounds} sessions: a blocked reader got every record, STOP last, before end-of-file \
+         ({total} bytes in all)"
+    ))
+}
+
+/// `req` with its `_IOC_SIZE` field set to `size` (14 bits; larger sizes
+/// keep the field's maximum).
+fn with_ioc_size(req: u32, size: u32) -> u32 {
+    const MASK: u32 = (1 << 14) - 1;
+    (req & !(MASK << 16)) | (size.min(MASK) << 16)
 }
 
 fn errno_name_or_ok(e: i32) -> String {

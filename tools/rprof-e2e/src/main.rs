@@ -28,6 +28,7 @@
 //! rprof-e2e epoll-reconfig                  epoll/poll/read sleepers across SET_CONFIG
 //! rprof-e2e perf-beside [ROUNDS]            rprof sessions beside a perf_event user
 //! rprof-e2e stats-size                      GET_STATS's size convention
+//! rprof-e2e eof-after-stop [ROUNDS]         a blocked reader sees STOP before EOF
 //! ```
 //!
 //! The checks on a raw stream (`rprof dump --raw RAW`) print one JSON line
@@ -167,6 +168,13 @@ enum Command {
     /// GET_STATS with sizes below, at and above the known one, with zero
     /// and non-zero unknown bytes.
     StatsSize,
+    /// ROUNDS sessions with a reader blocked in read() while the owner
+    /// stops: it must get STOP as the last record before end-of-file.
+    EofAfterStop {
+        /// Number of sessions.
+        #[arg(default_value_t = 20)]
+        rounds: u32,
+    },
 }
 
 fn main() -> ExitCode {
@@ -196,6 +204,7 @@ fn main() -> ExitCode {
         Command::EpollReconfig => hostile::epoll_reconfig(),
         Command::PerfBeside { rounds } => hostile::perf_beside(rounds),
         Command::StatsSize => hostile::stats_size(),
+        Command::EofAfterStop { rounds } => hostile::eof_after_stop(rounds),
     };
     match outcome {
         Ok(msg) => {
@@ -239,6 +248,7 @@ mod tests {
             &["rprof-e2e", "epoll-reconfig"],
             &["rprof-e2e", "perf-beside", "3"],
             &["rprof-e2e", "stats-size"],
+            &["rprof-e2e", "eof-after-stop", "5"],
             &[
                 "rprof-e2e",
                 "attribution",

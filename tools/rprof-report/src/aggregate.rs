@@ -85,8 +85,11 @@ impl Aggregate {
     pub fn feed(&mut self, record: &Record) {
         match record {
             Record::Lost { stage, count, .. } => match stage {
-                1..=5 => self.lost[*stage as usize - 1] += count,
-                _ => self.lost_other += count,
+                1..=5 => {
+                    let l = &mut self.lost[*stage as usize - 1];
+                    *l = l.saturating_add(*count);
+                }
+                _ => self.lost_other = self.lost_other.saturating_add(*count),
             },
             Record::Throttle { .. } => self.throttles += 1,
             Record::Start { .. } | Record::Stop { .. } => self.span.add(record),
@@ -178,7 +181,10 @@ impl Aggregate {
 
     /// All lost samples.
     pub fn lost_total(&self) -> u64 {
-        self.lost.iter().sum::<u64>() + self.lost_other
+        // Counts come from the stream: saturate rather than wrap.
+        self.lost
+            .iter()
+            .fold(self.lost_other, |a, b| a.saturating_add(*b))
     }
 
     /// "ring 0, buffer 0, no_mm 1, ..." for a header.
@@ -237,6 +243,52 @@ mod tests {
         agg.clear_counts();
         assert_eq!((agg.samples, agg.counts().len()), (0, 0));
         assert!(agg.resolver().path(16).is_some(), "names survive a clear");
+    }
+
+    /// LOST counts and periods are the stream's to choose: huge ones
+    /// saturate, they do not wrap or panic.
+    #[test]
+    fn huge_counts_saturate() {
+        let mut agg = Aggregate::new();
+        for r in [
+            Record::Lost {
+                stage: 1,
+                cpu: 0,
+                count: u64::MAX,
+            },
+            Record::Lost {
+                stage: 1,
+                cpu: 0,
+                count: 2,
+            },
+            Record::Lost {
+                stage: 99,
+                cpu: 0,
+                count: u64::MAX,
+            },
+            Record::Switch { cookie: 1 },
+            Record::Sample {
+                flags: 0,
+                time_ns: 0,
+                offset: 0xffffffff81001010,
+                period: u64::MAX,
+            },
+            Record::Sample {
+                flags: 0,
+                time_ns: 0,
+                offset: 0xffffffff81001011,
+                period: u64::MAX,
+            },
+        ] {
+            agg.feed(&r);
+        }
+        assert_eq!(agg.lost[0], u64::MAX);
+        assert_eq!(agg.lost_total(), u64::MAX);
+        let mut sym = crate::Symbolizer::new(crate::testdata::KALLSYMS, &[], None);
+        let rows = crate::rows(&agg, &mut sym, &Filter::default());
+        assert_eq!((rows.len(), rows[0].period), (1, u64::MAX));
+        let lines = crate::table::group(&rows, &[crate::table::SortKey::Dso]);
+        assert_eq!(lines[0].period, u64::MAX);
     }
 
     #[test]

@@ -98,7 +98,9 @@ pub fn annotate(
                     Some(CookieName::File { path, .. }) => Some(sym.host_path(path)),
                     _ => None,
                 };
-                let data = host.and_then(|h| std::fs::read(h).ok()).unwrap_or_default();
+                let data = host
+                    .and_then(|h| rprof_symbols::elf::read_file(&h).ok())
+                    .unwrap_or_default();
                 let lines = Lines::parse(&data);
                 if lines.is_none() {
                     a.note = Some("no DWARF line information in the file".into());

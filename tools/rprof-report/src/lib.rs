@@ -67,8 +67,8 @@ pub fn rows(agg: &Aggregate, sym: &mut Symbolizer, filter: &Filter) -> Vec<Row> 
         let e = merged
             .entry((key.event, key.pid, key.comm.clone(), frame))
             .or_default();
-        e.0 += counts.samples;
-        e.1 += counts.period;
+        e.0 = e.0.saturating_add(counts.samples);
+        e.1 = e.1.saturating_add(counts.period);
     }
     let mut rows: Vec<Row> = merged
         .into_iter()

@@ -81,6 +81,38 @@ impl Loaded {
         v
     }
 
+    /// For an incomplete file (an interrupted recording): where it ends
+    /// and what was kept of it, on one line.
+    pub fn cut_line(&self) -> Option<String> {
+        let d = &self.data;
+        let cut = d.cut.as_ref()?;
+        let mut line = format!(
+            "{cut}: kept {} bytes of stream, {} samples",
+            d.stream.len(),
+            self.agg.samples
+        );
+        if let Some(ns) = self.agg.span.duration_ns() {
+            line.push_str(&format!(" over {:.3} s", ns as f64 / 1e9));
+        }
+        let mut missing = Vec::new();
+        if d.kallsyms.is_empty() {
+            missing.push("kernel symbols");
+        }
+        if d.files.is_empty() {
+            missing.push("build-ids");
+        }
+        if d.stats.is_none() {
+            missing.push("module statistics");
+        }
+        if d.meta.is_empty() {
+            missing.push("metadata");
+        }
+        if !missing.is_empty() {
+            line.push_str(&format!("; without {}", missing.join(", ")));
+        }
+        Some(line)
+    }
+
     /// Writes the `#` header of a report: what was recorded, the totals
     /// and the losses.
     pub fn write_header(
@@ -136,6 +168,9 @@ impl Loaded {
                 crate::aggregate::filtered_samples(&self.agg, filter),
                 parts.join(", ")
             )?;
+        }
+        if let Some(line) = self.cut_line() {
+            writeln!(out, "# warning: {line}")?;
         }
         if let Some(e) = &self.stream_error {
             writeln!(out, "# warning: {e}; later records were ignored")?;

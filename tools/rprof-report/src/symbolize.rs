@@ -61,6 +61,36 @@ pub struct Frame {
     pub build_id: Vec<u8>,
 }
 
+/// The object a sampled address is in, as a profile's mapping describes
+/// it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct MappingKey {
+    /// A file's path, `[kernel.kallsyms]`, `[MODULE]`, `[anon]` or
+    /// `[unknown]`.
+    pub path: String,
+    /// Where the object's bytes are, when known: (start, limit, file
+    /// offset of start), e.g. a file's PT_LOAD segment at its virtual
+    /// address, or a module's text.  `None`: only the sampled addresses
+    /// say; for a file, the addresses are then its file offsets.
+    pub range: Option<(u64, u64, u64)>,
+    /// The file's build-id, if known.
+    pub build_id: Vec<u8>,
+    /// Whether it is a file (not the kernel, a module or anonymous
+    /// memory).
+    pub is_file: bool,
+}
+
+/// Where a sampled (cookie, offset) is: an address, and the object that
+/// holds it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Place {
+    /// A file's virtual address (its file offset if the file cannot be
+    /// read), a kernel address, or for an unknown cookie the offset.
+    pub address: u64,
+    /// The object.
+    pub mapping: MappingKey,
+}
+
 /// Why a file cookie's symbols cannot be used.
 #[derive(Debug, Clone)]
 enum ImageState {
@@ -214,6 +244,102 @@ impl Symbolizer {
         };
         self.frames.insert((cookie, offset), frame.clone());
         frame
+    }
+
+    /// The address of `offset` relative to `cookie`, and its object.
+    pub fn place(&mut self, cookie: u64, offset: u64, names: &Resolver) -> Place {
+        use rprof_abi::{RPROF_COOKIE_ANON, RPROF_COOKIE_KERNEL};
+        let other = |path: &str, range| Place {
+            address: offset,
+            mapping: MappingKey {
+                path: path.to_string(),
+                range,
+                build_id: Vec::new(),
+                is_file: false,
+            },
+        };
+        if cookie == u64::from(RPROF_COOKIE_KERNEL) {
+            let path = match self.kallsyms.lookup(offset) {
+                Some((_, Some(m))) => format!("[{m}]"),
+                _ => "[kernel.kallsyms]".to_string(),
+            };
+            return other(&path, None);
+        }
+        if cookie == u64::from(RPROF_COOKIE_ANON) {
+            return other("[anon]", None);
+        }
+        match names.name(cookie) {
+            Some(CookieName::Module {
+                name, base, size, ..
+            }) => Place {
+                address: base.wrapping_add(offset),
+                mapping: MappingKey {
+                    path: format!("[{name}]"),
+                    range: (offset < *size).then(|| (*base, base.wrapping_add(*size), 0)),
+                    build_id: Vec::new(),
+                    is_file: false,
+                },
+            },
+            Some(CookieName::File { path, .. }) => {
+                let path = path.clone();
+                let build_id = self
+                    .files
+                    .get(&cookie)
+                    .map(|f| f.build_id.clone())
+                    .unwrap_or_default();
+                let mut place = Place {
+                    address: offset,
+                    mapping: MappingKey {
+                        path,
+                        range: None,
+                        build_id,
+                        is_file: true,
+                    },
+                };
+                if let Some(image) = self.image(cookie, names) {
+                    if let Some(seg) = image.segment_of_offset(offset) {
+                        let start = seg.vaddr;
+                        if let (Some(limit), Some(address)) = (
+                            start.checked_add(seg.file_size),
+                            (offset - seg.offset).checked_add(start),
+                        ) {
+                            place.address = address;
+                            place.mapping.range = Some((start, limit, seg.offset));
+                        }
+                    }
+                    if place.mapping.build_id.is_empty() {
+                        place.mapping.build_id = image.build_id.clone().unwrap_or_default();
+                    }
+                }
+                place
+            }
+            None => other("[unknown]", None),
+        }
+    }
+
+    /// The source file and line of each of `vaddrs` (virtual addresses
+    /// of file cookie `cookie`), from the file's DWARF; all `None` if the
+    /// file is not usable or has no line tables.
+    pub fn source_lines(
+        &mut self,
+        cookie: u64,
+        vaddrs: &[u64],
+        names: &Resolver,
+    ) -> Vec<Option<(String, u32)>> {
+        let none = || vec![None; vaddrs.len()];
+        if self.image(cookie, names).is_none() {
+            return none();
+        }
+        let Some(CookieName::File { path, .. }) = names.name(cookie) else {
+            return none();
+        };
+        let Ok(data) = rprof_symbols::elf::read_file(&self.host_path(path)) else {
+            return none();
+        };
+        match rprof_symbols::dwarf::Lines::parse(&data) {
+            Some(lines) => vaddrs.iter().map(|v| lines.line(*v)).collect(),
+            None => none(),
+        }
     }
 
     fn compute(&mut self, cookie: u64, offset: u64, names: &Resolver) -> Frame {
@@ -383,6 +509,43 @@ mod tests {
         // Two offsets in one function share one frame.
         let again = sym.frame(16, testdata::hot_offset() + 1, names);
         assert!(Arc::ptr_eq(&hot, &again));
+    }
+
+    #[test]
+    fn places_are_addresses_in_their_objects() {
+        let (stream, info) = testdata::stream();
+        let mut agg = crate::Aggregate::new();
+        agg.feed_stream(&stream).unwrap();
+        let mut sym = Symbolizer::new(testdata::KALLSYMS, std::slice::from_ref(&info), None);
+        let names = agg.resolver();
+        let image = ElfImage::load(&testdata::exe()).unwrap();
+        let (fn_addr, _) = image.symbols_named("rprof_report_test_hot")[0];
+        let p = sym.place(16, testdata::hot_offset() + 2, names);
+        assert_eq!(
+            p.address,
+            fn_addr + 2,
+            "the sampled address, not the function's"
+        );
+        let (start, limit, off) = p.mapping.range.unwrap();
+        assert!(start <= p.address && p.address < limit);
+        assert_eq!(p.address - start + off, testdata::hot_offset() + 2);
+        assert_eq!(p.mapping.build_id, info.build_id);
+        assert!(p.mapping.is_file);
+        let k = sym.place(1, 0xffffffff81001010, names);
+        assert_eq!(
+            (k.address, k.mapping.path.as_str()),
+            (0xffffffff81001010, "[kernel.kallsyms]")
+        );
+        let m = sym.place(40, 0x8, names);
+        assert_eq!(m.mapping.path, "[rprof_busy]");
+        let (start, limit, _) = m.mapping.range.unwrap();
+        assert_eq!(m.address, start + 8);
+        assert!(limit > m.address);
+        let u = sym.place(77, 0x5, names);
+        assert_eq!(
+            (u.address, u.mapping.path.as_str(), u.mapping.range),
+            (5, "[unknown]", None)
+        );
     }
 
     #[test]

@@ -99,8 +99,8 @@ pub fn group(rows: &[Row], keys: &[SortKey]) -> Vec<Line> {
     for row in rows {
         let values: Vec<String> = keys.iter().map(|k| k.value(row)).collect();
         let e = map.entry(values).or_default();
-        e.0 += row.samples;
-        e.1 += row.period;
+        e.0 = e.0.saturating_add(row.samples);
+        e.1 = e.1.saturating_add(row.period);
     }
     let mut lines: Vec<Line> = map
         .into_iter()

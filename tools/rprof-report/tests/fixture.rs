@@ -112,26 +112,45 @@ fn pprof_folded_and_speedscope_add_up() {
     let n = stream_samples(&l.data);
     let rows = rprof_report::rows(&l.agg, &mut l.sym, &Filter::default());
 
-    let mut gz = Vec::new();
-    let opts = pprof::Options {
-        event: "cpu-clock".into(),
-        period_is_time: true,
-        period: 1_001_001,
-        ..pprof::Options::default()
-    };
-    pprof::write_gz(&mut gz, &rows, &opts).unwrap();
-    let p = pprof::decode(&gz).unwrap();
-    assert_eq!(p.totals[0], n as i64);
-    assert_eq!(
-        p.sample_types[1],
-        ("cpu".to_string(), "nanoseconds".to_string())
+    let p = pprof::build(
+        &l.agg,
+        &mut l.sym,
+        &Filter::default(),
+        &l.data.config,
+        &pprof::Options::default(),
     );
+    let mut gz = Vec::new();
+    pprof::write_gz(&mut gz, &p).unwrap();
+    let p = pprof::read(&gz).unwrap();
+    let total = |i: usize| p.sample.iter().map(|s| s.value[i]).sum::<i64>();
+    assert_eq!(total(0), n as i64);
+    assert_eq!(pprof::string(&p, p.sample_type[1].r#type), "cpu");
+    assert_eq!(pprof::string(&p, p.sample_type[1].unit), "nanoseconds");
     let period: u64 = rows.iter().map(|r| r.period).sum();
-    assert_eq!(p.totals[1], period as i64);
+    assert_eq!(total(1), period as i64);
+    let function_names: Vec<&str> = p
+        .function
+        .iter()
+        .map(|f| pprof::string(&p, f.name))
+        .collect();
     for f in ["main_hot", "lib_hot", "attr_main"] {
-        assert!(p.functions.iter().any(|x| x == f), "no function {f}");
+        assert!(function_names.contains(&f), "no function {f}");
     }
-    assert!(p.mappings.iter().any(|m| m == "/tests/bin/attr_main"));
+    assert_eq!(
+        pprof::string(&p, p.mapping[0].filename),
+        "/tests/bin/attr_main"
+    );
+    // Functions of the programs name their C source files.
+    let main_hot = p
+        .function
+        .iter()
+        .find(|f| pprof::string(&p, f.name) == "main_hot")
+        .unwrap();
+    assert!(
+        pprof::string(&p, main_hot.filename).ends_with("attr_main.c"),
+        "{main_hot:?}"
+    );
+    assert!(main_hot.start_line > 0);
 
     let folded: u64 = folded::lines(&rows).iter().map(|(_, c)| c).sum();
     assert_eq!(folded, n);
@@ -201,4 +220,159 @@ fn other_or_missing_files_are_not_symbolized() {
     assert_eq!(lines[1].values, ["lib_hot"]);
     assert!(l.sym.warnings().iter().any(|w| w.contains("build-id")));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The fixture cut at 300 000 bytes, inside its KALLSYMS section (it was
+/// written by the old layout, stream first): read up to there, with the
+/// whole stream, and saying so.
+#[test]
+fn a_recording_cut_short_is_read_up_to_its_last_record() {
+    let path = fixtures().join("attr_main.rprof.data");
+    let bytes = std::fs::read(&path).unwrap();
+    let d = DataFile::parse(&bytes[..300_000]).expect("a cut recording is readable");
+    let cut = d.cut.clone().expect("the cut is reported");
+    assert!(cut.reason.contains("KALLSYMS"), "{cut}");
+    assert_eq!(cut.file_len, 300_000);
+    let n = stream_samples(&d);
+    let mut l = Loaded::new(d, Some(fixtures().join("symfs")));
+    assert_eq!(l.agg.samples, n);
+    let line = l.cut_line().unwrap();
+    assert!(line.contains(&format!("{n} samples")), "{line}");
+    assert!(line.contains("without kernel symbols"), "{line}");
+    let rows = rprof_report::rows(&l.agg, &mut l.sym, &attr_main());
+    assert_eq!(rows[0].frame.symbol, "main_hot");
+}
+
+/// A recording whose writer died in the middle of the stream (the file
+/// as `rprof record` leaves it on SIGKILL): the records up to the last
+/// whole one, and kernel symbols, which come before the stream.
+#[test]
+fn a_recording_killed_mid_stream_keeps_its_kernel_symbols() {
+    let d = data();
+    let path = std::env::temp_dir().join(format!("rprof-killed-{}.data", std::process::id()));
+    {
+        let file = std::fs::File::create(&path).unwrap();
+        let mut w = rprof_data::Writer::new(file, &d.config, &d.kallsyms, &d.modules).unwrap();
+        // Half of the stream, cut inside a record.
+        let half = d.stream.len() / 2 + 3;
+        for chunk in d.stream[..half].chunks(4096) {
+            w.write_stream(chunk).unwrap();
+        }
+        // Dropped without finish(): no length, no META, FILES, END.
+    }
+    let killed = DataFile::read(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let cut = killed.cut.clone().unwrap();
+    assert_eq!(cut.reason, "the stream was never finished");
+    assert!(cut.stream_dropped > 0, "{cut}");
+    assert!(d.stream.starts_with(&killed.stream));
+    let n = stream_samples(&killed);
+    assert!(n > 0 && n < stream_samples(&d), "{n}");
+    let mut l = Loaded::new(killed, Some(fixtures().join("symfs")));
+    assert!(!l.cut_line().unwrap().contains("kernel symbols"));
+    let rows = rprof_report::rows(&l.agg, &mut l.sym, &Filter::default());
+    assert_eq!(rows.iter().map(|r| r.samples).sum::<u64>(), n);
+    assert!(
+        rows.iter()
+            .any(|r| r.frame.dso == "[kernel.kallsyms]" && r.frame.resolved),
+        "kernel samples are named"
+    );
+}
+
+/// The idle CPUs' samples are in default_idle, which shares its address
+/// with the section marker __cpuidle_text_start: the function is named,
+/// never a marker.
+#[test]
+fn kernel_samples_are_named_by_functions_not_markers() {
+    let mut l = loaded();
+    let rows = rprof_report::rows(&l.agg, &mut l.sym, &Filter::default());
+    let lines = table::group(&rows, &table::parse_sort("dso,sym").unwrap());
+    let kernel: Vec<_> = lines
+        .iter()
+        .filter(|l| l.values[0] == "[kernel.kallsyms]")
+        .collect();
+    assert_eq!(kernel[0].values[1], "default_idle", "{kernel:?}");
+    for l in &kernel {
+        assert!(
+            !rprof_symbols::kallsyms::is_marker(&l.values[1]),
+            "a marker named samples: {l:?}"
+        );
+    }
+}
+
+/// The module's own Rust symbols in the recorded kallsyms read as Rust
+/// paths, and the mangled name still finds them.
+#[test]
+fn the_modules_rust_symbols_are_demangled() {
+    let d = data();
+    let k = rprof_symbols::Kallsyms::parse(&d.kallsyms);
+    let mangled = d
+        .kallsyms
+        .lines()
+        .filter(|l| l.ends_with("[rprof]") && l.split_whitespace().nth(1) == Some("t"))
+        .filter_map(|l| l.split_whitespace().nth(2))
+        .find(|n| n.starts_with("_RNv") && n.contains("4ring") && n.ends_with("3popB7_"))
+        .expect("Ring::pop of rprof_main in the fixture's kallsyms");
+    let found = k.symbols_named(mangled);
+    assert_eq!(found.len(), 1, "{mangled}");
+    let (hit, module) = k.lookup(found[0].0).unwrap();
+    assert_eq!(module, Some("rprof"));
+    assert!(
+        hit.name.starts_with("<rprof_main::ring::Ring<") && hit.name.ends_with(">>::pop"),
+        "{mangled} -> {}",
+        hit.name
+    );
+    assert!(!hit.name.starts_with("_R"), "{}", hit.name);
+}
+
+/// inferno (the Rust flamegraph.pl) draws the folded export: its root
+/// holds every sample, and main_hot's box, under attr_main's, holds the
+/// table's count.
+#[test]
+fn inferno_draws_the_folded_export() {
+    let mut l = loaded();
+    let n = stream_samples(&l.data);
+    let rows = rprof_report::rows(&l.agg, &mut l.sym, &Filter::default());
+    let mut text = Vec::new();
+    folded::write(&mut text, &rows).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    let mut svg = Vec::new();
+    let mut opts = inferno::flamegraph::Options::default();
+    inferno::flamegraph::from_lines(&mut opts, text.lines(), &mut svg).unwrap();
+    let svg = String::from_utf8(svg).unwrap();
+    // "<title>NAME (N samples, P%)</title>", N with thousands separators.
+    let titles: Vec<(String, u64)> = svg
+        .split("<title>")
+        .skip(1)
+        .filter_map(|t| {
+            let t = t.split("</title>").next()?;
+            let (name, rest) = t.rsplit_once(" (")?;
+            let count: String = rest
+                .split(' ')
+                .next()?
+                .chars()
+                .filter(char::is_ascii_digit)
+                .collect();
+            Some((name.to_string(), count.parse().ok()?))
+        })
+        .collect();
+    assert!(titles.contains(&("all".to_string(), n)), "{titles:?}");
+    let lines = table::group(&rows, &table::parse_sort("comm,dso,sym").unwrap());
+    let main_hot = lines
+        .iter()
+        .find(|l| l.values == ["attr_main", "attr_main", "main_hot"])
+        .unwrap();
+    assert!(
+        titles.contains(&("main_hot".to_string(), main_hot.samples)),
+        "{titles:?}"
+    );
+    let attr_main: u64 = lines
+        .iter()
+        .filter(|l| l.values[0] == "attr_main")
+        .map(|l| l.samples)
+        .sum();
+    assert!(
+        titles.contains(&("attr_main".to_string(), attr_main)),
+        "{titles:?}"
+    );
 }

@@ -31,7 +31,10 @@ pub struct Segment {
 struct Sym {
     addr: u64,
     size: u64,
+    /// The name as shown (demangled).
     name: String,
+    /// The name in the symbol table, when demangling changed it.
+    raw: Option<String>,
 }
 
 /// The loadable segments and function symbols of one ELF file.
@@ -51,13 +54,50 @@ pub fn parse_elf64(data: &[u8]) -> Result<ElfFile64<'_, Endianness>, String> {
     ElfFile64::<Endianness>::parse(data).map_err(|e| format!("not a 64-bit ELF file: {e}"))
 }
 
+/// The largest file [`read_file`] reads: 4 GiB.
+pub const MAX_FILE: u64 = 1 << 32;
+
+/// Opens `path` for reading if it is a regular file.  Paths come from
+/// recordings, which may name a FIFO (opening it would block), a device
+/// or a `/proc` file (reading it might never end): the file is opened
+/// without blocking and checked once open.
+pub fn open_regular(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    if meta.len() > MAX_FILE {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("larger than {MAX_FILE} bytes"),
+        ));
+    }
+    Ok(file)
+}
+
+/// The bytes of the regular file at `path` (see [`open_regular`]).
+pub fn read_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut data = Vec::new();
+    open_regular(path)?.take(MAX_FILE).read_to_end(&mut data)?;
+    Ok(data)
+}
+
 /// Reads the file at `path` and hands its bytes to `parse`; an error of
 /// either names the path.
 pub fn load_with<T>(
     path: &Path,
     parse: impl FnOnce(&[u8]) -> Result<T, String>,
 ) -> Result<T, String> {
-    let data = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let data = read_file(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     parse(&data).map_err(|e| format!("{}: {e}", path.display()))
 }
 
@@ -91,6 +131,7 @@ impl ElfImage {
                     addr: s.address(),
                     size: s.size(),
                     name: name.to_string(),
+                    raw: None,
                 })
             })
             .collect();
@@ -104,6 +145,11 @@ impl ElfImage {
                 .then(a.name.cmp(&b.name))
         });
         symbols.dedup_by(|b, a| a.addr == b.addr);
+        for s in &mut symbols {
+            if let std::borrow::Cow::Owned(d) = crate::demangle(&s.name) {
+                s.raw = Some(std::mem::replace(&mut s.name, d));
+            }
+        }
         let build_id = elf.build_id().ok().flatten().map(<[u8]>::to_vec);
         ElfImage {
             segments,
@@ -121,14 +167,19 @@ impl ElfImage {
     /// whose file bytes hold it (an executable one first, should segments
     /// share a page of the file).
     pub fn vaddr_of_offset(&self, offset: u64) -> Option<u64> {
+        let seg = self.segment_of_offset(offset)?;
+        (offset - seg.offset).checked_add(seg.vaddr)
+    }
+
+    /// The PT_LOAD segment whose file bytes hold file offset `offset` (an
+    /// executable one first, should segments share a page of the file).
+    pub fn segment_of_offset(&self, offset: u64) -> Option<&Segment> {
         let holds = |s: &&Segment| offset >= s.offset && offset - s.offset < s.file_size;
-        let seg = self
-            .segments
+        self.segments
             .iter()
             .filter(holds)
             .find(|s| s.exec)
-            .or_else(|| self.segments.iter().find(holds))?;
-        (offset - seg.offset).checked_add(seg.vaddr)
+            .or_else(|| self.segments.iter().find(holds))
     }
 
     /// The file offset of virtual address `vaddr`.
@@ -173,12 +224,12 @@ impl ElfImage {
         (vaddr, vaddr.and_then(|v| self.symbol_at(v)))
     }
 
-    /// Every function symbol named `name` (aliases of one address count
-    /// once): (address, size).
+    /// Every function symbol named `name`, demangled or as the symbol
+    /// table has it (aliases of one address count once): (address, size).
     pub fn symbols_named(&self, name: &str) -> Vec<(u64, u64)> {
         self.symbols
             .iter()
-            .filter(|s| s.name == name)
+            .filter(|s| s.name == name || s.raw.as_deref() == Some(name))
             .map(|s| (s.addr, s.size))
             .collect()
     }
@@ -192,7 +243,7 @@ impl ElfImage {
 /// The GNU build-id of the ELF file at `path`: `Ok(None)` if it is not ELF
 /// or has no `.note.gnu.build-id`.  Reads only the headers and notes.
 pub fn read_build_id(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
-    let file = File::open(path)?;
+    let file = open_regular(path)?;
     let cache = ReadCache::new(file);
     let Ok(elf) = object::File::parse(&cache) else {
         return Ok(None);
@@ -235,6 +286,32 @@ pub(crate) mod tests {
         assert_eq!(read_build_id(&exe).unwrap(), image.build_id);
     }
 
+    /// A Rust function of this test binary is shown demangled, and is
+    /// found by either name.
+    #[test]
+    fn rust_functions_of_this_binary_are_demangled() {
+        let exe = std::env::current_exe().unwrap();
+        let image = ElfImage::load(&exe).unwrap();
+        let demangled = image
+            .symbols
+            .iter()
+            .find(|s| {
+                s.name
+                    .ends_with("elf::tests::rust_functions_of_this_binary_are_demangled")
+            })
+            .unwrap_or_else(|| panic!("no demangled test function among {}", image.symbols.len()));
+        let raw = demangled.raw.clone().expect("the mangled name is kept");
+        assert!(raw.starts_with("_ZN") || raw.starts_with("_R"), "{raw}");
+        assert_eq!(
+            image.symbols_named(&raw),
+            image.symbols_named(&demangled.name)
+        );
+        assert!(!image
+            .symbols
+            .iter()
+            .any(|s| s.name.starts_with("_ZN") && s.name.contains("17h")));
+    }
+
     #[test]
     fn nearest_symbol_rules() {
         let image = ElfImage {
@@ -249,16 +326,19 @@ pub(crate) mod tests {
                     addr: 0x1100,
                     size: 0x10,
                     name: "sized".into(),
+                    raw: None,
                 },
                 Sym {
                     addr: 0x1200,
                     size: 0,
                     name: "unsized".into(),
+                    raw: None,
                 },
                 Sym {
                     addr: 0x1300,
                     size: 0x10,
                     name: "last".into(),
+                    raw: None,
                 },
             ],
             build_id: None,
@@ -317,5 +397,29 @@ pub(crate) mod tests {
         assert_eq!(read_build_id(&p).unwrap(), None);
         assert!(read_build_id(&dir.join("missing")).is_err());
         assert_eq!(hex(&[0, 0xab, 0x10]), "00ab10");
+    }
+
+    /// A FIFO or a device named by a recording is refused at once, never
+    /// opened for a blocking read or read without end.
+    #[test]
+    fn only_regular_files_are_read() {
+        let dir = std::env::temp_dir().join(format!("rprof-fifo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("fifo");
+        let ok = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        for p in [
+            fifo.as_path(),
+            Path::new("/dev/zero"),
+            Path::new("/dev/null"),
+        ] {
+            assert!(read_build_id(p).is_err(), "{}", p.display());
+            assert!(ElfImage::load(p).is_err(), "{}", p.display());
+            assert!(read_file(p).is_err(), "{}", p.display());
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

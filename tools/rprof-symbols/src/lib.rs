@@ -6,6 +6,7 @@
 //! - [`kallsyms`]: `/proc/kallsyms` text, looked up by address (kernel
 //!   samples) or by module and address (module samples).
 //! - [`dwarf`]: source lines of addresses from DWARF (`rprof annotate`).
+//! - [`demangle`]: Rust (legacy and v0) and C++ names as people read them.
 //! - [`dev`]: the kernel's `new_encode_dev()` device numbers against
 //!   `stat()`'s.
 //!
@@ -14,11 +15,13 @@
 
 #![cfg_attr(not(test), forbid(unsafe_code))]
 
+pub mod demangle;
 pub mod dev;
 pub mod dwarf;
 pub mod elf;
 pub mod kallsyms;
 
+pub use demangle::demangle;
 pub use elf::{read_build_id, ElfImage};
 pub use kallsyms::Kallsyms;
 

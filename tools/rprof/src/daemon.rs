@@ -77,25 +77,30 @@ fn write_profile(
     keep: u64,
 ) -> Result<PathBuf, Error> {
     let mut sym = live::symbolizer();
-    let rows = rprof_report::rows(&sink.agg, &mut sym, &rprof_report::Filter::default());
     let end = now_unix();
     let opts = rprof_report::pprof::Options {
         time_nanos: started.as_nanos() as i64,
         duration_nanos: end.saturating_sub(started).as_nanos() as i64,
-        comment: Some(format!(
+        comments: vec![format!(
             "rprof daemon: {} samples, lost {}",
             sink.agg.samples,
             sink.agg.lost_line()
-        )),
-        ..rprof_report::pprof::Options::for_event(&config.events[0])
+        )],
     };
+    let profile = rprof_report::pprof::build(
+        &sink.agg,
+        &mut sym,
+        &rprof_report::Filter::default(),
+        config,
+        &opts,
+    );
     let name = format!("{PREFIX}{:010}-{seq:06}{SUFFIX}", started.as_secs());
     let path = dir.join(&name);
     let tmp = dir.join(format!(".{name}.tmp"));
     let mut file = std::io::BufWriter::new(
         std::fs::File::create(&tmp).map_err(|e| Error::io("creating a profile", e))?,
     );
-    rprof_report::pprof::write_gz(&mut file, &rows, &opts)
+    rprof_report::pprof::write_gz(&mut file, &profile)
         .and_then(|()| std::io::Write::flush(&mut file))
         .map_err(|e| Error::io("writing a profile", e))?;
     drop(file);

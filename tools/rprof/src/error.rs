@@ -62,6 +62,9 @@ pub enum Error {
     /// The module broke the protocol of the header (e.g. an impossible
     /// `data_head`), or the program was asked for something impossible.
     Protocol(String),
+    /// The command line makes no sense (exit status 2, as clap's own
+    /// usage errors).
+    Usage(String),
 }
 
 impl Error {
@@ -84,7 +87,7 @@ impl Error {
             | Error::Open { source, .. }
             | Error::Ioctl { source, .. }
             | Error::Io { source, .. } => source.raw_os_error(),
-            Error::VersionMismatch { .. } | Error::Protocol(_) => None,
+            Error::VersionMismatch { .. } | Error::Protocol(_) | Error::Usage(_) => None,
         }
     }
 
@@ -127,15 +130,39 @@ fn describe(e: &io::Error) -> String {
     }
 }
 
-/// The exit status of a command that ended with `result`: 0, or 1 after
-/// printing the error (one `rprof: ...` line) on stderr.
+/// Exit status of a usage error.
+pub const EXIT_USAGE: u8 = 2;
+
+/// The exit status of a command that ended with `result`: 0, or after
+/// printing the error (one `rprof: ...` line) on stderr, 2 for a usage
+/// error and 1 for any other.
 pub fn exit_code(result: Result<(), Error>) -> ExitCode {
+    exit_status(result.map(|()| 0))
+}
+
+/// [`exit_code`] for a command whose success has a status of its own
+/// (`rprof record -- CMD` exits with CMD's).
+pub fn exit_status(result: Result<u8, Error>) -> ExitCode {
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(status) => ExitCode::from(status),
         Err(e) => {
             eprintln!("{e}");
-            ExitCode::FAILURE
+            ExitCode::from(match e {
+                Error::Usage(_) => EXIT_USAGE,
+                _ => 1,
+            })
         }
+    }
+}
+
+/// The status a shell gives a child that ended with `status`: its exit
+/// code, or 128 + the signal that killed it.
+pub fn shell_status(status: std::process::ExitStatus) -> u8 {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => code as u8,
+        (None, Some(sig)) => 128u8.wrapping_add(sig as u8),
+        (None, None) => 1,
     }
 }
 
@@ -173,6 +200,7 @@ impl fmt::Display for Error {
                 "rprof: ABI version mismatch: module has {module}, this rprof expects {expected}"
             ),
             Error::Protocol(msg) => write!(f, "rprof: {msg}"),
+            Error::Usage(msg) => write!(f, "rprof: {msg} (see --help)"),
         }
     }
 }
@@ -229,5 +257,20 @@ mod tests {
             "got {e}"
         );
         assert_eq!(e.raw_os_error(), Some(libc::EBUSY));
+        let e = Error::Usage("-p PID and a command cannot be combined".into());
+        assert_eq!(
+            e.to_string(),
+            "rprof: -p PID and a command cannot be combined (see --help)"
+        );
+    }
+
+    #[test]
+    fn child_statuses_as_a_shell_gives_them() {
+        use std::os::unix::process::ExitStatusExt;
+        use std::process::ExitStatus;
+        assert_eq!(shell_status(ExitStatus::from_raw(0)), 0);
+        assert_eq!(shell_status(ExitStatus::from_raw(3 << 8)), 3);
+        assert_eq!(shell_status(ExitStatus::from_raw(libc::SIGKILL)), 137);
+        assert_eq!(shell_status(ExitStatus::from_raw(libc::SIGSEGV)), 139);
     }
 }

@@ -14,7 +14,8 @@
 //! - [`signal`]: SIGINT/SIGTERM end a session cleanly.
 //! - [`session`]: configure, start, pump and drain a session, shared by
 //!   every command that samples; [`sampling`]: their common options.
-//! - [`snapshot`]: what `rprof record` keeps for reporting later.
+//! - [`snapshot`]: what `rprof record` keeps for reporting later;
+//!   [`output`]: its file, renamed into place once complete.
 //! - [`daemon`]: `rprof daemon` / `rprofd`, continuous profiling into
 //!   rotating pprof files.
 //!
@@ -28,6 +29,7 @@ pub mod events;
 pub mod format;
 pub mod live;
 pub mod mmap;
+pub mod output;
 pub mod sampling;
 pub mod session;
 pub mod signal;

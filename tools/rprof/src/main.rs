@@ -13,7 +13,9 @@
 //! ```
 //!
 //! Exit status: 0 on success, 1 on a runtime error (printed as one
-//! `rprof: ...` line on stderr), 2 on a usage error.
+//! `rprof: ...` line on stderr), 2 on a usage error; `rprof record --
+//! CMD` exits with CMD's status (128 + the signal if one killed it), as
+//! `perf record` does.
 
 mod cmd;
 
@@ -143,7 +145,7 @@ struct DumpArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Record(args) => cmd::record::run(&cli.device, &args),
+        Command::Record(args) => return rprof::error::exit_status(cmd::record::run(&cli.device, &args)),
         Command::Report(args) => cmd::report::run(&args),
         Command::Annotate(args) => cmd::annotate::run(&args),
         Command::Export(args) => cmd::export::run(&args),

@@ -66,10 +66,8 @@ impl SamplingArgs {
 
     /// The session's configuration, for the whole system or (`pid`) one
     /// process; options that make none (too many events, ...) are an
-    /// [`Error::Protocol`].
+    /// [`Error::Usage`].
     pub fn config(&self, pid: Option<i32>) -> Result<rprof_config, Error> {
-        self.session_options(pid)
-            .to_config()
-            .map_err(Error::Protocol)
+        self.session_options(pid).to_config().map_err(Error::Usage)
     }
 }

@@ -20,6 +20,11 @@ pub fn read_kallsyms() -> String {
     }
 }
 
+/// `/proc/modules`, or "" if it cannot be read.
+pub fn read_modules() -> String {
+    std::fs::read_to_string("/proc/modules").unwrap_or_default()
+}
+
 /// What the snapshot knows of file cookie `cookie`, named `path` with
 /// `dev`/`ino` by its COOKIE record.
 pub fn file_info(cookie: u64, path: &str, flags: u16, dev: u64, ino: u64) -> FileInfo {
@@ -60,7 +65,7 @@ pub fn take(names: &BTreeMap<u64, CookieName>, stats: Option<Stats>) -> Snapshot
         .collect();
     Snapshot {
         kallsyms: read_kallsyms(),
-        modules: std::fs::read_to_string("/proc/modules").unwrap_or_default(),
+        modules: read_modules(),
         files,
         stats,
     }

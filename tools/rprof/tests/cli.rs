@@ -110,8 +110,8 @@ fn exports_of_the_fixture() {
         let bytes = std::fs::read(&path).unwrap();
         match format {
             "pprof" => {
-                let s = rprof_report::pprof::decode(&bytes).unwrap();
-                assert!(s.functions.iter().any(|f| f == "main_hot"));
+                let p = rprof_report::pprof::read(&bytes).unwrap();
+                assert!(p.string_table.iter().any(|f| f == "main_hot"));
             }
             "folded" => assert!(text(&bytes).contains("attr_main;attr_main;main_hot ")),
             _ => {
@@ -185,17 +185,80 @@ fn errors_are_one_line_and_exit_1() {
         );
     }
     assert!(!missing.exists(), "a failed record must not leave a file");
-    // A truncated recording names the offset.
+}
+
+/// An interrupted recording (here: the fixture cut at 300 000 bytes) is
+/// reported up to its last complete record, with one warning line on
+/// stderr that says so.
+#[test]
+fn a_recording_cut_short_is_reported() {
     let bytes = std::fs::read(data()).unwrap();
     let cut = tmp("cut.data");
-    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
-    let out = rprof(&["report", "-i", &cut.to_string_lossy()]);
+    std::fs::write(&cut, &bytes[..300_000]).unwrap();
+    let c = cut.to_string_lossy();
+    let out = rprof(&[
+        "report",
+        "-i",
+        &c,
+        "--symfs",
+        &symfs(),
+        "--comm",
+        "attr_main",
+    ]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with(&format!("rprof: warning: {c}: incomplete recording")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("read up to byte 149910 of 300000"),
+        "{stderr}"
+    );
+    assert!(
+        stdout.contains("# warning: incomplete recording"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("main_hot"), "{stdout}");
+    // A missing file whose .partial exists points at it.
+    let gone = tmp("gone.data");
+    std::fs::rename(&cut, tmp("gone.data.partial")).unwrap();
+    let out = rprof(&["report", "-i", &gone.to_string_lossy()]);
+    let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        text(&out.stderr).contains("at byte "),
-        "{}",
-        text(&out.stderr)
+        stderr.contains("gone.data.partial is there, an interrupted recording"),
+        "{stderr}"
     );
+}
+
+/// Command lines that make no sense exit with 2 and one line, before any
+/// device is opened.
+#[test]
+fn usage_errors_exit_2() {
+    let nine: Vec<&str> = ["-e", "cpu-clock"].repeat(9);
+    let mut too_many = vec!["--device", "/nonexistent/rprof", "record", "-d", "1"];
+    too_many.extend(&nine);
+    for argv in [
+        vec![
+            "--device",
+            "/nonexistent/rprof",
+            "record",
+            "-p",
+            "3",
+            "--",
+            "/bin/true",
+        ],
+        too_many,
+    ] {
+        let out = rprof(&argv);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{argv:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{argv:?}: {stderr}");
+        assert!(stderr.starts_with("rprof: "), "{stderr}");
+        assert!(stderr.contains("(see --help)"), "{stderr}");
+    }
 }
 
 #[test]

@@ -30,9 +30,11 @@ pub struct ExportArgs {
     #[arg(short = 'o', long = "output", value_name = "OUT")]
     pub output: PathBuf,
 
-    /// Which event of the recording (its index among the -e events).
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    pub event: u32,
+    /// Only this event of the recording (its index among the -e events).
+    /// pprof holds every event by default, one sample type each; folded
+    /// and speedscope hold one, the first by default.
+    #[arg(long, value_name = "N")]
+    pub event: Option<u32>,
 
     #[command(flatten)]
     /// The recording.
@@ -45,11 +47,15 @@ pub fn run(args: &ExportArgs) -> Result<(), Error> {
     if let Some(e) = &loaded.stream_error {
         eprintln!("rprof: warning: {e}; later records were ignored");
     }
+    // pprof holds every event (one sample type each) unless one is
+    // asked for; folded stacks and speedscope have one weight: one event.
     let filter = Filter {
-        event: Some(args.event),
+        event: match args.format {
+            Format::Pprof => args.event,
+            _ => Some(args.event.unwrap_or(0)),
+        },
         ..args.input.filter()
     };
-    let rows = rprof_report::rows(&loaded.agg, &mut loaded.sym, &filter);
     let data = &loaded.data;
     let mut out: Box<dyn Write> = if args.output.as_os_str() == "-" {
         Box::new(BufWriter::new(io::stdout().lock()))
@@ -62,18 +68,20 @@ pub fn run(args: &ExportArgs) -> Result<(), Error> {
         })?))
     };
     let name = args.input.input.display().to_string();
-    let result = match args.format {
-        Format::Folded => folded::write(&mut out, &rows),
-        Format::Speedscope => serde_json::to_writer(&mut out, &speedscope::document(&rows, &name))
-            .map_err(io::Error::other)
-            .and_then(|()| writeln!(out)),
+    let (result, samples) = match args.format {
+        Format::Folded | Format::Speedscope => {
+            let rows = rprof_report::rows(&loaded.agg, &mut loaded.sym, &filter);
+            let samples: u64 = rows.iter().map(|r| r.samples).sum();
+            let result = if args.format == Format::Folded {
+                folded::write(&mut out, &rows)
+            } else {
+                serde_json::to_writer(&mut out, &speedscope::document(&rows, &name))
+                    .map_err(io::Error::other)
+                    .and_then(|()| writeln!(out))
+            };
+            (result, samples)
+        }
         Format::Pprof => {
-            let e = data
-                .config
-                .events
-                .get(args.event as usize)
-                .copied()
-                .unwrap_or_default();
             let start: i64 = data
                 .meta(rprof_data::meta::START_UNIX)
                 .and_then(|s| s.parse::<i64>().ok())
@@ -85,19 +93,22 @@ pub fn run(args: &ExportArgs) -> Result<(), Error> {
             let opts = pprof::Options {
                 time_nanos: start.saturating_mul(1_000_000_000),
                 duration_nanos: duration,
-                comment: data.meta(rprof_data::meta::COMMAND).map(str::to_string),
-                ..pprof::Options::for_event(&e)
+                comments: data
+                    .meta(rprof_data::meta::COMMAND)
+                    .map(str::to_string)
+                    .into_iter()
+                    .collect(),
             };
-            pprof::write_gz(&mut out, &rows, &opts)
+            let profile = pprof::build(&loaded.agg, &mut loaded.sym, &filter, &data.config, &opts);
+            let samples = rprof_report::aggregate::filtered_samples(&loaded.agg, &filter);
+            (pprof::write_gz(&mut out, &profile), samples)
         }
     };
     result
         .and_then(|()| out.flush())
         .map_err(|e| Error::io("writing the export", e))?;
-    let samples: u64 = rows.iter().map(|r| r.samples).sum();
     eprintln!(
-        "rprof: exported {samples} samples ({} rows) to {}",
-        rows.len(),
+        "rprof: exported {samples} samples to {}",
         args.output.display()
     );
     Ok(())

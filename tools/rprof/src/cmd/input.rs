@@ -2,8 +2,9 @@
 
 use clap::Args;
 use rprof::Error;
-use rprof_data::DataFile;
+use rprof_data::{DataFile, ReadError};
 use rprof_report::{Filter, Loaded};
+use std::io::ErrorKind;
 use std::path::PathBuf;
 
 /// Which recording, which of its samples, where its files are.
@@ -35,19 +36,40 @@ pub struct InputArgs {
 impl InputArgs {
     /// Reads and walks the recording, with a progress line on a terminal
     /// for a large one (see [`progress`](super::progress)).
+    ///
+    /// An incomplete file (an interrupted recording) is read up to its
+    /// last complete record, with a warning on stderr.
     pub fn load(&self) -> Result<Loaded, Error> {
-        let data = DataFile::read(&self.input)
-            .map_err(|e| Error::Protocol(format!("{}: {e}", self.input.display())))?;
-        let Some(mut progress) = super::progress::for_stderr(data.stream.len()) else {
-            return Ok(Loaded::new(data, self.symfs.clone()));
+        let data = DataFile::read(&self.input).map_err(|e| {
+            let partial = rprof::output::partial_path(&self.input);
+            match e {
+                ReadError::Io(e) if e.kind() == ErrorKind::NotFound && partial.exists() => {
+                    Error::Protocol(format!(
+                        "{}: {e}; {} is there, an interrupted recording: rprof report -i {}",
+                        self.input.display(),
+                        partial.display(),
+                        partial.display()
+                    ))
+                }
+                e => Error::Protocol(format!("{}: {e}", self.input.display())),
+            }
+        })?;
+        let loaded = match super::progress::for_stderr(data.stream.len()) {
+            None => Loaded::new(data, self.symfs.clone()),
+            Some(mut progress) => {
+                let loaded = Loaded::with_progress(
+                    data,
+                    self.symfs.clone(),
+                    &self.filter(),
+                    &mut |phase, done, total| progress.update(phase, done, total),
+                );
+                progress.finish();
+                loaded
+            }
         };
-        let loaded = Loaded::with_progress(
-            data,
-            self.symfs.clone(),
-            &self.filter(),
-            &mut |phase, done, total| progress.update(phase, done, total),
-        );
-        progress.finish();
+        if let Some(line) = loaded.cut_line() {
+            eprintln!("rprof: warning: {}: {line}", self.input.display());
+        }
         Ok(loaded)
     }
 

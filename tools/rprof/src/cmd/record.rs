@@ -7,9 +7,16 @@
 //! exits, or on SIGINT/SIGTERM; then STOP, the rest of the stream up to
 //! the STOP record, the snapshot (kallsyms, modules, build-ids), and the
 //! figures on stderr.
+//!
+//! The file is written as `FILE.partial` and renamed to `FILE` once it is
+//! complete (see [`rprof::output`]): an existing `FILE` is replaced only
+//! by a whole recording, and an interrupted one stays readable as
+//! `FILE.partial` (kallsyms and the module list are written before the
+//! stream for that).
 
 use clap::Args;
 use rprof::live::AggregateSink;
+use rprof::output::PendingFile;
 use rprof::sampling::SamplingArgs;
 use rprof::session::{Session, Sink};
 use rprof::{signal, snapshot, Device, Error};
@@ -95,11 +102,12 @@ fn uname() -> (String, String) {
     )
 }
 
-/// Runs `rprof record`.
-pub fn run(device: &Path, args: &RecordArgs) -> Result<(), Error> {
+/// Runs `rprof record`; the exit status: CMD's (as a shell gives it)
+/// with `-- CMD`, else 0.
+pub fn run(device: &Path, args: &RecordArgs) -> Result<u8, Error> {
     if args.pid.is_some() && !args.command.is_empty() {
-        return Err(Error::Protocol(
-            "-p PID and a command cannot be combined".into(),
+        return Err(Error::Usage(
+            "-p PID and a command cannot be combined: a command is recorded system-wide".into(),
         ));
     }
     let config = args.sampling.config(args.pid)?;
@@ -108,22 +116,57 @@ pub fn run(device: &Path, args: &RecordArgs) -> Result<(), Error> {
     let dev = Device::open(device)?;
     let mut session = Session::new(&dev, &config, args.read)?;
     signal::install_stop_handler().map_err(|e| Error::io("installing a SIGINT handler", e))?;
-    let file = File::create(&args.output).map_err(|e| Error::Open {
-        path: args.output.clone(),
+    let (pending, file) = PendingFile::create(&args.output).map_err(|e| Error::Open {
+        path: rprof::output::partial_path(&args.output),
         source: e,
     })?;
-    let writer = Writer::new(BufWriter::new(file), &config)
-        .map_err(|e| Error::io("writing the recording", e))?;
-    let mut sink = RecordSink {
+    // Kernel symbols before the stream: an interrupted recording keeps
+    // them.  Modules loaded while recording come with the snapshot.
+    let kallsyms = snapshot::read_kallsyms();
+    let modules = snapshot::read_modules();
+    let writer = match Writer::new(BufWriter::new(file), &config, &kallsyms, &modules) {
+        Ok(w) => w,
+        Err(e) => {
+            pending.discard();
+            return Err(Error::io("writing the recording", e));
+        }
+    };
+    drop((kallsyms, modules));
+    let sink = RecordSink {
         writer,
         counts: AggregateSink::new(),
     };
+    record(args, &dev, &mut session, sink, pending)
+}
+
+/// The error `e`, saying where the recording so far is.
+fn kept(e: Error, partial: &Path) -> Error {
+    let msg = e.to_string();
+    let msg = msg.strip_prefix("rprof: ").unwrap_or(&msg);
+    let p = partial.display();
+    Error::Protocol(format!(
+        "{msg}; the recording so far is in {p} (rprof report -i {p})"
+    ))
+}
+
+/// Samples into `sink` until the end, then completes the file.
+fn record(
+    args: &RecordArgs,
+    dev: &Device,
+    session: &mut Session<'_>,
+    mut sink: RecordSink,
+    pending: PendingFile,
+) -> Result<u8, Error> {
     let start_unix = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()
         .as_secs();
     let started = Instant::now();
-    session.start()?;
+    let partial_file = pending.partial().to_path_buf();
+    if let Err(e) = session.start() {
+        pending.discard();
+        return Err(e);
+    }
 
     let mut child: Option<Child> = None;
     let mut child_status = None;
@@ -132,8 +175,10 @@ pub fn run(device: &Path, args: &RecordArgs) -> Result<(), Error> {
             Ok(c) => child = Some(c),
             Err(e) => {
                 let _ = session.stop();
-                let _ = std::fs::remove_file(&args.output);
-                return Err(Error::Protocol(format!("cannot run {prog}: {e}")));
+                pending.discard();
+                return Err(Error::Protocol(format!(
+                    "cannot run {prog}: {e} (is it a program in PATH?)"
+                )));
             }
         }
     }
@@ -155,11 +200,15 @@ pub fn run(device: &Path, args: &RecordArgs) -> Result<(), Error> {
             Some(d) => (d - now).min(POLL_INTERVAL),
             None => POLL_INTERVAL,
         };
-        session.pump(wait, &mut sink)?;
+        session
+            .pump(wait, &mut sink)
+            .map_err(|e| kept(e, &partial_file))?;
     }
-    let stopped = session.stop_and_drain(&mut sink)?;
+    let stopped = session
+        .stop_and_drain(&mut sink)
+        .map_err(|e| kept(e, &partial_file))?;
     let elapsed = started.elapsed();
-    let (stats, _) = dev.stats(false)?;
+    let (stats, _) = dev.stats(false).map_err(|e| kept(e, &partial_file))?;
     if !stopped {
         eprintln!("rprof: warning: the session ended without a STOP record");
     }
@@ -182,12 +231,17 @@ pub fn run(device: &Path, args: &RecordArgs) -> Result<(), Error> {
         Some(snapshot::stats_of(&stats)),
     );
     let bytes = sink.writer.stream_len();
-    sink.writer
+    let write_error = |e| kept(Error::io("writing the recording", e), &partial_file);
+    let file = sink
+        .writer
         .finish(&m, &snap)
-        .map_err(|e| Error::io("writing the recording", e))?;
-    let size = std::fs::metadata(&args.output)
-        .map(|m| m.len())
-        .unwrap_or(0);
+        .map_err(write_error)?
+        .into_inner()
+        .map_err(|e| write_error(e.into_error()))?;
+    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+    pending
+        .commit(file)
+        .map_err(|e| kept(Error::io("completing the recording", e), &partial_file))?;
 
     let agg = &sink.counts.agg;
     eprintln!(
@@ -212,12 +266,15 @@ pub fn run(device: &Path, args: &RecordArgs) -> Result<(), Error> {
         t.lost_no_cookie,
         agg.lost_total()
     );
-    if let Some(status) = child_status {
-        if !status.success() {
-            eprintln!("rprof: {} exited with {status}", args.command[0]);
+    let mut status = 0;
+    if let Some(s) = child_status {
+        if !s.success() {
+            eprintln!("rprof: {} exited with {s}", args.command[0]);
         }
+        status = rprof::error::shell_status(s);
     } else if child.is_some() {
         eprintln!("rprof: {} is still running", args.command[0]);
     }
-    sink.counts.finish()
+    sink.counts.finish()?;
+    Ok(status)
 }

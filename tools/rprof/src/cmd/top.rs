@@ -5,6 +5,11 @@
 //! input is switched to non-canonical mode (termios, restored on exit) so
 //! that `q` quits at once; Ctrl-C (SIGINT) and SIGTERM quit too.  With
 //! `-n N` it stops after N screens, which also works without a terminal.
+//!
+//! When standard output is not a terminal (a pipe, a file), nothing but
+//! text is written: each refresh appends a plain snapshot, its header
+//! line, the table and an empty line, as `perf top --stdio` does, and the
+//! table has 20 lines unless `--lines` says otherwise.
 
 use clap::Args;
 use rprof::live::{self, AggregateSink};
@@ -96,7 +101,7 @@ impl Drop for RawInput {
     }
 }
 
-/// Rows of the terminal, if stdout is one.
+/// Rows of the terminal, if stdout is one and says.
 fn terminal_rows() -> Option<usize> {
     // SAFETY: an all-zero winsize is valid; TIOCGWINSZ writes one.
     let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
@@ -106,6 +111,14 @@ fn terminal_rows() -> Option<usize> {
     (ret == 0 && ws.ws_row > 0).then_some(ws.ws_row as usize)
 }
 
+/// Whether standard output is a terminal.
+fn stdout_is_terminal() -> bool {
+    // SAFETY: isatty has no memory-safety preconditions.
+    unsafe { libc::isatty(1) == 1 }
+}
+
+/// Draws one screen: on a terminal (`terminal_rows` is its height) over
+/// the last one, else as a plain snapshot after it.
 fn draw(
     out: &mut dyn Write,
     sym: &mut rprof_report::Symbolizer,
@@ -113,26 +126,35 @@ fn draw(
     args: &TopArgs,
     interval: Duration,
     screen: u64,
+    terminal_rows: Option<usize>,
 ) -> io::Result<()> {
     let rows = rprof_report::rows(&sink.agg, sym, &Filter::default());
     let total: u64 = rows.iter().map(|r| r.samples).sum();
     let lines = table::group(&rows, &args.sort.0);
     let height = args
         .lines
-        .or_else(|| terminal_rows().map(|r| r.saturating_sub(8)))
+        .or_else(|| terminal_rows.map(|r| r.saturating_sub(8)))
         .unwrap_or(20)
         .max(1);
     let shown: Vec<table::Line> = lines.into_iter().take(height).collect();
-    // Home and clear.
-    write!(out, "\x1b[H\x1b[2J")?;
+    let quit = if terminal_rows.is_some() {
+        // Home and clear.
+        write!(out, "\x1b[H\x1b[2J")?;
+        "q or Ctrl-C quits"
+    } else {
+        "Ctrl-C quits"
+    };
     writeln!(
         out,
-        "rprof top: {total} samples in the last {:.1} s (screen {}), lost {}; q or Ctrl-C quits",
+        "rprof top: {total} samples in the last {:.1} s (screen {}), lost {}; {quit}",
         interval.as_secs_f64(),
         screen + 1,
         sink.agg.lost_line()
     )?;
     table::write(out, &shown, &args.sort.0, total, 0.0)?;
+    if terminal_rows.is_none() {
+        writeln!(out)?;
+    }
     out.flush()
 }
 
@@ -158,7 +180,12 @@ pub fn run(device: &Path, args: &TopArgs) -> Result<(), Error> {
         }
         let now = Instant::now();
         if now >= next {
-            draw(&mut out, &mut sym, &sink, args, now - last, screen)
+            let rows = if stdout_is_terminal() {
+                Some(terminal_rows().unwrap_or(28))
+            } else {
+                None
+            };
+            draw(&mut out, &mut sym, &sink, args, now - last, screen, rows)
                 .map_err(|e| Error::io("writing to standard output", e))?;
             sink.agg.clear_counts();
             screen += 1;
@@ -174,4 +201,75 @@ pub fn run(device: &Path, args: &TopArgs) -> Result<(), Error> {
     drop(input);
     session.stop_and_drain(&mut sink)?;
     sink.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        top: TopArgs,
+    }
+
+    /// Into a pipe or a file, screens are plain text one after the other:
+    /// no escape sequence, each with its header.
+    #[test]
+    fn screens_without_a_terminal_are_plain_snapshots() {
+        let args = Cli::parse_from(["top"]).top;
+        let mut sym = rprof_report::Symbolizer::new("", &[], None);
+        let mut sink = AggregateSink::new();
+        let mut stream = Vec::new();
+        for r in [
+            rprof_decode::Record::Task {
+                cpu: 0,
+                pid: 0,
+                tid: 0,
+                exe_cookie: 0,
+                comm: "swapper/0".into(),
+            },
+            rprof_decode::Record::Sample {
+                flags: 0,
+                time_ns: 1,
+                offset: 0xffffffff81000000,
+                period: 1,
+            },
+        ] {
+            r.encode(&mut stream);
+        }
+        rprof::session::Sink::feed(&mut sink, &stream).unwrap();
+        let mut out = Vec::new();
+        for screen in 0..2 {
+            draw(
+                &mut out,
+                &mut sym,
+                &sink,
+                &args,
+                Duration::from_secs(1),
+                screen,
+                None,
+            )
+            .unwrap();
+        }
+        let text = String::from_utf8(out).unwrap();
+        assert!(!text.contains('\x1b'), "{text:?}");
+        assert_eq!(text.matches("rprof top: 1 samples").count(), 2, "{text}");
+        assert!(text.contains("(screen 2)"), "{text}");
+        assert!(text.ends_with("\n\n"), "{text:?}");
+        // On a terminal: home and clear first.
+        let mut out = Vec::new();
+        draw(
+            &mut out,
+            &mut sym,
+            &sink,
+            &args,
+            Duration::from_secs(1),
+            0,
+            Some(30),
+        )
+        .unwrap();
+        assert!(out.starts_with(b"\x1b[H\x1b[2J"));
+    }
 }

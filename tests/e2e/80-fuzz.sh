@@ -1,0 +1,56 @@
+#!/bin/sh
+# The call-sequence fuzzer (tests/fuzz/README.md): random programs of calls
+# on the device, its mappings, epoll, threads, children, CPU hotplug and a
+# perf_event_open user, then a normal session must still work with exact
+# accounting.  A kernel report in the console fails the run in the harness;
+# here the fuzzer's exit status (its oracles, its health checks) counts.
+#   RPROF_FUZZ_SEED     the seed (default: the clock); printed either way
+#   RPROF_FUZZ_CALLS    the budget in calls (default 20000)
+#   RPROF_FUZZ_SECONDS  run this long instead of a budget (make fuzz)
+#   RPROF_FUZZ_EXCLUDE  calls left out (rprof-fuzz -x), e.g. cpu,perf
+. /tests/e2e/lib.sh
+
+seed=${RPROF_FUZZ_SEED:-$(date +%s)}
+if [ -n "${RPROF_FUZZ_SECONDS:-}" ]; then
+	budget="-t $RPROF_FUZZ_SECONDS"
+	limit=$((RPROF_FUZZ_SECONDS + 120))
+else
+	budget="-n ${RPROF_FUZZ_CALLS:-20000}"
+	limit=400
+fi
+[ -z "${RPROF_FUZZ_EXCLUDE:-}" ] || budget="$budget -x $RPROF_FUZZ_EXCLUDE"
+
+# A small event buffer and rings: sessions are cheaper to set up under
+# TCG with KASAN (SET_CONFIG allocates both), and the programs reach the
+# full-buffer and lost-record paths more often.
+unload
+load ring_records=256 buffer_pages=16
+diag "rprof-fuzz -s $seed $budget (RPROF_FUZZ_SEED=$seed reruns this seed)"
+# -k: each program's seed goes to the console, before whatever it causes.
+/tests/bin/rprof-fuzz -k -s "$seed" $budget >/tmp/fuzz.out 2>&1 &
+fuzz=$!
+# The fuzzer bounds its own blocking calls; a task stuck in the kernel
+# would not die, so wait with a deadline rather than forever.
+t=0
+while kill -0 $fuzz 2>/dev/null && [ $t -lt $((limit * 2)) ]; do
+	sleep 0.5
+	t=$((t + 1))
+done
+if kill -0 $fuzz 2>/dev/null; then
+	not_ok "rprof-fuzz -s $seed $budget ends within $limit s"
+	for s in /proc/$fuzz/task/*/stack; do
+		diag "$s: $(cat "$s" 2>&1)"
+	done
+	kill -9 $fuzz
+else
+	wait $fuzz
+	rc=$?
+	check "rprof-fuzz -s $seed $budget exits 0 (exit $rc)" test $rc = 0
+fi
+diag "$(cat /tmp/fuzz.out)"
+
+rprof dump -e cpu-clock@1000 -d 1 --quiet --summary-json >/tmp/fuzz.json
+check "after the fuzzer, a session works and its accounting is exact" \
+	sh -c 'rprof-e2e lost-invariant </tmp/fuzz.json'
+check "the module unloads after the fuzzer" rmmod rprof
+done_testing

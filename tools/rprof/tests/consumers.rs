@@ -1,0 +1,391 @@
+//! The exports read by the tools they are for, not by our own decoders:
+//! `go tool pprof` (Debian's golang-go, installed by scripts/deps.sh) for
+//! pprof, with GNU addr2line (binutils) to check the addresses it shows;
+//! speedscope's JSON schema, as its npm package publishes it (installed
+//! into the cache by scripts/deps.sh), checked with Debian's
+//! python3-jsonschema.
+
+// Helpers of tests: a panic there is a test failure with a message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use rprof_data::DataFile;
+use rprof_decode::{Decoder, Record};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
+}
+
+fn fixture() -> PathBuf {
+    fixtures().join("attr_main.rprof.data")
+}
+
+fn symfs() -> PathBuf {
+    fixtures().join("symfs")
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("rprof-consumers-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+/// `rprof ARGS`, which must succeed; its stdout.
+fn rprof(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_rprof"))
+        .args(args)
+        .output()
+        .expect("run rprof");
+    assert!(
+        out.status.success(),
+        "rprof {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn export_pprof(data: &Path, out: &Path) {
+    rprof(&[
+        "export",
+        "-f",
+        "pprof",
+        "-i",
+        &data.to_string_lossy(),
+        "--symfs",
+        &symfs().to_string_lossy(),
+        "-o",
+        &out.to_string_lossy(),
+    ]);
+}
+
+/// `go tool pprof ARGS FILE`: its stdout.  Its stderr (notes about
+/// binaries it cannot find to symbolize the mappings we left
+/// unsymbolized) is not checked.
+fn go_pprof(args: &[&str], file: &Path) -> String {
+    let out = Command::new("go")
+        .args(["tool", "pprof"])
+        .args(args)
+        .arg(file)
+        .env("PPROF_BINARY_PATH", "/nonexistent")
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("go tool pprof: {e} (scripts/deps.sh installs Debian's golang-go)")
+        });
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "go tool pprof {args:?}: {stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// A section of `pprof -raw` output: the lines after the one that is
+/// `title`, up to the next line that starts in column 0.
+fn raw_section<'a>(raw: &'a str, title: &str) -> Vec<&'a str> {
+    raw.lines()
+        .skip_while(|l| *l != title)
+        .skip(1)
+        .take_while(|l| l.starts_with(' ') || l.chars().next().is_some_and(|c| c.is_ascii_digit()))
+        .collect()
+}
+
+/// `flat` per function of `pprof -top`.
+fn top_flat(top: &str) -> HashMap<String, f64> {
+    let mut flat = HashMap::new();
+    for line in top.lines() {
+        let parts: Vec<&str> = line.split_whitespace().collect();
+        if parts.len() >= 6 && parts[1].ends_with('%') {
+            let n: String = parts[0]
+                .chars()
+                .take_while(|c| c.is_ascii_digit() || *c == '.')
+                .collect();
+            if let Ok(v) = n.parse::<f64>() {
+                flat.insert(parts[5..].join(" "), v);
+            }
+        }
+    }
+    flat
+}
+
+/// What `pprof -top` says after "Total samples = ".
+fn total_samples(top: &str) -> String {
+    top.split("Total samples = ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .unwrap_or("")
+        .to_string()
+}
+
+/// The function GNU addr2line names at `vaddr` of the ELF file `elf`.
+fn addr2line(elf: &Path, vaddr: u64) -> String {
+    let out = Command::new("addr2line")
+        .args(["-f", "-e"])
+        .arg(elf)
+        .arg(format!("{vaddr:#x}"))
+        .output()
+        .expect("addr2line (binutils)");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .unwrap_or("")
+        .to_string()
+}
+
+/// go tool pprof reads the export: the sample types, the period of a
+/// 999 Hz clock, the total, main_hot and lib_hot 3:1; and every address
+/// it shows in the two programs' mappings is, by the mapping's start and
+/// file offset, an address where binutils finds the function the profile
+/// names (and not always the function's first byte).
+#[test]
+fn go_tool_pprof_reads_the_pprof_export() {
+    let pb = tmp("fixture.pb.gz");
+    export_pprof(&fixture(), &pb);
+    let raw = go_pprof(&["-raw"], &pb);
+    assert!(
+        raw.contains("PeriodType: cpu nanoseconds\nPeriod: 1001001\n"),
+        "{raw}"
+    );
+    assert!(raw.contains("samples/count cpu/nanoseconds"), "{raw}");
+
+    // Mappings: "1: 0x1000/0x1509/0x1000 /tests/bin/attr_main BUILDID [FN][FL][LN]".
+    let mut mappings: HashMap<u64, (u64, u64, u64, String, String)> = HashMap::new();
+    for l in raw_section(&raw, "Mappings") {
+        let parts: Vec<&str> = l.split_whitespace().collect();
+        let id: u64 = parts[0].trim_end_matches(':').parse().unwrap();
+        let r: Vec<u64> = parts[1]
+            .split('/')
+            .map(|x| u64::from_str_radix(x.trim_start_matches("0x"), 16).unwrap())
+            .collect();
+        mappings.insert(id, (r[0], r[1], r[2], parts[2].to_string(), l.to_string()));
+    }
+    let exe = mappings
+        .values()
+        .find(|m| m.3 == "/tests/bin/attr_main")
+        .expect("attr_main mapping");
+    assert!(
+        exe.4
+            .contains("9d0428724358160a3a1cd4a445393f17d5b5f8f5 [FN][FL][LN]"),
+        "{}",
+        exe.4
+    );
+    assert_eq!(
+        mappings[&1].3, "/tests/bin/attr_main",
+        "the main binary is mapping 1"
+    );
+
+    // Locations: "77: 0x12b3 M=1 main_hot /path/attr_main.c:33 s=29".
+    let mut checked = 0;
+    let mut inside = 0;
+    for l in raw_section(&raw, "Locations") {
+        let parts: Vec<&str> = l.split_whitespace().collect();
+        let Some(m) = parts.get(2).and_then(|p| p.strip_prefix("M=")) else {
+            continue;
+        };
+        let (start, limit, offset, path, _) = &mappings[&m.parse::<u64>().unwrap()];
+        let addr = u64::from_str_radix(parts[1].trim_start_matches("0x"), 16).unwrap();
+        assert!(*start <= addr && addr < *limit, "{l} outside its mapping");
+        if !path.starts_with("/tests/bin/") {
+            continue;
+        }
+        let elf = symfs().join(path.trim_start_matches('/'));
+        // These PIEs map their text at its file offset's address.
+        let vaddr = addr - start + offset;
+        let name = parts[3];
+        assert_eq!(addr2line(&elf, vaddr), name, "{l}");
+        if name == "main_hot" {
+            assert!(
+                parts[4].contains("attr_main.c:"),
+                "source file and line: {l}"
+            );
+        }
+        checked += 1;
+        // The byte before is in the same function: not its first byte.
+        if addr2line(&elf, vaddr - 1) == name {
+            inside += 1;
+        }
+    }
+    assert!(
+        checked >= 4,
+        "only {checked} locations in the programs\n{raw}"
+    );
+    assert!(
+        inside > 0,
+        "every location is at its function's first byte\n{raw}"
+    );
+
+    let top = go_pprof(&["-top", "-sample_index=0"], &pb);
+    let total = rprof(&["report", "-i", &fixture().to_string_lossy()])
+        .lines()
+        .find_map(|l| l.strip_prefix("# samples: "))
+        .unwrap()
+        .to_string();
+    assert_eq!(total_samples(&top), total, "{top}");
+    let flat = top_flat(&top);
+    let ratio = flat["main_hot"] / flat["lib_hot"];
+    assert!(
+        (2.25..=3.75).contains(&ratio),
+        "main_hot:lib_hot = {ratio}\n{top}"
+    );
+    assert!(flat.contains_key("default_idle"), "{top}");
+}
+
+/// The fixture made a two-event recording: every second sample becomes a
+/// `cycles:100000` sample.
+fn two_event_recording() -> (PathBuf, u64, u64) {
+    let mut d = DataFile::read(&fixture()).unwrap();
+    d.config.nr_events = 2;
+    d.config.events[1] = rprof_abi::rprof_event_config {
+        kind: rprof_abi::RPROF_EVENT_CYCLES,
+        flags: 0,
+        period: 100_000,
+    };
+    let mut stream = Vec::new();
+    let (mut clock, mut cycles) = (0, 0);
+    for r in Decoder::new(&d.stream) {
+        let mut r = r.unwrap();
+        if let Record::Sample { flags, period, .. } = &mut r {
+            if (clock + cycles) % 2 == 1 {
+                *flags |= 1 << 8;
+                *period = 100_000;
+                cycles += 1;
+            } else {
+                clock += 1;
+            }
+        }
+        r.encode(&mut stream);
+    }
+    d.stream = stream;
+    let path = tmp("two-events.data");
+    std::fs::write(&path, d.to_bytes()).unwrap();
+    (path, clock, cycles)
+}
+
+/// Two events are two pairs of sample types in pprof, each with its own
+/// total; and two tables in `rprof report`, each adding up to 100%.
+#[test]
+fn events_are_never_added_together() {
+    let (data, clock, cycles) = two_event_recording();
+    let pb = tmp("two-events.pb.gz");
+    export_pprof(&data, &pb);
+    let raw = go_pprof(&["-raw"], &pb);
+    assert!(
+        raw.contains(
+            "cpu-clock_samples/count cpu-clock/nanoseconds[dflt] cycles_samples/count cycles/count"
+        ),
+        "{raw}"
+    );
+    for (index, expect) in [("cpu-clock_samples", clock), ("cycles_samples", cycles)] {
+        let top = go_pprof(&["-top", &format!("-sample_index={index}")], &pb);
+        assert_eq!(total_samples(&top), expect.to_string(), "{index}: {top}");
+    }
+    let top = go_pprof(&["-top", "-sample_index=cycles"], &pb);
+    assert!(
+        top.contains(&format!("of {} total", cycles * 100_000)),
+        "{top}"
+    );
+    // The default sample type is the first event's.
+    let top = go_pprof(&["-top"], &pb);
+    assert!(top.contains("Type: cpu-clock\n"), "{top}");
+
+    let report = rprof(&[
+        "report",
+        "-i",
+        &data.to_string_lossy(),
+        "--symfs",
+        &symfs().to_string_lossy(),
+    ]);
+    assert!(
+        report.contains(&format!("# event cpu-clock@999: {clock} samples\n")),
+        "{report}"
+    );
+    assert!(
+        report.contains(&format!("# event cycles:100000: {cycles} samples\n")),
+        "{report}"
+    );
+    // Each table adds up to 100% of its own event.
+    let mut sums = Vec::new();
+    for table in report.split("# event ").skip(1) {
+        let pct: f64 = table
+            .lines()
+            .filter(|l| l.starts_with("  "))
+            .map(|l| l.split('%').next().unwrap().trim().parse::<f64>().unwrap())
+            .sum();
+        sums.push(pct);
+    }
+    assert_eq!(sums.len(), 2, "{report}");
+    for s in sums {
+        assert!((s - 100.0).abs() < 0.5, "a table adds up to {s}%\n{report}");
+    }
+}
+
+/// The schema of speedscope's file format from its npm package, where
+/// scripts/deps.sh installs it (see scripts/common.sh).
+fn speedscope_schema() -> PathBuf {
+    let cache = match std::env::var_os("RPROF_CACHE") {
+        Some(c) => PathBuf::from(c),
+        None => match std::env::var_os("XDG_CACHE_HOME") {
+            Some(x) => PathBuf::from(x).join("rprof"),
+            None => PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/rprof"),
+        },
+    };
+    let schema = cache
+        .join("speedscope-1.25.0/node_modules/speedscope/dist/release/file-format-schema.json");
+    assert!(
+        schema.is_file(),
+        "{} is missing: scripts/deps.sh installs it",
+        schema.display()
+    );
+    schema
+}
+
+/// Whether Debian's python3 with jsonschema finds `doc` valid against
+/// `schema`; the validator's complaint if not.
+fn json_schema_check(doc: &Path, schema: &Path) -> Result<(), String> {
+    let out = Command::new("/usr/bin/python3")
+        .args([
+            "-c",
+            "import json, sys, jsonschema\n\
+             jsonschema.validate(json.load(open(sys.argv[1])), json.load(open(sys.argv[2])))",
+        ])
+        .arg(doc)
+        .arg(schema)
+        .output()
+        .expect("/usr/bin/python3 (scripts/deps.sh installs python3-jsonschema)");
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+/// The speedscope export is valid by speedscope's own published schema
+/// (and a broken document is not: the check can fail).
+#[test]
+fn speedscope_export_matches_the_published_schema() {
+    let schema = speedscope_schema();
+    let json = tmp("fixture.speedscope.json");
+    rprof(&[
+        "export",
+        "-f",
+        "speedscope",
+        "-i",
+        &fixture().to_string_lossy(),
+        "--symfs",
+        &symfs().to_string_lossy(),
+        "-o",
+        &json.to_string_lossy(),
+    ]);
+    json_schema_check(&json, &schema).unwrap_or_else(|e| panic!("speedscope schema: {e}"));
+    let mut doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    doc["profiles"][0]["unit"] = "furlongs".into();
+    let broken = tmp("broken.speedscope.json");
+    std::fs::write(&broken, doc.to_string()).unwrap();
+    assert!(
+        json_schema_check(&broken, &schema).is_err(),
+        "the schema check accepts anything"
+    );
+}
