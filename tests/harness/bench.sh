@@ -64,7 +64,7 @@ built=$(date +%s)
 
 RPROF_BUILD=$BUILD RPROF_VM_HOOK="$RPROF_TOP/tests/bench/build.sh install" RPROF_VM_RENICE=0 \
 	RPROF_QEMU_EXTRA="$ICOUNT" RPROF_VM_TIMEOUT=${RPROF_VM_TIMEOUT:-1500} \
-	"$RPROF_TOP/tests/harness/vm.sh" bench "$OUT"
+	"$RPROF_TOP/tests/harness/vm.sh" bench "$OUT" || msg "the guest run ended with status $? (see $OUT/console.log)"
 booted=$(date +%s)
 
 machine="$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n 1), $(nproc) cores, $(free -g | awk '/^Mem:/ { print $2 }') GiB, $(. /etc/os-release && echo "$PRETTY_NAME")"
