@@ -31,7 +31,7 @@ copies_of() { # scenario
 # Prints the workload's line with the profiler's figures appended.
 # Usage: run_one PROFILER HZ COPIES
 run_one() {
-	prof=$1 hz=$2 copies=$3 samples=0 out=
+	prof=$1 hz=$2 copies=$3 samples=0 lost=0 out=
 	online=$(grep -c '^processor' /proc/cpuinfo)
 	dmesg -c >/dev/null
 	case $prof in
@@ -48,12 +48,17 @@ run_one() {
 		out=$($PERF record -a -e cpu-clock -F "$hz" -o /tmp/perf.data -- \
 			$WORK "$copies" "$ITERATIONS" 2>/tmp/prof.err)
 		samples=$(sed -n 's/.*(\([0-9]*\) samples).*/\1/p' /tmp/prof.err | tail -n 1)
+		# perf record says nothing of samples its rings dropped; the LOST
+		# records in its file do (after the span: not part of the figures).
+		lost=$($PERF report -i /tmp/perf.data --stats 2>/dev/null |
+			sed -n 's/^ *LOST events: *\([0-9]*\).*/\1/p' | head -n 1)
 		rm -f /tmp/perf.data
 		;;
 	rprof)
 		out=$(rprof record -a -F "$hz" -o /tmp/rprof.data -- \
 			$WORK "$copies" "$ITERATIONS" 2>/tmp/prof.err)
 		samples=$(sed -n 's/.*module: samples \([0-9]*\),.*/\1/p' /tmp/prof.err | tail -n 1)
+		lost=$(sed -n 's/.*module: samples [0-9]*, delivered [0-9]*, lost \([0-9]*\).*/\1/p' /tmp/prof.err | tail -n 1)
 		rm -f /tmp/rprof.data
 		;;
 	esac
@@ -66,7 +71,7 @@ run_one() {
 		} >&2
 		;;
 	esac
-	echo "$out cpus=$online samples=${samples:-0} max_rate=$(cat /proc/sys/kernel/perf_event_max_sample_rate) uptime=$(cut -d" " -f1 /proc/uptime)"
+	echo "$out cpus=$online samples=${samples:-0} lost=${lost:-0} max_rate=$(cat /proc/sys/kernel/perf_event_max_sample_rate) uptime=$(cut -d" " -f1 /proc/uptime)"
 }
 
 cpus_online() { # 0|1: every CPU but CPU 0 off or on

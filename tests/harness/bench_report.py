@@ -109,6 +109,9 @@ def compute(info, runs, micro, stages, solo):
                 fig.add(f"{sc}.{hz}hz.{prof}.slowdown_pct", (t[prof] / base - 1) * 100, "%")
                 fig.add(f"{sc}.{hz}hz.{prof}.samples", median([int(r.get("samples", 0)) for r in rs]), "samples (whole session)")
                 fig.add(f"{sc}.{hz}hz.{prof}.samples_in_span", w[prof], "samples (Hz x CPUs x span)")
+                if prof != "floor":
+                    unit = "LOST records in perf.data" if prof == "perf" else "samples lost"
+                    fig.add(f"{sc}.{hz}hz.{prof}.lost_max", max(int(r.get("lost", 0)) for r in rs), unit + ", worst round")
             if "floor" in t:
                 fig.add(f"{sc}.{hz}hz.floor.cost_ns_per_sample", (t["floor"] - base) / w["floor"], "ns/sample")
             for prof in ("perf", "rprof"):
@@ -204,6 +207,11 @@ def markdown(fig, meta, info):
                 f"{fmt(g('rprof.slowdown_pct'), 2)} % | {fmt(g('perf.cost_above_floor_ns_per_sample'), 0)} | "
                 f"{fmt(g('rprof.cost_above_floor_ns_per_sample'), 0)} | {fmt(g('ratio_rprof_perf'), 2)} |"
             )
+    lossy = sorted(k.rsplit(".", 1)[0] for k, v in d.items() if k.endswith(".lost_max") and v["value"])
+    if lossy:
+        lines.append("")
+        lines.append("Runs with loss (worst round; medians include them): " + ", ".join(
+            f"{k} {d[k + '.lost_max']['value']} ({d[k + '.lost_max']['unit'].split(',')[0]})" for k in lossy) + ".")
     lines.append("")
     m = lambda k: fig.get(f"micro.{k}")
     lines.append(
