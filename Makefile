@@ -62,7 +62,7 @@ help:
 	@echo "make            build rprof.ko against KDIR (default: the running kernel)"
 	@echo "make check      install what is missing, build, run every test suite"
 	@echo "make demo       boot the test VM, load rprof and show what it does"
-	@echo "make bench      ring-write cost of rprof against the kernel's ring buffer"
+	@echo "make bench      slowdown under the floor, perf and rprof; rprof per stage (build/bench.json)"
 	@echo "make fuzz       the call-sequence fuzzer alone in the VM, RPROF_FUZZ_SECONDS (600)"
 	@echo "make vm-kernel  build (or reuse) the cached test kernel"
 	@echo "make clean-cache  remove the cache (test kernel, bindgen)"

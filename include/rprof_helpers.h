@@ -191,5 +191,8 @@ void rprof_inject_warn(void);
 
 /* Benchmark reference: the ftrace ring buffer (bench builds only). */
 __u64 rprof_bench_ftrace(__u64 records, __u64 batch, __u32 size, __u64 *dropped);
+/* Adds ns to a stage's sum (bench builds only; src/bench.rs, any context). */
+#define RPROF_BENCH_STAGE_HANDLER 0
+void rprof_bench_stage(__u32 stage, __u64 ns);
 
 #endif /* RPROF_HELPERS_H */

@@ -2,7 +2,8 @@
 # Builds rprof.ko twice against the cached test kernel: the release module
 # (build/module/rprof.ko) and the test module with the KUnit suites
 # (build/module-kunit/rprof.ko); `module.sh bench` builds the benchmark
-# module (build/module-bench/rprof.ko).  Each build runs in a copy of the sources
+# module (build/module-bench/rprof.ko), `module.sh release` the release
+# module alone.  Each build runs in a copy of the sources
 # so the two configurations never share objects.  RPROF_INJECT=kunit-fail
 # or warn builds trial modules that must make `make check` fail.
 . "$(dirname "$0")/common.sh"
@@ -31,5 +32,9 @@ if [ "${1:-}" = bench ]; then
 	exit 0
 fi
 build_one "$RPROF_BUILD/module" RPROF_INJECT=
+if [ "${1:-}" = release ]; then
+	msg "built $RPROF_BUILD/module/rprof.ko"
+	exit 0
+fi
 build_one "$RPROF_BUILD/module-kunit" RPROF_KUNIT=y RPROF_INJECT="${RPROF_INJECT:-}"
 msg "built $RPROF_BUILD/module/rprof.ko and $RPROF_BUILD/module-kunit/rprof.ko"

@@ -1,17 +1,27 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! `make bench`: the cost of one record write in rprof's per-CPU ring and
-//! in the kernel's own ftrace ring buffer (reserve + copy + commit), side by
-//! side in one boot.  Built into bench builds only (`cfg(rprof_bench)`);
-//! runs at insmod and prints its figures to the kernel log.
+//! `make bench`, inside the module (bench builds only, `cfg(rprof_bench)`).
 //!
-//! Both sides write the same payload (a ring record) from task context on one CPU,
-//! in batches that fit their buffer, and only the writes are timed: the
-//! buffers are emptied between batches, untimed.
+//! Two things:
+//!
+//! - At insmod, [`run`]: the cost of one record write in rprof's per-CPU
+//!   ring and in the kernel's own ftrace ring buffer (reserve + copy +
+//!   commit), side by side in one boot.  Both sides write the same payload
+//!   (a ring record) from task context on one CPU, in batches that fit
+//!   their buffer, and only the writes are timed: the buffers are emptied
+//!   between batches, untimed.  Figures go to the kernel log.
+//! - While sessions run, the per-stage cost model of issue 16: the
+//!   overflow handler, the drain per record (resolution and per-user and
+//!   per-kernel sample lookup split out), each new file cookie, and each
+//!   drain pass, timed with `local_clock()` where they run ([`Timer`],
+//!   [`rprof_bench_stage`]) and summed in [`STAGES`].  [`report_stages`]
+//!   prints the sums at STOP and starts afresh.  The timing adds two clock
+//!   reads to each timed stage; [`run`] prints what a pair costs.
 
 use crate::helpers::{self, RawSample};
 use crate::sampler::{self, HandlerCtx, RingRecord, SampleRing};
 use core::ffi::c_void;
+use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::prelude::*;
 
 const RECORDS: u64 = 1 << 18;
@@ -68,6 +78,21 @@ fn rprof_handler() -> Result<u64> {
     }))
 }
 
+/// Nanoseconds for `RECORDS` back-to-back pairs of clock reads: what a
+/// [`Timer`] adds to the stage it times.
+fn clock_pairs() -> u64 {
+    let mut sum = 0;
+    let t0 = clock();
+    for _ in 0..RECORDS {
+        let a = clock();
+        sum += clock() - a;
+    }
+    let total = clock() - t0;
+    // `sum` is what the pairs saw; `total` what they cost, loop included.
+    core::hint::black_box(sum);
+    total
+}
+
 fn per_record(ns: u64) -> (u64, u64) {
     // Hundredths of a nanosecond, for two decimals without floats.
     let centi = ns * 100 / RECORDS;
@@ -78,6 +103,7 @@ fn per_record(ns: u64) -> (u64, u64) {
 pub(crate) fn run() {
     let rs = core::mem::size_of::<RingRecord>() as u32;
     let mut ftrace_dropped = 0u64;
+    let clocks = clock_pairs();
     let results = (|| -> Result<(u64, u64, u64)> {
         let ring = rprof_ring()?;
         let handler = rprof_handler()?;
@@ -93,13 +119,93 @@ pub(crate) fn run() {
             let (a, b) = per_record(ring);
             let (c, d) = per_record(handler);
             let (e, f) = per_record(ftrace);
+            let (g, h) = per_record(clocks);
             pr_info!("bench: {} records of {} bytes per run, task context, one CPU\n", RECORDS, rs);
             pr_info!("bench: rprof ring push:            {}.{:02} ns/record\n", a, b);
             pr_info!("bench: rprof handler body:         {}.{:02} ns/record\n", c, d);
             pr_info!("bench: ftrace ring_buffer write:   {}.{:02} ns/record ({} dropped)\n", e, f, ftrace_dropped);
+            pr_info!("bench: local_clock pair:           {}.{:02} ns\n", g, h);
             let ratio = ring * 1000 / ftrace;
             pr_info!("bench: ratio rprof ring / ftrace ring_buffer = {}.{:03}\n", ratio / 1000, ratio % 1000);
         }
         Err(e) => pr_err!("bench: failed: error {}\n", e.to_errno()),
+    }
+}
+
+/// The stages of rprof's data path that bench builds time.
+#[derive(Clone, Copy)]
+#[repr(u32)]
+pub(crate) enum Stage {
+    /// The whole overflow handler, `rprof_overflow()` (C and Rust), per
+    /// sample; stage 0 is what `helpers.c` passes.
+    Handler = 0,
+    /// One ring record through the drain (`Drain::process`: resolution,
+    /// context and SAMPLE records, the address-space reference dropped).
+    Record = 1,
+    /// The resolution of a user sample (VMA lookup, cookie lookup).
+    ResolveUser = 2,
+    /// The resolution of a kernel sample (module list walk).
+    ResolveKernel = 3,
+    /// A file seen for the first time: its name, device and inode.
+    NewCookie = 4,
+    /// One drain pass (`Core::drain_now`), records included.
+    Pass = 5,
+}
+
+// `RPROF_BENCH_STAGE_HANDLER` in `include/rprof_helpers.h`.
+const _: () = assert!(Stage::Handler as u32 == 0);
+
+const NR_STAGES: usize = 6;
+const STAGE_NAMES: [&str; NR_STAGES] = ["handler", "drain_record", "resolve_user", "resolve_kernel", "new_cookie", "drain_pass"];
+
+/// Per stage: (nanoseconds, count).  Global atomics: the handlers of all
+/// CPUs add to them, which costs a shared cache line, outside the timed
+/// region.
+static STAGES: [(AtomicU64, AtomicU64); NR_STAGES] = [const { (AtomicU64::new(0), AtomicU64::new(0)) }; NR_STAGES];
+
+fn add(stage: u32, ns: u64) {
+    if let Some((sum, n)) = STAGES.get(stage as usize) {
+        sum.fetch_add(ns, Ordering::Relaxed);
+        n.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Adds one timed run of `stage` (a [`Stage`] as a number); the C side of
+/// the overflow handler calls this.  Any context, NMI included: two
+/// atomic additions.
+#[no_mangle]
+pub(crate) extern "C" fn rprof_bench_stage(stage: u32, ns: u64) {
+    add(stage, ns);
+}
+
+/// Times the rest of its scope as one run of a stage.
+pub(crate) struct Timer {
+    stage: Stage,
+    t0: u64,
+}
+
+impl Timer {
+    pub(crate) fn start(stage: Stage) -> Self {
+        Self { stage, t0: clock() }
+    }
+}
+
+impl Drop for Timer {
+    fn drop(&mut self) {
+        add(self.stage as u32, clock() - self.t0);
+    }
+}
+
+/// Prints the sums since the last report (one line per stage that ran:
+/// `bench: stage NAME: N runs, NS ns, NS/N ns each`) and clears them.
+/// Process context (STOP).
+pub(crate) fn report_stages() {
+    for (name, (sum, n)) in STAGE_NAMES.iter().zip(STAGES.iter()) {
+        let ns = sum.swap(0, Ordering::Relaxed);
+        let runs = n.swap(0, Ordering::Relaxed);
+        if runs > 0 {
+            let centi = ns * 100 / runs;
+            pr_info!("bench: stage {}: {} runs, {} ns, {}.{:02} ns each\n", name, runs, ns, centi / 100, centi % 100);
+        }
     }
 }

@@ -178,6 +178,8 @@ impl CookieTable {
         if let Some(&cookie) = self.index.get(&key) {
             return Ok(cookie);
         }
+        #[cfg(rprof_bench)]
+        let _timer = crate::bench::Timer::start(crate::bench::Stage::NewCookie);
         if self.len >= self.max {
             return Err(NoCookie::Full);
         }

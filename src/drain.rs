@@ -181,6 +181,8 @@ impl Drain {
     /// Resolves, writes (or counts as lost) one ring record of `cpu`, and
     /// drops the address-space reference it held.
     pub(crate) fn process(&mut self, buf: &EventBuffer, cpu: usize, rec: &RingRecord, reserve: u64) {
+        #[cfg(rprof_bench)]
+        let _timer = crate::bench::Timer::start(crate::bench::Stage::Record);
         let ok = if self.start_pending.is_some() {
             // Nothing goes before START.
             Err(BUFFER)
@@ -200,6 +202,12 @@ impl Drain {
     }
 
     fn resolve(&mut self, rec: &RingRecord) -> Result<Where, usize> {
+        #[cfg(rprof_bench)]
+        let _timer = crate::bench::Timer::start(if rec.sample.flags & RAW_USER != 0 {
+            crate::bench::Stage::ResolveUser
+        } else {
+            crate::bench::Stage::ResolveKernel
+        });
         let ip = rec.sample.ip;
         if rec.sample.flags & RAW_USER != 0 {
             if rec.mm.0.is_null() {

@@ -255,6 +255,9 @@ static void rprof_overflow(struct perf_event *event,
 	memcpy(s.comm, current->comm, sizeof(s.comm));
 	s.comm[sizeof(s.comm) - 1] = 0;
 	rprof_on_sample(event->overflow_handler_context, &s);
+#ifdef RPROF_BENCH
+	rprof_bench_stage(RPROF_BENCH_STAGE_HANDLER, local_clock() - s.time_ns);
+#endif
 }
 
 /* rprof's event kinds (uapi) to perf's type and config. */

@@ -339,6 +339,8 @@ impl Core {
     /// resolved, with LOST records for what was dropped, and wakes readers
     /// past the watermark.  Process context.
     pub(crate) fn drain_now(&self) {
+        #[cfg(rprof_bench)]
+        let _timer = crate::bench::Timer::start(crate::bench::Stage::Pass);
         let mut guard = self.drain.lock();
         self.drain_locked(&mut guard);
     }
@@ -477,6 +479,8 @@ impl Session {
             self.set_phase(Phase::Stopped);
         }
         self.drain_in_worker();
+        #[cfg(rprof_bench)]
+        crate::bench::report_stages();
     }
 
     /// FLUSH, STOP and the module notifier drain through the worker rather

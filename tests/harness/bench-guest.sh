@@ -1,10 +1,146 @@
 #!/bin/sh
-# In the guest: load the benchmark module three times; each load prints the
-# figures of one run to the kernel log.
-for run in 1 2 3; do
-	echo "run $run:"
+# In the guest (rprof_mode=bench, see guest-init.sh): every figure of
+# `make bench`, in one boot of the benchmark kernel.  Lines that start
+# with "B " carry the figures (key=value pairs); bench_report.py on the
+# host reads them.  The settings come from /tests/bench.conf (written by
+# tests/harness/bench.sh):
+#   ITERATIONS  LCG steps of one workload copy
+#   ROUNDS      rounds of the interleaved runs
+#   FREQS       sampling frequencies, Hz per CPU
+#   SCENARIOS   "one" (one copy, on CPU 0) and/or "all" (one copy per CPU)
+#   STAGE_FREQS frequencies of the per-stage runs (bench module, CPU 0
+#               alone)
+. /tests/bench.conf
+WORK=/tests/bin/work
+PERF=/usr/bin/perf
+NCPU=$(grep -c '^processor' /proc/cpuinfo)
+
+# In the guest, the microbenchmark module and the release module are both
+# named rprof; the floor module rprof_floor.
+unload() {
+	rmmod "$1" 2>/dev/null || true
+}
+
+copies_of() { # scenario
+	case $1 in
+	one) echo 1 ;;
+	all) echo "$NCPU" ;;
+	esac
+}
+
+# Prints the workload's line with the profiler's figures appended.
+# Usage: run_one PROFILER HZ COPIES
+run_one() {
+	prof=$1 hz=$2 copies=$3 samples=0 lost=0 out=
+	online=$(grep -c '^processor' /proc/cpuinfo)
 	dmesg -c >/dev/null
-	insmod /lib/rprof-bench.ko || { echo "insmod failed"; exit 1; }
-	dmesg | sed -n 's/.*rprof: bench: /  /p'
+	case $prof in
+	none)
+		out=$($WORK "$copies" "$ITERATIONS")
+		;;
+	floor)
+		insmod /lib/rprof_floor.ko freq="$hz" || echo "B error insmod rprof_floor" >&2
+		out=$($WORK "$copies" "$ITERATIONS")
+		rmmod rprof_floor
+		samples=$(dmesg | sed -n 's/.*rprof_floor: \([0-9]*\) samples.*/\1/p' | tail -n 1)
+		;;
+	perf)
+		out=$($PERF record -a -e cpu-clock -F "$hz" -o /tmp/perf.data -- \
+			$WORK "$copies" "$ITERATIONS" 2>/tmp/prof.err)
+		samples=$(sed -n 's/.*(\([0-9]*\) samples).*/\1/p' /tmp/prof.err | tail -n 1)
+		# perf record says nothing of samples its rings dropped; the LOST
+		# records in its file do (after the span: not part of the figures).
+		lost=$($PERF report -i /tmp/perf.data --stats 2>/dev/null |
+			sed -n 's/^ *LOST events: *\([0-9]*\).*/\1/p' | head -n 1)
+		rm -f /tmp/perf.data
+		;;
+	rprof)
+		out=$(rprof record -a -F "$hz" -o /tmp/rprof.data -- \
+			$WORK "$copies" "$ITERATIONS" 2>/tmp/prof.err)
+		samples=$(sed -n 's/.*module: samples \([0-9]*\),.*/\1/p' /tmp/prof.err | tail -n 1)
+		lost=$(sed -n 's/.*module: samples [0-9]*, delivered [0-9]*, lost \([0-9]*\).*/\1/p' /tmp/prof.err | tail -n 1)
+		rm -f /tmp/rprof.data
+		;;
+	esac
+	case $out in
+	work*) ;;
+	*)
+		{
+			echo "B error prof=$prof hz=$hz: no workload output"
+			head -n 20 /tmp/prof.err 2>/dev/null
+		} >&2
+		;;
+	esac
+	echo "$out cpus=$online samples=${samples:-0} lost=${lost:-0} max_rate=$(cat /proc/sys/kernel/perf_event_max_sample_rate) uptime=$(cut -d" " -f1 /proc/uptime)"
+}
+
+cpus_online() { # 0|1: every CPU but CPU 0 off or on
+	for f in /sys/devices/system/cpu/cpu[1-9]*/online; do
+		[ -f "$f" ] && echo "$1" >"$f"
+	done
+}
+
+# The TSC clocksource replaces tsc-early about a second after boot (the
+# refined calibration); wait for it so that every figure sees the same
+# clock.
+for _ in $(seq 50); do
+	grep -qx tsc /sys/devices/system/clocksource/clocksource0/current_clocksource && break
+	sleep 0.1
+done
+echo "B info kernel=$(uname -r) cpus=$NCPU clocksource=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)" \
+	"perf=$($PERF --version 2>/dev/null | sed 's/perf version //') iterations=$ITERATIONS rounds=$ROUNDS"
+
+# 1. and 2. run on CPU 0 alone, the other CPUs offline: under -icount
+# guest time counts the instructions of every CPU, so a stage timed on one
+# CPU would also count what another CPU ran meanwhile.
+cpus_online 0
+
+# 1. The ring-write microbenchmark, three loads of the bench module.
+for run in 1 2 3; do
+	dmesg -c >/dev/null
+	insmod /lib/rprof-bench.ko || echo "B error insmod rprof-bench"
+	dmesg | sed -n 's/.*rprof: bench: \([^:]*\): *\([0-9.]*\) ns.*/\1|\2/p' |
+		while IFS='|' read -r what ns; do
+			echo "B micro run=$run what=$(echo "$what" | tr ' ' _) ns=$ns"
+		done
+	# 2. With the third load: the per-stage cost model, one session per
+	# frequency, with the workload alone, under the floor and under perf
+	# beside it.
+	if [ "$run" = 3 ]; then
+		line=$(run_one none 0 1)
+		echo "B solo prof=none hz=0 ${line#work }"
+		for hz in $STAGE_FREQS; do
+			line=$(run_one floor "$hz" 1)
+			echo "B solo prof=floor hz=$hz ${line#work }"
+			line=$(run_one perf "$hz" 1)
+			echo "B solo prof=perf hz=$hz ${line#work }"
+			line=$(run_one rprof "$hz" 1)
+			echo "B solo prof=rprof-bench hz=$hz ${line#work }"
+			dmesg | sed -n 's/.*rprof: bench: stage \([a-z_]*\): \([0-9]*\) runs, \([0-9]*\) ns.*/\1 \2 \3/p' |
+				while read -r name runs ns; do
+					echo "B stage hz=$hz name=$name runs=$runs ns=$ns"
+				done
+		done
+	fi
 	rmmod rprof
 done
+cpus_online 1
+
+# 3. The interleaved rounds: every profiler at every frequency in each
+# round, on the release module, all CPUs online.
+insmod /lib/rprof.ko || echo "B error insmod rprof"
+for round in $(seq "$ROUNDS"); do
+	for sc in $SCENARIOS; do
+		copies=$(copies_of "$sc")
+		line=$(run_one none 0 "$copies")
+		echo "B run round=$round scenario=$sc prof=none hz=0 ${line#work }"
+		for hz in $FREQS; do
+			for prof in floor perf rprof; do
+				line=$(run_one "$prof" "$hz" "$copies")
+				echo "B run round=$round scenario=$sc prof=$prof hz=$hz ${line#work }"
+			done
+		done
+	done
+done
+unload rprof
+echo "B done"

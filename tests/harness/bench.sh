@@ -1,14 +1,78 @@
 #!/usr/bin/env bash
-# `make bench`: builds the benchmark module and boots the guest once; prints
-# the cost of one ring write in rprof and in the kernel's ftrace ring
-# buffer, and their ratio, for three runs.  Figures, not a pass/fail test.
+# `make bench`: what users pay for a profiler, measured in one boot of a
+# quiet kernel (tests/bench/README.md says how and why).
+#
+#  - the benchmark kernel (scripts/bench-kernel.sh, cached), and against
+#    it the release module, the bench module (ring microbenchmark and
+#    per-stage timing), the floor module and the test workloads, under
+#    build/bench/build (apart from the test kernel's build/module*);
+#  - perf (Debian's linux-perf, 6.1) with its libraries, the static
+#    workload and the floor module go into the guest's initramfs through
+#    vm.sh's RPROF_VM_HOOK;
+#  - QEMU runs with -icount: guest time follows the instruction count, so
+#    the figures do not depend on the load of the host;
+#  - bench_report.py turns the guest's lines into build/bench.json and a
+#    table (build/bench/table.md); RPROF_BENCH_README=1 also puts the
+#    table into README.md.
+#
+# Settings (environment): RPROF_BENCH_ITERATIONS (LCG steps of one
+# workload copy), RPROF_BENCH_ROUNDS, RPROF_BENCH_FREQS,
+# RPROF_BENCH_SCENARIOS, RPROF_BENCH_STAGE_FREQS, RPROF_BENCH_SHIFT (the
+# -icount shift).  Figures, never a pass/fail test.
 . "$(dirname "$0")/../../scripts/common.sh"
+
+started=$(date +%s)
 OUT=$RPROF_BUILD/bench
-mkdir -p "$OUT"
-"$RPROF_TOP/scripts/kernel.sh" >/dev/null
-"$RPROF_TOP/scripts/module.sh" >/dev/null
-"$RPROF_TOP/scripts/module.sh" bench >/dev/null
-"$RPROF_TOP/scripts/tools.sh" >/dev/null 2>&1
-"$RPROF_TOP/scripts/workloads.sh" build >/dev/null
-"$RPROF_TOP/tests/harness/vm.sh" bench "$OUT"
-sed -n '/^# RPROF-DONE/q;p' "$OUT/results.log"
+BUILD=$OUT/build
+ITERATIONS=${RPROF_BENCH_ITERATIONS:-300000000}
+ROUNDS=${RPROF_BENCH_ROUNDS:-3}
+FREQS=${RPROF_BENCH_FREQS:-1000 4000 10000}
+SCENARIOS=${RPROF_BENCH_SCENARIOS:-one all}
+STAGE_FREQS=${RPROF_BENCH_STAGE_FREQS:-$FREQS}
+# 2^0 ns of guest time per instruction: a 1 GHz, one-instruction-a-cycle
+# CPU (see tests/bench/README.md).
+SHIFT=${RPROF_BENCH_SHIFT:-0}
+ICOUNT="-icount shift=$SHIFT,sleep=off"
+
+"$RPROF_TOP/scripts/deps.sh"
+if ! dpkg-query -W -f='${Status}' linux-perf 2>/dev/null | grep -q 'install ok installed'; then
+	msg "installing Debian's linux-perf (perf for the guest)"
+	SUDO=
+	[ "$(id -u)" = 0 ] || SUDO=sudo
+	$SUDO apt-get update -q
+	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends linux-perf
+fi
+
+BKDIR=$("$RPROF_TOP/scripts/bench-kernel.sh")
+mkdir -p "$BUILD"
+# Everything below builds against the benchmark kernel: kernel_dir()
+# (common.sh) returns RPROF_KDIR when it is set.
+export RPROF_KDIR=$BKDIR
+RPROF_BUILD=$BUILD "$RPROF_TOP/scripts/module.sh" release >/dev/null
+RPROF_BUILD=$BUILD "$RPROF_TOP/scripts/module.sh" bench >/dev/null
+RPROF_BUILD=$BUILD "$RPROF_TOP/scripts/workloads.sh" build >/dev/null
+RPROF_BUILD=$BUILD "$RPROF_TOP/tests/bench/build.sh" build "$BKDIR"
+"$RPROF_TOP/scripts/tools.sh" >/dev/null 2>&1 || "$RPROF_TOP/scripts/tools.sh"
+cat >"$BUILD/bench-pieces/bench.conf" <<EOF
+ITERATIONS=$ITERATIONS
+ROUNDS=$ROUNDS
+FREQS="$FREQS"
+SCENARIOS="$SCENARIOS"
+STAGE_FREQS="$STAGE_FREQS"
+EOF
+built=$(date +%s)
+
+RPROF_BUILD=$BUILD RPROF_VM_HOOK="$RPROF_TOP/tests/bench/build.sh install" RPROF_VM_RENICE=0 \
+	RPROF_QEMU_EXTRA="$ICOUNT" RPROF_VM_TIMEOUT=${RPROF_VM_TIMEOUT:-1500} \
+	"$RPROF_TOP/tests/harness/vm.sh" bench "$OUT" || msg "the guest run ended with status $? (see $OUT/console.log)"
+booted=$(date +%s)
+
+machine="$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n 1), $(nproc) cores, $(free -g | awk '/^Mem:/ { print $2 }') GiB, $(. /etc/os-release && echo "$PRETTY_NAME")"
+python3 "$RPROF_TOP/tests/harness/bench_report.py" "$OUT/results.log" \
+	--json "$RPROF_BUILD/bench.json" --markdown "$OUT/table.md" \
+	${RPROF_BENCH_README:+--readme "$RPROF_TOP/README.md"} \
+	--meta "date=$(date -u +%Y-%m-%d)" --meta "machine=$machine" \
+	--meta "icount=$ICOUNT" --meta "qemu=$(qemu-system-x86_64 --version | head -n 1)" \
+	--meta "build_s=$((built - started))" --meta "guest_s=$((booted - built))"
+msg "make bench: $((booted - started)) s (build $((built - started)) s, guest $((booted - built)) s);" \
+	"figures in $RPROF_BUILD/bench.json, guest log $OUT/results.log"

@@ -15,6 +15,11 @@
 # quicker loop while working on them; `make check` then reports the others
 # missing).  RPROF_INJECT=guest-hang makes the guest hang after its end
 # marker instead of powering off, a trial run that must fail.
+#
+# RPROF_VM_HOOK, if set, is run with the initramfs tree as its argument
+# before the tree is packed (the benchmark adds its own files so).
+# RPROF_VM_RENICE=0 leaves QEMU's threads alone (with -icount, QEMU runs
+# all vCPUs in one thread, and guest time does not depend on the host).
 . "$(dirname "$0")/../../scripts/common.sh"
 
 MODE=${1:?mode}
@@ -30,7 +35,7 @@ mkdir -p "$root"/{bin,sbin,lib,proc,sys,dev,tmp,etc,tests/e2e}
 cp /bin/busybox "$root/bin/busybox"
 cp "$RPROF_TOP/tests/harness/guest-init.sh" "$root/init"
 cp "$RPROF_BUILD/module/rprof.ko" "$root/lib/rprof.ko"
-cp "$RPROF_BUILD/module-kunit/rprof.ko" "$root/lib/rprof-kunit.ko"
+[ ! -f "$RPROF_BUILD/module-kunit/rprof.ko" ] || cp "$RPROF_BUILD/module-kunit/rprof.ko" "$root/lib/rprof-kunit.ko"
 for b in rprof rprof-e2e; do
 	cp "$TOOLS/$b" "$root/bin/$b"
 done
@@ -43,6 +48,7 @@ cp "$RPROF_TOP"/tests/harness/bench-guest.sh "$root/tests/bench.sh"
 echo 'root:x:0:0:root:/:/bin/sh' >"$root/etc/passwd"
 echo 'nobody:x:65534:65534:nobody:/:/bin/sh' >>"$root/etc/passwd"
 chmod +x "$root/init"
+[ -z "${RPROF_VM_HOOK:-}" ] || $RPROF_VM_HOOK "$root"
 (cd "$root" && find . -print0 | cpio --null -o -H newc --quiet | gzip -1) >"$OUT/initramfs.cpio.gz"
 
 rm -f "$OUT/console.log" "$OUT/results.log"
@@ -98,7 +104,7 @@ for _ in $(seq 50); do
 	[ -n "$qemu" ] && break
 	sleep 0.1
 done
-[ -z "$qemu" ] || deprioritise_vcpus "$qemu"
+[ -z "$qemu" ] || [ "${RPROF_VM_RENICE:-1}" = 0 ] || deprioritise_vcpus "$qemu"
 
 # Once the guest has written its end marker it only has to power off; one
 # that does not (a hang in shutdown) is stopped after $GRACE seconds

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The benchmark's own pieces (sources beside this script):
+#   tests/bench/build.sh build KDIR    builds the workload and the floor
+#                                      module (against KDIR) under
+#                                      $RPROF_BUILD/bench-pieces
+#   tests/bench/build.sh install ROOT  copies them, and perf with its
+#                                      shared libraries, into the initramfs
+#                                      tree ROOT (vm.sh's RPROF_VM_HOOK)
+. "$(dirname "$0")/../../scripts/common.sh"
+
+SRC=$RPROF_TOP/tests/bench
+OUT=$RPROF_BUILD/bench-pieces
+
+build() {
+	local kdir=$1 mod=$OUT/floor
+	mkdir -p "$OUT" "$mod"
+	# Static: no loader or libraries to carry; -O2, the loop stays a loop
+	# (see the asm barrier in work.c).
+	gcc -O2 -static -Wall -Wextra -o "$OUT/work" "$SRC/work.c"
+	rm -f "$mod"/*.o "$mod"/*.ko "$mod"/.*.cmd
+	cp "$SRC/floor/rprof_floor.c" "$SRC/floor/Kbuild" "$mod/"
+	kmake -s -C "$kdir" M="$mod" modules >"$mod/build.log" 2>&1 || {
+		cat "$mod/build.log" >&2
+		die "rprof_floor.ko build failed in $mod"
+	}
+	grep -E 'warning|error' "$mod/build.log" >&2 || true
+}
+
+# perf, as Debian's linux-perf installs it: /usr/bin/perf is the 6.1
+# binary itself on Debian 12 (older packages had a wrapper script in front
+# of perf_X.Y; take the binary if so).
+perf_binary() {
+	local p
+	for p in /usr/bin/perf_* /usr/lib/linux-tools-*/perf /usr/bin/perf; do
+		[ -x "$p" ] && [ "$(head -c 4 "$p" | tail -c 3)" = ELF ] && { echo "$p"; return 0; }
+	done
+	return 1
+}
+
+install_into() {
+	local root=$1 perf lib
+	for f in work floor/rprof_floor.ko; do
+		[ -f "$OUT/$f" ] || die "$OUT/$f is missing (run tests/bench/build.sh build KDIR)"
+	done
+	mkdir -p "$root/tests/bin" "$root/lib" "$root/usr/bin"
+	cp "$OUT/work" "$root/tests/bin/work"
+	cp "$OUT/floor/rprof_floor.ko" "$root/lib/rprof_floor.ko"
+	# The settings tests/harness/bench.sh wrote for the guest script.
+	[ ! -f "$OUT/bench.conf" ] || cp "$OUT/bench.conf" "$root/tests/bench.conf"
+	perf=$(perf_binary) || die "no perf binary (apt-get install linux-perf)"
+	cp -L "$perf" "$root/usr/bin/perf"
+	# The loader and every library ldd names, at the same paths.
+	ldd "$perf" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' |
+		sort -u | while read -r lib; do
+			mkdir -p "$root$(dirname "$lib")"
+			cp -L "$lib" "$root$lib"
+		done
+}
+
+case "${1:-}" in
+build) build "${2:?usage: build.sh build KDIR}" ;;
+install) install_into "${2:?usage: build.sh install ROOT}" ;;
+*) die "usage: tests/bench/build.sh build KDIR | install ROOT" ;;
+esac

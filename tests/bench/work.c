@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The benchmark's workload: COPIES processes, each pinned to its own CPU
+ * (copy i on CPU i), run the same CPU-bound loop of ITERATIONS steps of a
+ * 64-bit linear congruential generator, started together.  Each copy
+ * times its own loop (CLOCK_MONOTONIC), and the span runs from the first
+ * copy's start to the last copy's end; the parent also counts the CPU time
+ * its own parent (the profiler's reader, when run as `perf record -- work`
+ * or `rprof record -- work`) spent over the same window, with a counting
+ * task-clock perf event on that process (the benchmark kernel has no
+ * POSIX CPU-time clocks; the event costs the reader a little at each of
+ * its context switches).
+ *
+ *   work COPIES ITERATIONS
+ *
+ * prints one line:
+ *   work copies=N iterations=I ns=NS0,NS1,... span_ns=S reader_cpu_ns=R check=X
+ *
+ * (reader_cpu_ns=-1 if the event could not be opened).
+ *
+ * Static, so that it runs in the busybox guest as it is.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/perf_event.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_COPIES 64
+
+struct result {
+	uint64_t start, end; /* CLOCK_MONOTONIC, ns */
+	uint64_t check;
+};
+
+static uint64_t ns_of(clockid_t clk)
+{
+	struct timespec ts;
+
+	if (clock_gettime(clk, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A counting task-clock event on the process pid (its main thread). */
+static int task_clock(pid_t pid)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.size = sizeof(attr),
+		.config = PERF_COUNT_SW_TASK_CLOCK,
+	};
+
+	return syscall(SYS_perf_event_open, &attr, pid, -1, -1, 0);
+}
+
+static int64_t read_counter(int fd)
+{
+	uint64_t v;
+
+	return fd >= 0 && read(fd, &v, sizeof(v)) == sizeof(v) ? (int64_t)v : -1;
+}
+
+/* The work: Knuth's MMIX LCG, one multiply and one add a step. */
+static uint64_t lcg(uint64_t iterations)
+{
+	uint64_t x = 1;
+
+	for (uint64_t i = 0; i < iterations; i++) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		/* Keep the loop a loop: no closed form for the compiler. */
+		__asm__ volatile("" : "+r"(x));
+	}
+	return x;
+}
+
+static void copy(int cpu, int go, uint64_t iterations, struct result *out)
+{
+	cpu_set_t set;
+	char c;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set))
+		fprintf(stderr, "work: cannot pin to CPU %d: %s\n", cpu, strerror(errno));
+	/* Wait for the start: the parent closes the pipe. */
+	if (read(go, &c, 1) < 0)
+		_exit(1);
+	out->start = ns_of(CLOCK_MONOTONIC);
+	out->check = lcg(iterations);
+	out->end = ns_of(CLOCK_MONOTONIC);
+	_exit(0);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 3) {
+		fprintf(stderr, "usage: work COPIES ITERATIONS\n");
+		return 2;
+	}
+	int copies = atoi(argv[1]);
+	uint64_t iterations = strtoull(argv[2], NULL, 0);
+
+	if (copies < 1 || copies > MAX_COPIES || iterations == 0) {
+		fprintf(stderr, "work: bad arguments\n");
+		return 2;
+	}
+	struct result *res = mmap(NULL, sizeof(*res) * MAX_COPIES, PROT_READ | PROT_WRITE,
+				  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	int go[2];
+
+	if (res == MAP_FAILED || pipe(go)) {
+		perror("work");
+		return 1;
+	}
+	for (int i = 0; i < copies; i++) {
+		pid_t pid = fork();
+
+		if (pid < 0) {
+			perror("work: fork");
+			return 1;
+		}
+		if (pid == 0) {
+			close(go[1]);
+			copy(i, go[0], iterations, &res[i]);
+		}
+	}
+	close(go[0]);
+
+	/* The reader: our parent, the profiler (or the shell without one). */
+	int reader = task_clock(getppid());
+	/* Let every copy reach its read() before the start. */
+	usleep(20000);
+	int64_t r0 = read_counter(reader);
+
+	close(go[1]);
+	int failed = 0, status;
+
+	while (wait(&status) > 0)
+		failed |= !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+	int64_t r1 = read_counter(reader);
+
+	uint64_t first = UINT64_MAX, last = 0;
+
+	printf("work copies=%d iterations=%" PRIu64 " ns=", copies, iterations);
+	for (int i = 0; i < copies; i++) {
+		printf("%s%" PRIu64, i ? "," : "", res[i].end - res[i].start);
+		first = res[i].start < first ? res[i].start : first;
+		last = res[i].end > last ? res[i].end : last;
+	}
+	printf(" span_ns=%" PRIu64 " reader_cpu_ns=%" PRId64 " check=%" PRIx64 "\n", last - first,
+	       r0 < 0 || r1 < 0 ? (int64_t)-1 : r1 - r0, res[0].check);
+	return failed;
+}

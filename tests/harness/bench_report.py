@@ -1,0 +1,287 @@
+#!/usr/bin/env python3
+"""Turns the bench guest's "B ..." lines into figures.
+
+    bench_report.py RESULTS_LOG --json OUT.json [--markdown OUT.md]
+                    [--meta KEY=VALUE]... [--readme README.md]
+
+Reads the lines tests/harness/bench-guest.sh prints, computes medians over
+the rounds, slowdowns, costs per sample and the per-stage cost model,
+prints a table, writes every figure to OUT.json (one key per figure, each
+with its unit) and, with --readme, replaces the table between the
+`<!-- bench-table:begin -->` and `<!-- bench-table:end -->` markers.
+
+Definitions (the README explains why, under -icount):
+- work time: one round's figure is the span from the first copy's start
+  to the last copy's end; the figure is the median over the rounds.
+- slowdown % = (work time with X / work time without a profiler - 1) * 100.
+- samples in the window = Hz * CPUs * work time (every CPU is sampled,
+  busy or idle, and under -icount every CPU's instructions advance the
+  one guest clock).
+- cost per sample above the floor = (work time with X - with the floor)
+  / samples in the window with X.
+"""
+
+import argparse
+import json
+import re
+import statistics
+import sys
+
+PROFILERS = ["floor", "perf", "rprof"]
+
+
+def parse(path):
+    info, runs, micro, stages, solo, errors = {}, [], [], [], [], []
+    with open(path, errors="replace") as f:
+        for line in f:
+            line = line.strip()
+            if not line.startswith("B "):
+                continue
+            words = line[2:].split()
+            kind, kv = words[0], dict(w.split("=", 1) for w in words[1:] if "=" in w)
+            if kind == "info":
+                info.update(kv)
+            elif kind == "run":
+                runs.append(kv)
+            elif kind == "micro":
+                micro.append(kv)
+            elif kind == "stage":
+                stages.append(kv)
+            elif kind == "solo":
+                solo.append(kv)
+            elif kind == "error":
+                errors.append(line)
+            elif kind == "done":
+                info["complete"] = "yes"
+    return info, runs, micro, stages, solo, errors
+
+
+def work_ns(run):
+    """The span of a run, in ns: from the first copy's start to the last
+    copy's end.  Under -icount, guest time is the instruction count of all
+    CPUs together, so the span is the work plus everything else the guest
+    ran meanwhile."""
+    return int(run["span_ns"])
+
+
+def median(xs):
+    return statistics.median(xs) if xs else None
+
+
+class Figures:
+    def __init__(self):
+        self.d = {}
+
+    def add(self, key, value, unit):
+        if value is not None:
+            self.d[key] = {"value": round(value, 3) if isinstance(value, float) else value, "unit": unit}
+
+    def get(self, key):
+        v = self.d.get(key)
+        return v["value"] if v else None
+
+
+def compute(info, runs, micro, stages, solo):
+    fig = Figures()
+    scenarios = sorted({r["scenario"] for r in runs}, key=lambda s: ["one", "all"].index(s) if s in ("one", "all") else 9)
+    freqs = sorted({int(r["hz"]) for r in runs if r["prof"] != "none"})
+
+    def runs_of(sc, prof, hz):
+        return [r for r in runs if r["scenario"] == sc and r["prof"] == prof and int(r["hz"]) == hz]
+
+    def window(hz, rs, t):
+        """Samples in the work's span: Hz x online CPUs x span."""
+        return hz * int(rs[0].get("cpus", info.get("cpus", 1))) * t / 1e9
+
+    for sc in scenarios:
+        base = median([work_ns(r) for r in runs_of(sc, "none", 0)])
+        fig.add(f"{sc}.none.work_ns", base, "ns")
+        for hz in freqs:
+            t, w = {}, {}
+            for prof in PROFILERS:
+                rs = runs_of(sc, prof, hz)
+                if not rs:
+                    continue
+                t[prof] = median([work_ns(r) for r in rs])
+                w[prof] = window(hz, rs, t[prof])
+                fig.add(f"{sc}.{hz}hz.{prof}.work_ns", t[prof], "ns")
+                fig.add(f"{sc}.{hz}hz.{prof}.rounds", len(rs), "runs in the median")
+                fig.add(f"{sc}.{hz}hz.{prof}.slowdown_pct", (t[prof] / base - 1) * 100, "%")
+                fig.add(f"{sc}.{hz}hz.{prof}.samples", median([int(r.get("samples", 0)) for r in rs]), "samples (whole session)")
+                fig.add(f"{sc}.{hz}hz.{prof}.samples_in_span", w[prof], "samples (Hz x CPUs x span)")
+                if prof != "floor":
+                    unit = "LOST records in perf.data" if prof == "perf" else "samples lost"
+                    fig.add(f"{sc}.{hz}hz.{prof}.lost_max", max(int(r.get("lost", 0)) for r in rs), unit + ", worst round")
+            if "floor" in t:
+                fig.add(f"{sc}.{hz}hz.floor.cost_ns_per_sample", (t["floor"] - base) / w["floor"], "ns/sample")
+            for prof in ("perf", "rprof"):
+                if prof in t and "floor" in t:
+                    fig.add(f"{sc}.{hz}hz.{prof}.cost_above_floor_ns_per_sample", (t[prof] - t["floor"]) / w[prof], "ns/sample")
+            p = fig.get(f"{sc}.{hz}hz.perf.cost_above_floor_ns_per_sample")
+            r = fig.get(f"{sc}.{hz}hz.rprof.cost_above_floor_ns_per_sample")
+            if p and r is not None and p > 0:
+                fig.add(f"{sc}.{hz}hz.ratio_rprof_perf", r / p, "ratio")
+
+    # The ring-write microbenchmark: medians over the loads.
+    names = {
+        "rprof_ring_push": ("micro.rprof_ring_push_ns", "ns/record"),
+        "rprof_handler_body": ("micro.rprof_handler_body_ns", "ns/record"),
+        "ftrace_ring_buffer_write": ("micro.ftrace_ring_buffer_write_ns", "ns/record"),
+        "local_clock_pair": ("micro.local_clock_pair_ns", "ns"),
+    }
+    for what, (key, unit) in names.items():
+        fig.add(key, median([float(m["ns"]) for m in micro if m["what"] == what]), unit)
+    ring, ftrace = fig.get("micro.rprof_ring_push_ns"), fig.get("micro.ftrace_ring_buffer_write_ns")
+    if ring is not None and ftrace:
+        fig.add("micro.ratio_rprof_ring_ftrace", ring / ftrace, "ratio")
+
+    # The per-stage cost model: CPU 0 alone, the bench module.
+    none = [r for r in solo if r["prof"] == "none"]
+    if none:
+        base = work_ns(none[0])
+        fig.add("solo.none.work_ns", base, "ns")
+    for hz in sorted({int(r["hz"]) for r in solo if r["prof"] != "none"}):
+        pre = f"solo.{hz}hz"
+        floor = [r for r in solo if r["prof"] == "floor" and int(r["hz"]) == hz]
+        bench = [r for r in solo if r["prof"] == "rprof-bench" and int(r["hz"]) == hz]
+        perf = [r for r in solo if r["prof"] == "perf" and int(r["hz"]) == hz]
+        if not (none and floor and bench):
+            continue
+        tf, tb = work_ns(floor[0]), work_ns(bench[0])
+        wf, wb = window(hz, floor, tf), window(hz, bench, tb)
+        fig.add(f"{pre}.floor.slowdown_pct", (tf / base - 1) * 100, "%")
+        fig.add(f"{pre}.floor.cost_ns_per_sample", (tf - base) / wf, "ns/sample")
+        if perf:
+            tp = work_ns(perf[0])
+            wp = window(hz, perf, tp)
+            fig.add(f"{pre}.perf.slowdown_pct", (tp / base - 1) * 100, "%")
+            fig.add(f"{pre}.perf.cost_above_floor_ns_per_sample", (tp - tf) / wp, "ns/sample")
+            fig.add(f"{pre}.perf.reader_ns_per_sample", int(perf[0].get("reader_cpu_ns", 0)) / wp, "ns/sample")
+        fig.add(f"{pre}.rprof_bench.slowdown_pct", (tb / base - 1) * 100, "%")
+        fig.add(f"{pre}.rprof_bench.cost_above_floor_ns_per_sample", (tb - tf) / wb, "ns/sample")
+        reader = int(bench[0].get("reader_cpu_ns", 0)) / wb
+        fig.add(f"{pre}.stage.reader_ns_per_sample", reader, "ns/sample")
+        by = {st["name"]: (int(st["runs"]), int(st["ns"])) for st in stages if int(st["hz"]) == hz}
+        for name, (n, ns) in by.items():
+            fig.add(f"{pre}.stage.{name}_ns_each", ns / n, "ns")
+            fig.add(f"{pre}.stage.{name}_runs", n, "runs")
+        if "drain_pass" in by and "drain_record" in by and "handler" in by:
+            passes, pass_ns = by["drain_pass"]
+            recs, rec_ns = by["drain_record"]
+            overhead = (pass_ns - rec_ns) / max(recs, 1)
+            fig.add(f"{pre}.stage.drain_pass_overhead_ns_per_record", overhead, "ns/record")
+            fig.add(f"{pre}.stage.drain_records_per_pass", recs / max(passes, 1), "records")
+            handler = by["handler"][1] / by["handler"][0]
+            fig.add(f"{pre}.stage.sum_ns_per_sample", handler + rec_ns / max(recs, 1) + overhead + reader, "ns/sample")
+    return fig
+
+
+def fmt(v, digits=1):
+    return "-" if v is None else f"{v:.{digits}f}"
+
+
+def markdown(fig, meta, info):
+    d = fig.d
+    scen_names = {"one": "one CPU busy", "all": "all CPUs busy"}
+    lines = []
+    got = [v["value"] for k, v in d.items() if k.endswith(".rounds")]
+    rounds = f"{min(got)}" if got and min(got) == max(got) else f"{min(got, default=0)} to {max(got, default=0)}"
+    lines.append(f"Measured {meta.get('date', '?')} on {meta.get('machine', '?')}; guest: Linux {info.get('kernel', '?')} "
+                 f"(benchmark kernel), {info.get('cpus', '?')} vCPUs, QEMU TCG `{meta.get('icount', '?')}`, "
+                 f"perf {info.get('perf', '?')}; medians of {rounds} interleaved rounds.")
+    if info.get("complete") != "yes":
+        lines.append("")
+        lines.append("**The guest did not finish: figures from an incomplete run.**")
+    lines.append("")
+    lines.append("| scenario | Hz/CPU | floor | perf record | rprof record | perf ns/sample above floor | rprof ns/sample above floor | rprof/perf |")
+    lines.append("|---|---:|---:|---:|---:|---:|---:|---:|")
+    freqs = sorted({int(k.split(".")[1][:-2]) for k in d if re.match(r"^(one|all)\.\d+hz\.", k)})
+    for sc in ("one", "all"):
+        for hz in freqs:
+            p = f"{sc}.{hz}hz"
+            if f"{p}.floor.slowdown_pct" not in d:
+                continue
+            g = lambda k: fig.get(f"{p}.{k}")
+            lines.append(
+                f"| {scen_names[sc]} | {hz} | {fmt(g('floor.slowdown_pct'), 2)} % | {fmt(g('perf.slowdown_pct'), 2)} % | "
+                f"{fmt(g('rprof.slowdown_pct'), 2)} % | {fmt(g('perf.cost_above_floor_ns_per_sample'), 0)} | "
+                f"{fmt(g('rprof.cost_above_floor_ns_per_sample'), 0)} | {fmt(g('ratio_rprof_perf'), 2)} |"
+            )
+    lossy = sorted(k.rsplit(".", 1)[0] for k, v in d.items() if k.endswith(".lost_max") and v["value"])
+    if lossy:
+        lines.append("")
+        lines.append("Runs with loss (worst round; medians include them): " + ", ".join(
+            f"{k} {d[k + '.lost_max']['value']} ({d[k + '.lost_max']['unit'].split(',')[0]})" for k in lossy) + ".")
+    lines.append("")
+    m = lambda k: fig.get(f"micro.{k}")
+    lines.append(
+        f"Ring write (task context, one CPU): rprof ring push {fmt(m('rprof_ring_push_ns'), 2)} ns, "
+        f"rprof handler body {fmt(m('rprof_handler_body_ns'), 2)} ns, ftrace ring_buffer "
+        f"{fmt(m('ftrace_ring_buffer_write_ns'), 2)} ns per record (ratio {fmt(m('ratio_rprof_ring_ftrace'), 3)})."
+    )
+    solo_freqs = sorted({int(k.split(".")[1][:-2]) for k in d if re.match(r"^solo\.\d+hz\.stage\.", k)})
+    if solo_freqs:
+        lines.append("")
+        lines.append("CPU 0 alone (other CPUs offline), one session each; rprof is the bench build, which times each stage with "
+                     "`local_clock()`; ns per sample (per record for the drain):")
+        lines.append("")
+        lines.append("| Hz | floor | perf above floor | of which perf's reader | rprof above floor | rprof handler | drain /record | of which resolve user / kernel | drain pass | rprof's reader | sum of rprof's stages | new cookie (each) |")
+        lines.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for hz in solo_freqs:
+            g = lambda k: fig.get(f"solo.{hz}hz.{k}")
+            lines.append(
+                f"| {hz} | {fmt(g('floor.cost_ns_per_sample'), 0)} | {fmt(g('perf.cost_above_floor_ns_per_sample'), 0)} | "
+                f"{fmt(g('perf.reader_ns_per_sample'), 0)} | {fmt(g('rprof_bench.cost_above_floor_ns_per_sample'), 0)} | "
+                f"{fmt(g('stage.handler_ns_each'), 0)} | {fmt(g('stage.drain_record_ns_each'), 0)} | "
+                f"{fmt(g('stage.resolve_user_ns_each'), 0)} / {fmt(g('stage.resolve_kernel_ns_each'), 0)} | "
+                f"{fmt(g('stage.drain_pass_overhead_ns_per_record'), 0)} | {fmt(g('stage.reader_ns_per_sample'), 0)} | "
+                f"{fmt(g('stage.sum_ns_per_sample'), 0)} | {fmt(g('stage.new_cookie_ns_each'), 0)} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def update_readme(path, table):
+    with open(path) as f:
+        text = f.read()
+    begin, end = "<!-- bench-table:begin -->", "<!-- bench-table:end -->"
+    if begin not in text or end not in text:
+        sys.exit(f"{path}: no {begin} ... {end} markers")
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    with open(path, "w") as f:
+        f.write(head + begin + "\n" + table + end + tail)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("log")
+    ap.add_argument("--json", required=True)
+    ap.add_argument("--markdown")
+    ap.add_argument("--readme")
+    ap.add_argument("--meta", action="append", default=[])
+    a = ap.parse_args()
+    info, runs, micro, stages, solo, errors = parse(a.log)
+    meta = dict(m.split("=", 1) for m in a.meta)
+    meta.update({f"guest_{k}": v for k, v in info.items()})
+    fig = compute(info, runs, micro, stages, solo)
+    table = markdown(fig, meta, info)
+    out = {"meta": meta, "figures": fig.d, "errors": errors,
+           "raw": {"runs": runs, "micro": micro, "stages": stages, "solo": solo}}
+    with open(a.json, "w") as f:
+        json.dump(out, f, indent=1, sort_keys=False)
+    if a.markdown:
+        with open(a.markdown, "w") as f:
+            f.write(table)
+    if a.readme and info.get("complete") == "yes":
+        update_readme(a.readme, table)
+    elif a.readme:
+        print(f"{a.readme} left alone: the guest did not finish")
+    print(table)
+    for e in errors:
+        print("error from the guest:", e)
+    if not runs:
+        sys.exit("no runs in " + a.log)
+
+
+if __name__ == "__main__":
+    main()

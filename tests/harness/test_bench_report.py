@@ -1,0 +1,89 @@
+"""bench_report.py on a made-up guest log whose figures are known."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import bench_report  # noqa: E402
+
+# One CPU; 1 s of work alone; the floor adds 1 ms and perf 2 ms, rprof 3 ms
+# at 1000 Hz: 1000 samples in the span (almost), so the floor costs 1 us a
+# sample and perf 1 us, rprof 2 us above it.
+LOG = """\
+noise that is not a figure
+B info kernel=6.12.117 cpus=1 clocksource=tsc perf=6.1.187 iterations=1 rounds=2
+B micro run=1 what=rprof_ring_push ns=70.00
+B micro run=2 what=rprof_ring_push ns=72.00
+B micro run=3 what=rprof_ring_push ns=71.00
+B micro run=1 what=ftrace_ring_buffer_write ns=400.00
+B run round={r} scenario=one prof=none hz=0 copies=1 ns=1000000000 span_ns=1000000000 reader_cpu_ns=0 cpus=1 samples=0
+B run round={r} scenario=one prof=floor hz=1000 copies=1 ns=1001000000 span_ns=1001000000 reader_cpu_ns=0 cpus=1 samples=1001
+B run round={r} scenario=one prof=perf hz=1000 copies=1 ns=1002000000 span_ns=1002000000 reader_cpu_ns=5 cpus=1 samples=1002
+B run round={r} scenario=one prof=rprof hz=1000 copies=1 ns=1003000000 span_ns=1003000000 reader_cpu_ns=5 cpus=1 samples=1003
+"""
+
+
+def write_log(text):
+    f = tempfile.NamedTemporaryFile("w", suffix=".log", delete=False)
+    f.write(text)
+    f.close()
+    return f.name
+
+
+class Report(unittest.TestCase):
+    def figures(self, text):
+        path = write_log(text)
+        try:
+            info, runs, micro, stages, solo, errors = bench_report.parse(path)
+        finally:
+            os.unlink(path)
+        return info, bench_report.compute(info, runs, micro, stages, solo)
+
+    def test_slowdown_cost_and_ratio(self):
+        info, fig = self.figures(LOG.format(r=1) + LOG.format(r=2).split("\n", 2)[2] + "B done\n")
+        self.assertEqual(info.get("complete"), "yes")
+        self.assertAlmostEqual(fig.get("one.1000hz.floor.slowdown_pct"), 0.1, places=3)
+        self.assertAlmostEqual(fig.get("one.1000hz.rprof.slowdown_pct"), 0.3, places=3)
+        # (1.003 s - 1.001 s) / (1000 Hz x 1 CPU x 1.003 s) = 1994 ns.
+        self.assertAlmostEqual(fig.get("one.1000hz.rprof.cost_above_floor_ns_per_sample"), 2e6 / 1003, places=1)
+        self.assertAlmostEqual(fig.get("one.1000hz.perf.cost_above_floor_ns_per_sample"), 1e6 / 1002, places=1)
+        self.assertAlmostEqual(fig.get("one.1000hz.ratio_rprof_perf"), (2e6 / 1003) / (1e6 / 1002), places=2)
+        self.assertEqual(fig.get("one.1000hz.rprof.rounds"), 2)
+        self.assertEqual(fig.get("micro.rprof_ring_push_ns"), 71.0)
+        self.assertAlmostEqual(fig.get("micro.ratio_rprof_ring_ftrace"), 71 / 400, places=2)
+
+    def test_an_unfinished_guest_is_marked_and_the_readme_kept(self):
+        log = write_log(LOG.format(r=1))
+        out = tempfile.mkdtemp()
+        readme = os.path.join(out, "README.md")
+        with open(readme, "w") as f:
+            f.write("a\n<!-- bench-table:begin -->\nold\n<!-- bench-table:end -->\nb\n")
+        try:
+            subprocess.run([sys.executable, os.path.join(HERE, "bench_report.py"), log,
+                            "--json", os.path.join(out, "b.json"), "--readme", readme],
+                           check=True, capture_output=True)
+            with open(readme) as f:
+                self.assertIn("\nold\n", f.read())
+            with open(os.path.join(out, "b.json")) as f:
+                self.assertNotIn("guest_complete", json.load(f)["meta"])
+            with open(log, "a") as f:
+                f.write("B done\n")
+            subprocess.run([sys.executable, os.path.join(HERE, "bench_report.py"), log,
+                            "--json", os.path.join(out, "b.json"), "--readme", readme],
+                           check=True, capture_output=True)
+            with open(readme) as f:
+                text = f.read()
+            self.assertNotIn("\nold\n", text)
+            self.assertIn("| one CPU busy | 1000 |", text)
+            self.assertTrue(text.startswith("a\n") and text.endswith("\nb\n"))
+        finally:
+            os.unlink(log)
+
+
+if __name__ == "__main__":
+    unittest.main()
