@@ -53,8 +53,8 @@
 #include <uapi/linux/rprof.h>
 #include "rprof_helpers.h"
 
-static_assert(sizeof(struct rprof_config) == RPROF_CONFIG_SIZE_VER0);
-static_assert(sizeof(struct rprof_stats) == RPROF_STATS_SIZE_VER0);
+static_assert(sizeof(struct rprof_config) == RPROF_CONFIG_SIZE_VER1);
+static_assert(sizeof(struct rprof_stats) == RPROF_STATS_SIZE_VER1);
 static_assert(sizeof(struct rprof_mmap_page) <= PAGE_SIZE);
 
 

@@ -37,8 +37,8 @@ pub(crate) const IOC_GET_STATS: u32 = _IOWR::<rprof_stats>(MAGIC, RPROF_IOC_NR_G
 /// `RPROF_IOC_LOOKUP_COOKIE`.
 pub(crate) const IOC_LOOKUP_COOKIE: u32 = _IOWR::<rprof_cookie_lookup>(MAGIC, RPROF_IOC_NR_LOOKUP_COOKIE);
 
-const _: () = assert!(core::mem::size_of::<rprof_config>() == RPROF_CONFIG_SIZE_VER0 as usize);
-const _: () = assert!(core::mem::size_of::<rprof_stats>() == RPROF_STATS_SIZE_VER0 as usize);
+const _: () = assert!(core::mem::size_of::<rprof_config>() == RPROF_CONFIG_SIZE_VER1 as usize);
+const _: () = assert!(core::mem::size_of::<rprof_stats>() == RPROF_STATS_SIZE_VER1 as usize);
 
 // SAFETY: These uapi structures are `#[repr(C)]`, made of fixed-width
 // integers (and arrays and structures of them) with no padding, as the

@@ -40,6 +40,7 @@
 
 /* Limits. */
 #define RPROF_MAX_EVENTS 8 /* events sampled at once in one session */
+#define RPROF_MAX_FRAMES 127 /* frames per side (kernel, user) of a chain */
 
 /* ------------------------------------------------------------------------ */
 /* Configuration (RPROF_IOC_SET_CONFIG)                                      */
@@ -69,9 +70,10 @@ struct rprof_event_config {
 #define RPROF_CONFIG_EXCLUDE_USER (1U << 0)
 #define RPROF_CONFIG_EXCLUDE_KERNEL (1U << 1)
 #define RPROF_CONFIG_PID_FILTER (1U << 2) /* only samples of config.pid */
+#define RPROF_CONFIG_CALLCHAIN (1U << 3) /* call chains, see max_*_frames */
 #define RPROF_CONFIG_FLAGS_ALL                                                 \
 	(RPROF_CONFIG_EXCLUDE_USER | RPROF_CONFIG_EXCLUDE_KERNEL |             \
-	 RPROF_CONFIG_PID_FILTER)
+	 RPROF_CONFIG_PID_FILTER | RPROF_CONFIG_CALLCHAIN)
 
 struct rprof_config {
 	__u32 size;              /* sizeof(struct rprof_config) of the caller */
@@ -83,8 +85,15 @@ struct rprof_config {
 	__u32 wakeup_bytes;      /* wake readers at this much data; 0: 1/4 */
 	__u32 reserved;          /* must be 0 */
 	struct rprof_event_config events[RPROF_MAX_EVENTS];
+	/* Since RPROF_CONFIG_SIZE_VER1.  With RPROF_CONFIG_CALLCHAIN, the
+	 * deepest chain taken on each side, 0..RPROF_MAX_FRAMES (0: that
+	 * side off; both 0: -EINVAL).  Without the flag both must be 0. */
+	__u16 max_kernel_frames;
+	__u16 max_user_frames;
+	__u32 reserved1;         /* must be 0 */
 };
 #define RPROF_CONFIG_SIZE_VER0 160 /* first published size */
+#define RPROF_CONFIG_SIZE_VER1 168 /* + max_kernel_frames, max_user_frames */
 
 /* ------------------------------------------------------------------------ */
 /* Statistics (RPROF_IOC_GET_STATS)                                          */
@@ -107,6 +116,24 @@ struct rprof_cpu_stats {
 	__u64 lost_no_cookie;   /* the session's cookie table was full */
 };
 
+/*
+ * Call chains of a session with RPROF_CONFIG_CALLCHAIN, summed over CPUs.
+ * A sample whose chain did not fit is delivered without it (or with the
+ * part that fit) and counted in cut_space: chains never cost a sample.
+ */
+struct rprof_chain_stats {
+	__u64 chains;        /* samples delivered with a chain */
+	__u64 kernel_frames; /* frames of those chains, kernel side */
+	__u64 user_frames;   /* frames of those chains, user side */
+	__u64 truncated;     /* chains cut at max_*_frames (either side) */
+	__u64 user_fault;    /* user walks ended by an unreadable stack word */
+	__u64 user_bad_fp;   /* user walks ended by a bad frame pointer */
+	__u64 cut_space;     /* chains cut or left out: no room in the ring */
+	__u64 unresolved;    /* user frames left as RPROF_COOKIE_UNRESOLVED */
+	__u64 stacks;        /* STACK records written (distinct stacks) */
+	__u64 reserved[3];
+};
+
 struct rprof_stats {
 	__u32 size;      /* sizeof(struct rprof_stats) of the caller */
 	__u32 nr_cpus;   /* in: entries at cpus; out: CPUs the kernel has */
@@ -115,8 +142,10 @@ struct rprof_stats {
 	__u64 wakeups;   /* reader wakeups issued */
 	__u64 reserved[4];
 	struct rprof_cpu_stats total;
+	struct rprof_chain_stats chains; /* since RPROF_STATS_SIZE_VER1 */
 };
 #define RPROF_STATS_SIZE_VER0 136
+#define RPROF_STATS_SIZE_VER1 232
 
 /* ------------------------------------------------------------------------ */
 /* ioctls                                                                    */
@@ -224,7 +253,8 @@ enum rprof_record_type {
 	RPROF_RECORD_COOKIE = 7,
 	RPROF_RECORD_TASK = 8,
 	RPROF_RECORD_SWITCH = 9,
-	RPROF_RECORD_MODULE = 10
+	RPROF_RECORD_MODULE = 10,
+	RPROF_RECORD_STACK = 11
 };
 
 struct rprof_record_header {
@@ -241,10 +271,14 @@ struct rprof_record_header {
 #define RPROF_COOKIE_NONE 0   /* no cookie yet */
 #define RPROF_COOKIE_KERNEL 1 /* the kernel image: the offset is the ip */
 #define RPROF_COOKIE_ANON 2   /* anonymous executable memory (JIT): the ip */
+#define RPROF_COOKIE_UNRESOLVED 3 /* a chain frame not resolved: the raw ip */
 #define RPROF_COOKIE_FIRST 16
 
 /* rprof_sample.header.flags */
 #define RPROF_SAMPLE_USER (1U << 0)     /* taken in user mode */
+#define RPROF_SAMPLE_STACK (1U << 1)    /* has a stack: size covers .stack */
+#define RPROF_SAMPLE_CHAIN_CUT (1U << 2) /* the chain did not fit the ring:
+					  * cut short, or no stack at all */
 #define RPROF_SAMPLE_EVENT_SHIFT 8      /* bits 8-10: index into events[] */
 #define RPROF_SAMPLE_EVENT_MASK (7U << RPROF_SAMPLE_EVENT_SHIFT)
 
@@ -256,6 +290,15 @@ struct rprof_sample {
 	__u64 time_ns; /* local_clock() of the sampling CPU */
 	__u64 offset;
 	__u64 period;  /* events this sample stands for */
+};
+
+/* A sample with RPROF_SAMPLE_STACK in its flags: `stack` names the callers
+ * of the sampled ip (a STACK record earlier in the stream).  A reader that
+ * does not know the flag reads it as a struct rprof_sample and skips the
+ * rest by header.size. */
+struct rprof_sample_stack {
+	struct rprof_sample sample;
+	__u64 stack; /* rprof_stack.id */
 };
 
 /* The CPU and task of the following samples. */
@@ -306,6 +349,46 @@ struct rprof_module {
 	__u64 base; /* start of the module's text */
 	__u64 size; /* bytes of text */
 	char name[56];
+};
+
+/* rprof_stack.header.flags: why a side of the chain ended where it did.
+ * Without any of them, each side ended normally: the kernel side where the
+ * kernel stack (or its entry from user mode) ends, the user side at a null
+ * frame pointer (the outermost frame). */
+#define RPROF_STACK_KERNEL_TRUNCATED (1U << 0) /* max_kernel_frames reached */
+#define RPROF_STACK_USER_TRUNCATED (1U << 1)   /* max_user_frames reached */
+#define RPROF_STACK_USER_FAULT (1U << 2)  /* a stack word could not be read
+					   * without faulting it in */
+#define RPROF_STACK_USER_BAD_FP (1U << 3) /* misaligned frame pointer, or
+					   * one not above the previous */
+#define RPROF_STACK_KERNEL_ERROR (1U << 4) /* the kernel unwinder failed */
+#define RPROF_STACK_CUT (1U << 5)  /* cut short for space in the ring */
+
+/* One frame of a chain, relative to a cookie as a sample is (a COOKIE or
+ * MODULE record names it earlier in the stream). */
+struct rprof_frame {
+	__u64 cookie;
+	__u64 offset;
+};
+
+/*
+ * A call chain, written once per distinct chain in a session and named by
+ * an id that samples carry (RPROF_SAMPLE_STACK).  Ids are unique in the
+ * session and never reused; a STACK record precedes every sample that
+ * names it.  frames[] holds nr_kernel kernel frames then nr_user user
+ * frames, each side innermost first, not counting the sample's own ip.
+ * Every frame is a return address (a reader symbolizes address - 1, the
+ * call) except the first user frame of a sample taken in kernel mode,
+ * which is where the task entered the kernel (the user ip of its
+ * registers).
+ */
+struct rprof_stack {
+	struct rprof_record_header header; /* flags: RPROF_STACK_* */
+	__u64 id;          /* >= 1 */
+	__u16 nr_kernel;
+	__u16 nr_user;
+	__u32 reserved;
+	struct rprof_frame frames[];
 };
 
 /* rprof_lost.stage */

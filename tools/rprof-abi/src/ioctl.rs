@@ -126,9 +126,9 @@ mod tests {
     fn hand_computed_numbers() {
         let cases = [
             ("RPROF_IOC_GET_VERSION", RPROF_IOC_GET_VERSION, 0x8004_b900),
-            ("RPROF_IOC_SET_CONFIG", RPROF_IOC_SET_CONFIG, 0x40a0_b901),
+            ("RPROF_IOC_SET_CONFIG", RPROF_IOC_SET_CONFIG, 0x40a8_b901),
             ("RPROF_IOC_START", RPROF_IOC_START, 0x0000_b902),
-            ("RPROF_IOC_GET_STATS", RPROF_IOC_GET_STATS, 0xc088_b905),
+            ("RPROF_IOC_GET_STATS", RPROF_IOC_GET_STATS, 0xc0e8_b905),
             // 3 << 30 | 40 << 16 | 0xB9 << 8 | 6.
             (
                 "RPROF_IOC_LOOKUP_COOKIE",
@@ -152,7 +152,7 @@ mod tests {
                 RPROF_IOC_SET_CONFIG,
                 IOC_WRITE,
                 RPROF_IOC_NR_SET_CONFIG,
-                RPROF_CONFIG_SIZE_VER0,
+                RPROF_CONFIG_SIZE_VER1,
             ),
             (RPROF_IOC_START, IOC_NONE, RPROF_IOC_NR_START, 0),
             (RPROF_IOC_STOP, IOC_NONE, RPROF_IOC_NR_STOP, 0),
@@ -161,7 +161,7 @@ mod tests {
                 RPROF_IOC_GET_STATS,
                 IOC_READ | IOC_WRITE,
                 RPROF_IOC_NR_GET_STATS,
-                RPROF_STATS_SIZE_VER0,
+                RPROF_STATS_SIZE_VER1,
             ),
             (
                 RPROF_IOC_LOOKUP_COOKIE,

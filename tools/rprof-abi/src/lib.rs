@@ -21,7 +21,7 @@
 //!     flags: RPROF_EVENT_FREQ,
 //!     period: 1000,
 //! };
-//! assert_eq!(config.size, RPROF_CONFIG_SIZE_VER0);
+//! assert_eq!(config.size, RPROF_CONFIG_SIZE_VER1);
 //! assert_eq!(RPROF_IOC_START, 0xb902);
 //! ```
 
@@ -160,12 +160,12 @@ mod tests {
     #[test]
     fn published_sizes() {
         assert_eq!(
-            RPROF_CONFIG_SIZE, RPROF_CONFIG_SIZE_VER0,
-            "sizeof(struct rprof_config) differs from RPROF_CONFIG_SIZE_VER0"
+            RPROF_CONFIG_SIZE, RPROF_CONFIG_SIZE_VER1,
+            "sizeof(struct rprof_config) differs from RPROF_CONFIG_SIZE_VER1"
         );
         assert_eq!(
-            RPROF_STATS_SIZE, RPROF_STATS_SIZE_VER0,
-            "sizeof(struct rprof_stats) differs from RPROF_STATS_SIZE_VER0"
+            RPROF_STATS_SIZE, RPROF_STATS_SIZE_VER1,
+            "sizeof(struct rprof_stats) differs from RPROF_STATS_SIZE_VER1"
         );
         assert_eq!(size_of::<rprof_record_header>(), 8);
         assert_eq!(size_of::<rprof_mmap_page>(), 256);
@@ -180,8 +180,8 @@ mod tests {
 
     #[test]
     fn new_sets_size() {
-        assert_eq!(rprof_config::new().size, 160);
-        assert_eq!(rprof_stats::new().size, 136);
+        assert_eq!(rprof_config::new().size, 168);
+        assert_eq!(rprof_stats::new().size, 232);
     }
 
     /// The record sizes of the compact stream (the header's comments).

@@ -48,6 +48,9 @@ pub fn encode_config(config: &rprof_config, out: &mut Vec<u8>) {
         config.wakeup_bytes,
     );
     put_u32(b, offset_of!(rprof_config, reserved), config.reserved);
+    put_u16(b, offset_of!(rprof_config, max_kernel_frames), config.max_kernel_frames);
+    put_u16(b, offset_of!(rprof_config, max_user_frames), config.max_user_frames);
+    put_u32(b, offset_of!(rprof_config, reserved1), config.reserved1);
     for (i, e) in config.events.iter().enumerate() {
         let (kind, flags, period) = event_offsets(i);
         put_u32(b, kind, e.kind);
@@ -57,11 +60,17 @@ pub fn encode_config(config: &rprof_config, out: &mut Vec<u8>) {
 }
 
 /// Reads a `struct rprof_config` from the start of `b`; `None` if `b` is
-/// shorter than the structure.  Bytes after it are ignored.
+/// shorter than the first published size (`RPROF_CONFIG_SIZE_VER0`).
+/// Fields a shorter (older) structure lacks read as zero, as the kernel
+/// reads them; bytes after the structure are ignored.
 pub fn decode_config(b: &[u8]) -> Option<rprof_config> {
-    if b.len() < CONFIG_SIZE {
+    if b.len() < rprof_abi::RPROF_CONFIG_SIZE_VER0 as usize {
         return None;
     }
+    let mut full = [0u8; CONFIG_SIZE];
+    let n = b.len().min(CONFIG_SIZE);
+    full[..n].copy_from_slice(&b[..n]);
+    let b = &full[..];
     let mut c = rprof_config {
         size: u32_at(b, offset_of!(rprof_config, size)),
         flags: u32_at(b, offset_of!(rprof_config, flags)),
@@ -71,6 +80,9 @@ pub fn decode_config(b: &[u8]) -> Option<rprof_config> {
         drain_interval_ms: u32_at(b, offset_of!(rprof_config, drain_interval_ms)),
         wakeup_bytes: u32_at(b, offset_of!(rprof_config, wakeup_bytes)),
         reserved: u32_at(b, offset_of!(rprof_config, reserved)),
+        max_kernel_frames: u16_at(b, offset_of!(rprof_config, max_kernel_frames)),
+        max_user_frames: u16_at(b, offset_of!(rprof_config, max_user_frames)),
+        reserved1: u32_at(b, offset_of!(rprof_config, reserved1)),
         ..Default::default()
     };
     for (i, e) in c.events.iter_mut().enumerate() {
@@ -95,6 +107,8 @@ mod tests {
         c.ring_records = 1024;
         c.drain_interval_ms = 5;
         c.wakeup_bytes = 4096;
+        c.max_kernel_frames = 3;
+        c.max_user_frames = 127;
         c.events[0] = rprof_event_config {
             kind: RPROF_EVENT_CPU_CLOCK,
             flags: RPROF_EVENT_FREQ,
@@ -110,11 +124,24 @@ mod tests {
     }
 
     #[test]
+    fn first_published_size_reads_with_zero_chain_fields() {
+        let mut c = sample_config();
+        c.max_kernel_frames = 0;
+        c.max_user_frames = 0;
+        let mut b = Vec::new();
+        encode_config(&c, &mut b);
+        b.truncate(RPROF_CONFIG_SIZE_VER0 as usize);
+        assert_eq!(decode_config(&b), Some(c));
+        b.pop();
+        assert_eq!(decode_config(&b), None);
+    }
+
+    #[test]
     fn round_trip() {
         let c = sample_config();
         let mut b = Vec::new();
         encode_config(&c, &mut b);
-        assert_eq!(b.len(), RPROF_CONFIG_SIZE_VER0 as usize);
+        assert_eq!(b.len(), RPROF_CONFIG_SIZE_VER1 as usize);
         assert_eq!(decode_config(&b), Some(c));
     }
 
@@ -123,7 +150,9 @@ mod tests {
         let mut b = Vec::new();
         encode_config(&sample_config(), &mut b);
         // size, flags, nr_events, pid at 0, 4, 8, 12; events[] at 32.
-        assert_eq!(b[0..4], 160u32.to_le_bytes());
+        assert_eq!(b[0..4], 168u32.to_le_bytes());
+        assert_eq!(b[160..162], 3u16.to_le_bytes());
+        assert_eq!(b[162..164], 127u16.to_le_bytes());
         assert_eq!(b[8..12], 2u32.to_le_bytes());
         assert_eq!(b[12..16], (-7i32).to_le_bytes());
         assert_eq!(b[32..36], RPROF_EVENT_CPU_CLOCK.to_le_bytes());

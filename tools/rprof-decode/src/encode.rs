@@ -203,8 +203,8 @@ mod tests {
             (RPROF_RECORD_LOST, 24),
             (RPROF_RECORD_LOST, 24),
             (RPROF_RECORD_LOST, 24),
-            (RPROF_RECORD_START, 176),
-            (RPROF_RECORD_STOP, 176),
+            (RPROF_RECORD_START, 184),
+            (RPROF_RECORD_STOP, 184),
             (RPROF_RECORD_THROTTLE, 24),
             (RPROF_RECORD_UNTHROTTLE, 24),
             // 32 + "/bin/busybox\0" (13) padded to 16.

@@ -241,14 +241,14 @@ mod tests {
             match kind {
                 Kind::WrongSize => assert_eq!(size, 7),
                 Kind::BigNonzero | Kind::BigZero => {
-                    assert_eq!(size, 168);
-                    assert_eq!(bytes.len(), 168);
-                    assert_eq!(bytes[163] != 0, *kind == Kind::BigNonzero);
+                    assert_eq!(size, 176);
+                    assert_eq!(bytes.len(), 176);
+                    assert_eq!(bytes[171] != 0, *kind == Kind::BigNonzero);
                 }
                 Kind::TooManyEvents => assert_eq!(decoded.nr_events, 9),
                 Kind::BadRing => assert_eq!(decoded.ring_records, 1000),
                 Kind::ReservedField => assert_eq!(decoded.reserved, 1),
-                _ => assert_eq!(size, 160),
+                _ => assert_eq!(size, 168),
             }
             assert_eq!(expected.is_empty(), *kind == Kind::BigZero, "{kind:?}");
         }

@@ -239,7 +239,7 @@ mod tests {
     #[test]
     fn default_config_is_cpu_clock_at_1000_hz() {
         let c = SessionOptions::default().to_config().unwrap();
-        assert_eq!(c.size, RPROF_CONFIG_SIZE_VER0);
+        assert_eq!(c.size, RPROF_CONFIG_SIZE_VER1);
         assert_eq!(c.nr_events, 1);
         assert_eq!(
             c.events[0],
