@@ -31,6 +31,7 @@ pub mod live;
 pub mod mmap;
 pub mod output;
 pub mod sampling;
+pub mod scan;
 pub mod session;
 pub mod signal;
 pub mod snapshot;

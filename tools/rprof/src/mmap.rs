@@ -170,6 +170,58 @@ impl<'dev> MmapReader<'dev> {
         head.wrapping_sub(self.tail().load(Ordering::Relaxed))
     }
 
+    /// Hands every byte the module has published to `each`, straight from
+    /// the mapping (one slice, or two when the bytes wrap around the end
+    /// of the data area; a record may be split between them), then
+    /// releases their space; returns how many bytes were handed.  When
+    /// `each` fails, nothing is released and its error is returned.
+    ///
+    /// An impossible `data_head` (more than `data_size` ahead of
+    /// `data_tail`) is an [`Error::Protocol`].
+    pub fn consume_available(
+        &mut self,
+        each: &mut dyn FnMut(&[u8]) -> Result<(), Error>,
+    ) -> Result<usize, Error> {
+        let head = self.head().load(Ordering::Acquire);
+        // Only this reader writes data_tail: a relaxed load sees our own
+        // last store.
+        let tail = self.tail().load(Ordering::Relaxed);
+        let len = self.checked_len(head, tail)?;
+        if len == 0 {
+            return Ok(0);
+        }
+        let pos = (tail & (self.data_size as u64 - 1)) as usize;
+        let first = len.min(self.data_size - pos);
+        let base = self.data.ptr.as_ptr();
+        // SAFETY: `pos + first` <= `data_size` and `len - first` <
+        // `data_size`, so both ranges are inside the data mapping (the
+        // invariants); they hold [data_tail, data_head), which the module
+        // does not write until we release it below, after the last use of
+        // the slices (they do not outlive this block).
+        unsafe {
+            each(std::slice::from_raw_parts(base.add(pos), first))?;
+            if len > first {
+                each(std::slice::from_raw_parts(base, len - first))?;
+            }
+        }
+        self.tail().store(head, Ordering::Release);
+        Ok(len)
+    }
+
+    /// The bytes in [tail, head), checked against the buffer's size.
+    fn checked_len(&self, head: u64, tail: u64) -> Result<usize, Error> {
+        let len = head.wrapping_sub(tail);
+        if len > self.data_size as u64 {
+            return Err(Error::Protocol(format!(
+                "rprof event buffer: data_head {head} is {len} bytes past data_tail {tail}, \
+                 more than the buffer's {} bytes",
+                self.data_size
+            )));
+        }
+        // `len` <= `data_size`, which is a usize.
+        Ok(len as usize)
+    }
+
     /// Appends every record the module has published to `out` and releases
     /// their space; returns how many bytes were appended.
     ///
@@ -181,19 +233,10 @@ impl<'dev> MmapReader<'dev> {
         // Only this reader writes data_tail: a relaxed load sees our own
         // last store.
         let tail = self.tail().load(Ordering::Relaxed);
-        let len = head.wrapping_sub(tail);
+        let len = self.checked_len(head, tail)?;
         if len == 0 {
             return Ok(0);
         }
-        if len > self.data_size as u64 {
-            return Err(Error::Protocol(format!(
-                "rprof event buffer: data_head {head} is {len} bytes past data_tail {tail}, \
-                 more than the buffer's {} bytes",
-                self.data_size
-            )));
-        }
-        // `len` <= `data_size`, which is a usize.
-        let len = len as usize;
         let pos = (tail & (self.data_size as u64 - 1)) as usize;
         let first = len.min(self.data_size - pos);
         out.reserve(len);
@@ -327,6 +370,40 @@ mod tests {
         fake.publish(start + 64, &bytes);
         assert_eq!(reader.read_available(&mut out).unwrap(), bytes.len());
         assert_eq!(out, bytes);
+    }
+
+    #[test]
+    fn consumes_in_place_across_the_wrap_and_keeps_data_on_error() {
+        let page = page_size().unwrap() as u64;
+        let fake = FakeModule::new("consume", 2 * page, RPROF_ABI_VERSION);
+        let start = 3 * fake.data_size - 16;
+        fake.set(HEAD, start);
+        fake.set(TAIL, start);
+        let dev = Device::open(&fake.path).unwrap();
+        let mut reader = MmapReader::new(&dev).unwrap();
+        let mut bytes = sample(1).to_bytes();
+        sample(2).encode(&mut bytes);
+        fake.publish(start, &bytes);
+
+        // A failing consumer releases nothing.
+        let failed = reader.consume_available(&mut |_| Err(Error::Protocol("full disk".into())));
+        assert!(failed.is_err());
+        assert_eq!(fake.u64_at(TAIL), start, "data_tail released after an error");
+        assert_eq!(reader.pending(), 64);
+
+        // The wrap gives two slices: 16 bytes, then 48.
+        let mut slices = Vec::new();
+        let n = reader
+            .consume_available(&mut |b| {
+                slices.push(b.to_vec());
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(n, 64);
+        assert_eq!(slices.iter().map(Vec::len).collect::<Vec<_>>(), [16, 48]);
+        assert_eq!(slices.concat(), bytes);
+        assert_eq!(fake.u64_at(TAIL), start + 64);
+        assert_eq!(reader.consume_available(&mut |_| panic!("no data")).unwrap(), 0);
     }
 
     #[test]

@@ -28,10 +28,7 @@ pub trait Sink {
 
 /// Where the records come from.
 enum Source<'dev> {
-    Mmap {
-        reader: MmapReader<'dev>,
-        chunk: Vec<u8>,
-    },
+    Mmap { reader: MmapReader<'dev> },
     Read {
         buf: Vec<u8>,
     },
@@ -57,7 +54,6 @@ impl<'dev> Session<'dev> {
         } else {
             Source::Mmap {
                 reader: MmapReader::new(dev)?,
-                chunk: Vec::new(),
             }
         };
         Ok(Session {
@@ -89,14 +85,8 @@ impl<'dev> Session<'dev> {
     /// `readable` is what `poll()` said (read() is only tried then).
     fn take(&mut self, readable: bool, sink: &mut dyn Sink) -> Result<usize, Error> {
         match &mut self.source {
-            Source::Mmap { reader, chunk } => {
-                chunk.clear();
-                let n = reader.read_available(chunk)?;
-                if n > 0 {
-                    sink.feed(chunk)?;
-                }
-                Ok(n)
-            }
+            // Straight from the mapping: no copy on the way.
+            Source::Mmap { reader } => reader.consume_available(&mut |b| sink.feed(b)),
             Source::Read { buf } => {
                 if !readable {
                     return Ok(0);

@@ -15,7 +15,7 @@
 //! stream for that).
 
 use clap::Args;
-use rprof::live::AggregateSink;
+use rprof::scan::Scan;
 use rprof::output::PendingFile;
 use rprof::sampling::SamplingArgs;
 use rprof::session::{Session, Sink};
@@ -74,7 +74,7 @@ const POLL_INTERVAL: Duration = Duration::from_millis(100);
 /// Writes the stream to the file and counts it.
 struct RecordSink {
     writer: Writer<BufWriter<File>>,
-    counts: AggregateSink,
+    counts: Scan,
 }
 
 impl Sink for RecordSink {
@@ -82,11 +82,12 @@ impl Sink for RecordSink {
         self.writer
             .write_stream(bytes)
             .map_err(|e| Error::io("writing the recording", e))?;
-        self.counts.feed(bytes)
+        self.counts.feed(bytes);
+        Ok(())
     }
 
     fn saw_stop(&self) -> bool {
-        self.counts.saw_stop()
+        self.counts.stops() > 0
     }
 }
 
@@ -171,7 +172,7 @@ fn record(
     drop((kallsyms, modules));
     let mut sink = RecordSink {
         writer,
-        counts: AggregateSink::new(),
+        counts: Scan::new(),
     };
 
     let mut child: Option<Child> = None;
@@ -233,7 +234,7 @@ fn record(
         m.insert(meta::TARGET_PID.into(), p.to_string());
     }
     let snap = snapshot::take(
-        sink.counts.agg.resolver().names(),
+        sink.counts.resolver().names(),
         Some(snapshot::stats_of(&stats)),
     );
     let bytes = sink.writer.stream_len();
@@ -249,10 +250,10 @@ fn record(
         .commit(file)
         .map_err(|e| kept(Error::io("completing the recording", e), &partial_file))?;
 
-    let agg = &sink.counts.agg;
+    let scan = &sink.counts;
     eprintln!(
         "rprof: recorded {} samples in {:.2} s into {} ({} KiB, {} bytes of stream, {} files)",
-        agg.samples,
+        scan.samples,
         elapsed.as_secs_f64(),
         args.output.display(),
         size.div_ceil(1024),
@@ -270,7 +271,7 @@ fn record(
         t.lost_no_mm,
         t.lost_no_mapping,
         t.lost_no_cookie,
-        agg.lost_total()
+        scan.lost
     );
     let mut status = 0;
     if let Some(s) = child_status {
