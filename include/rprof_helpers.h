@@ -74,8 +74,25 @@ struct path;
 #define RPROF_RESOLVE_FILE 0   /* *path holds a reference, *offset in file */
 #define RPROF_RESOLVE_ANON 1   /* anonymous executable memory */
 #define RPROF_RESOLVE_NONE 2   /* no mapping, or one changed since seq */
+/*
+ * Where the VMA that rprof_resolve_user() found lies, and the mm's
+ * write-lock sequence read under mmap_lock (so even: no writer).  The drain
+ * resolves later samples of the same mm and sequence in [start, end)
+ * without the lock (src/mapcache.rs).
+ */
+struct rprof_vma_range {
+	__u64 start;
+	__u64 end;
+	__u64 pgoff_bytes; /* file offset of start */
+	__u32 mm_seq;
+	__u32 reserved;
+};
 int rprof_resolve_user(struct mm_struct *mm, __u64 ip, __u32 seq,
-		       struct path *path, __u64 *offset);
+		       struct path *path, __u64 *offset,
+		       struct rprof_vma_range *range);
+/* mm_count references (the mm_struct stays, not its mappings). */
+void rprof_mm_grab(struct mm_struct *mm);
+void rprof_mm_drop(struct mm_struct *mm);
 /* The executable of mm, with a reference; false if none. */
 bool rprof_mm_exe_path(struct mm_struct *mm, struct path *path);
 /* d_path() of path into buf (NUL-terminated, moved to buf's start);
@@ -182,6 +199,7 @@ void rprof_test_stop(struct rprof_test *t);
 struct rprof_test_thread;
 struct rprof_test_thread *rprof_test_spawn(void (*fn)(void *ctx), void *ctx);
 void rprof_test_join(struct rprof_test_thread *th);
+struct mm_struct *rprof_test_user_mm(void);
 void rprof_test_cpu_relax(void);
 int rprof_test_kern_path(const char *name, struct path *path);
 unsigned int rprof_test_dentry_count(const struct path *path);

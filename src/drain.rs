@@ -33,7 +33,8 @@
 
 use crate::cookies::{CookieTable, Object, PathRef};
 use crate::evbuf::{EventBuffer, Producer, Record};
-use crate::helpers::{self, ModInfo, RESOLVE_ANON, RESOLVE_FILE, RAW_THROTTLED, RAW_USER};
+use crate::helpers::{self, ModInfo, VmaRange, RESOLVE_ANON, RESOLVE_FILE, RAW_THROTTLED, RAW_USER};
+use crate::mapcache::{MapCache, Target};
 use crate::sampler::{RingRecord, SampleRing};
 use crate::uapi::*;
 use core::mem::size_of;
@@ -96,6 +97,10 @@ pub(crate) struct Drain {
     cookie: u64,
     /// Scratch for variable-size records.
     scratch: KVec<u8>,
+    /// The last user mapping resolved.  Dropped where the cookie table
+    /// is (its `mmdrop` may free an `mm_struct`, process context, as the
+    /// table's `path_put`s need).
+    maps: MapCache,
 }
 
 /// What a TASK record says, to tell when another is due: the CPU, the
@@ -146,6 +151,7 @@ impl Drain {
             task: None,
             cookie: RPROF_COOKIE_NONE as u64,
             scratch,
+            maps: MapCache::new(),
         })
     }
 
@@ -213,21 +219,36 @@ impl Drain {
             if rec.mm.0.is_null() {
                 return Err(NO_MM);
             }
+            if let Some((target, offset)) = self.maps.get(rec.mm.0, rec.mm_seq, ip) {
+                let cookie = match target {
+                    Target::File(cookie) => cookie,
+                    Target::Anon => RPROF_COOKIE_ANON as u64,
+                };
+                return Ok(Where { cookie, offset });
+            }
             // SAFETY: All-zero is a valid (empty) `struct path` to fill.
             let mut path: bindings::path = unsafe { core::mem::zeroed() };
             let mut offset = 0u64;
+            let mut range = VmaRange::default();
             // SAFETY: `mm` is referenced by the record; process context.
-            let how = unsafe { helpers::rprof_resolve_user(rec.mm.0, ip, rec.mm_seq, &mut path, &mut offset) };
-            match how {
+            let how =
+                unsafe { helpers::rprof_resolve_user(rec.mm.0, ip, rec.mm_seq, &mut path, &mut offset, &mut range) };
+            let target = match how {
                 RESOLVE_FILE => {
                     // SAFETY: The helper took a reference on `path` for us.
                     let path = unsafe { PathRef::from_raw(path) };
-                    let cookie = self.cookies.file(path).map_err(|_| NO_COOKIE)?;
-                    Ok(Where { cookie, offset })
+                    Target::File(self.cookies.file(path).map_err(|_| NO_COOKIE)?)
                 }
-                RESOLVE_ANON => Ok(Where { cookie: RPROF_COOKIE_ANON as u64, offset: ip }),
-                _ => Err(NO_MAPPING),
-            }
+                RESOLVE_ANON => Target::Anon,
+                _ => return Err(NO_MAPPING),
+            };
+            // SAFETY: The record holds a reference on `mm`; process context.
+            unsafe { self.maps.fill(rec.mm.0, rec.mm_seq, &range, target) };
+            let cookie = match target {
+                Target::File(cookie) => cookie,
+                Target::Anon => RPROF_COOKIE_ANON as u64,
+            };
+            Ok(Where { cookie, offset })
         } else {
             // SAFETY: All-zero is a valid `ModInfo` to fill.
             let mut info: ModInfo = unsafe { core::mem::zeroed() };

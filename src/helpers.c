@@ -358,6 +358,16 @@ void rprof_mm_put(struct mm_struct *mm)
 	mmput_async(mm);
 }
 
+void rprof_mm_grab(struct mm_struct *mm)
+{
+	mmgrab(mm);
+}
+
+void rprof_mm_drop(struct mm_struct *mm)
+{
+	mmdrop(mm);
+}
+
 void rprof_cond_resched(void)
 {
 	cond_resched();
@@ -371,7 +381,8 @@ void rprof_cond_resched(void)
  * sample hit, so it resolves to nothing rather than to a wrong file.
  */
 int rprof_resolve_user(struct mm_struct *mm, u64 ip, u32 seq,
-		       struct path *path, u64 *offset)
+		       struct path *path, u64 *offset,
+		       struct rprof_vma_range *range)
 {
 	struct vm_area_struct *vma;
 	int ret = RPROF_RESOLVE_NONE;
@@ -382,6 +393,11 @@ int rprof_resolve_user(struct mm_struct *mm, u64 ip, u32 seq,
 		goto out;
 	if ((int)(READ_ONCE(vma->vm_lock_seq) - seq) >= 0)
 		goto out;
+	/* Under mmap_lock no write section is open: the sequence is even. */
+	range->mm_seq = READ_ONCE(mm->mm_lock_seq.sequence);
+	range->start = vma->vm_start;
+	range->end = vma->vm_end;
+	range->pgoff_bytes = (u64)vma->vm_pgoff << PAGE_SHIFT;
 	if (vma->vm_file) {
 		*path = vma->vm_file->f_path;
 		path_get(path);
@@ -519,6 +535,13 @@ bool rprof_module_lookup(u64 ip, struct rprof_modinfo *out)
 	bool found = false;
 
 	if (!rprof_modules_head)
+		return false;
+	/*
+	 * Module text (and everything else execmem hands out) lies in the
+	 * module area; the core kernel's text does not.  Most kernel samples
+	 * are in the core kernel: they skip the walk.
+	 */
+	if (ip < MODULES_VADDR || ip >= MODULES_END)
 		return false;
 	rcu_read_lock();
 	if (rprof_module_match(THIS_MODULE, ip, out)) {
@@ -1002,6 +1025,25 @@ int rprof_test_kern_path(const char *name, struct path *path)
 unsigned int rprof_test_dentry_count(const struct path *path)
 {
 	return d_count(path->dentry);
+}
+
+/*
+ * A user address space for tests, which run in kthreads (no mm of their
+ * own): init's, with an mm_users reference (rprof_mm_put() drops it).
+ */
+struct mm_struct *rprof_test_user_mm(void)
+{
+	struct pid *pid = find_get_pid(1);
+	struct task_struct *init;
+	struct mm_struct *mm;
+
+	init = get_pid_task(pid, PIDTYPE_PID);
+	put_pid(pid);
+	if (!init)
+		return NULL;
+	mm = get_task_mm(init);
+	put_task_struct(init);
+	return mm;
 }
 #endif
 

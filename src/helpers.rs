@@ -54,6 +54,18 @@ pub(crate) struct MmStruct {
     _private: [u8; 0],
 }
 
+/// `struct rprof_vma_range`: where the VMA `rprof_resolve_user` found
+/// lies, and the mm's write-lock sequence under `mmap_lock`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub(crate) struct VmaRange {
+    pub(crate) start: u64,
+    pub(crate) end: u64,
+    pub(crate) pgoff_bytes: u64,
+    pub(crate) mm_seq: u32,
+    pub(crate) reserved: u32,
+}
+
 /// `RPROF_RESOLVE_*`: what `rprof_resolve_user` found.
 pub(crate) const RESOLVE_FILE: c_int = 0;
 pub(crate) const RESOLVE_ANON: c_int = 1;
@@ -152,7 +164,10 @@ extern "C" {
         seq: u32,
         path: *mut bindings::path,
         offset: *mut u64,
+        range: *mut VmaRange,
     ) -> c_int;
+    pub(crate) fn rprof_mm_grab(mm: *mut MmStruct);
+    pub(crate) fn rprof_mm_drop(mm: *mut MmStruct);
     pub(crate) fn rprof_mm_exe_path(mm: *mut MmStruct, path: *mut bindings::path) -> bool;
     pub(crate) fn rprof_current_root(root: *mut bindings::path);
     pub(crate) fn rprof_path_info(
@@ -197,6 +212,7 @@ extern "C" {
     pub(crate) fn rprof_test_stop(t: *mut c_void);
     pub(crate) fn rprof_test_spawn(f: unsafe extern "C" fn(ctx: *mut c_void), ctx: *mut c_void) -> *mut c_void;
     pub(crate) fn rprof_test_join(th: *mut c_void);
+    pub(crate) fn rprof_test_user_mm() -> *mut MmStruct;
     pub(crate) fn rprof_test_cpu_relax();
     pub(crate) fn rprof_test_kern_path(name: *const c_char, path: *mut bindings::path) -> c_int;
     pub(crate) fn rprof_test_dentry_count(path: *const bindings::path) -> c_uint;

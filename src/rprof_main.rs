@@ -22,6 +22,7 @@ mod evbuf;
 mod helpers;
 mod hotplug;
 mod kicker;
+mod mapcache;
 mod miscdev;
 mod modules;
 mod params;

@@ -4,7 +4,8 @@
 
 use crate::config::Config;
 use crate::cookies::{CookieTable, NoCookie, Object, PathRef};
-use crate::helpers::{self, RawSample, TEST_SRC_IRQ_WORK, TEST_SRC_NMI, TEST_SRC_TASK, TEST_SRC_TIMER};
+use crate::helpers::{self, RawSample, VmaRange, TEST_SRC_IRQ_WORK, TEST_SRC_NMI, TEST_SRC_TASK, TEST_SRC_TIMER};
+use crate::mapcache::{MapCache, Target};
 use crate::kunit::{kassert, kassert_eq, kunit_suite, Test};
 use crate::params::{self, Params};
 use crate::ring::{Push, Ring, Slot};
@@ -615,7 +616,51 @@ fn cookie_table_is_bounded(t: &mut Test) {
     }
 }
 
-kunit_suite!(COOKIE_SUITE, "rprof-cookies", [cookie_same_file_same_cookie, cookie_table_is_bounded]);
+/// The drain's mapping cache answers only for the address space and
+/// write-lock sequence it was filled with, inside the cached range, and is
+/// filled only when the lookup's sequence is the sample's.
+fn map_cache_hits_only_same_mm_and_seq(t: &mut Test) {
+    // SAFETY: Process context; a counted reference on init's mm.
+    let mm = unsafe { helpers::rprof_test_user_mm() };
+    if mm.is_null() {
+        kassert!(t, false, "init has no address space");
+        return;
+    }
+    // Any value: the cache compares sequences, it does not read them.
+    let seq = 0x1234u32;
+    let range = VmaRange { start: 0x10000, end: 0x30000, pgoff_bytes: 0x5000, mm_seq: seq, reserved: 0 };
+    let mut cache = MapCache::new();
+    kassert_eq!(t, cache.get(mm, seq, 0x18000), None);
+    // A lookup whose sequence is not the sample's is not kept.
+    // SAFETY: We hold a reference on `mm`; process context.
+    unsafe { cache.fill(mm, seq.wrapping_add(2), &range, Target::File(42)) };
+    kassert_eq!(t, cache.get(mm, seq.wrapping_add(2), 0x18000), None);
+    // SAFETY: As above.
+    unsafe { cache.fill(mm, seq, &range, Target::File(42)) };
+    kassert_eq!(t, cache.get(mm, seq, 0x18000), Some((Target::File(42), 0x5000 + 0x8000)));
+    kassert_eq!(t, cache.get(mm, seq, 0x10000), Some((Target::File(42), 0x5000)));
+    kassert_eq!(t, cache.get(mm, seq, 0x30000), None);
+    kassert_eq!(t, cache.get(mm, seq, 0xffff), None);
+    kassert_eq!(t, cache.get(mm, seq.wrapping_add(2), 0x18000), None);
+    kassert_eq!(t, cache.get(core::ptr::null_mut(), seq, 0x18000), None);
+    kassert_eq!(t, cache.get(mm.wrapping_byte_add(64), seq, 0x18000), None);
+    let anon = VmaRange { start: 0x40000, end: 0x41000, ..range };
+    // SAFETY: As above.
+    unsafe { cache.fill(mm, seq, &anon, Target::Anon) };
+    kassert_eq!(t, cache.get(mm, seq, 0x40008), Some((Target::Anon, 0x40008)));
+    kassert_eq!(t, cache.get(mm, seq, 0x18000), None);
+    cache.clear();
+    kassert_eq!(t, cache.get(mm, seq, 0x40008), None);
+    drop(cache);
+    // SAFETY: The reference taken above; process context.
+    unsafe { helpers::rprof_mm_put(mm) };
+}
+
+kunit_suite!(
+    COOKIE_SUITE,
+    "rprof-cookies",
+    [cookie_same_file_same_cookie, cookie_table_is_bounded, map_cache_hits_only_same_mm_and_seq]
+);
 
 #[cfg(rprof_inject_kunit_fail)]
 fn injected_failure(t: &mut Test) {
