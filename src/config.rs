@@ -19,7 +19,7 @@ use kernel::uaccess::UserSlice;
 /// The fastest frequency an event may ask for, in Hz.
 pub(crate) const FREQ_MAX: u64 = 100_000;
 /// Default and bounds of the periodic drain, in milliseconds.
-const DRAIN_MS_DEFAULT: u32 = 10;
+const DRAIN_MS_DEFAULT: u32 = 50;
 const DRAIN_MS_MAX: u32 = 1000;
 
 /// A checked configuration, with defaults filled in.

@@ -81,7 +81,7 @@ struct rprof_config {
 	__u32 nr_events;         /* 1..RPROF_MAX_EVENTS entries of events[] */
 	__s32 pid;               /* thread group id, with PID_FILTER */
 	__u32 ring_records;      /* per-CPU ring slots, power of 2; 0: default */
-	__u32 drain_interval_ms; /* periodic drain; 0: default (10 ms) */
+	__u32 drain_interval_ms; /* periodic drain; 0: default (50 ms) */
 	__u32 wakeup_bytes;      /* wake readers at this much data; 0: 1/4 */
 	__u32 reserved;          /* must be 0 */
 	struct rprof_event_config events[RPROF_MAX_EVENTS];
