@@ -27,6 +27,7 @@ build() {
 	# (static, tiny without a C library).
 	gcc "${CFLAGS[@]}" -static -o "$OUT/storm" "$SRC/storm.c"
 	gcc "${CFLAGS[@]}" -static -nostdlib -no-pie -fno-stack-protector -o "$OUT/tiny" "$SRC/tiny.c"
+	gcc "${CFLAGS[@]}" -static -pthread -o "$OUT/fifo_spin" "$SRC/fifo_spin.c"
 	gcc -static -O2 -pthread -Wall -Wextra -Werror -I"$RPROF_TOP/include/uapi" \
 		-o "$OUT/rprof-fuzz" "$RPROF_TOP"/tests/fuzz/*.c
 
@@ -40,7 +41,7 @@ build() {
 		die "rprof_busy.ko build failed in $mod"
 	}
 	grep -E 'warning|error' "$mod/build.log" >&2 || true
-	msg "built $OUT/{attr_main,libattr_lib.so,short,storm,tiny,rprof-fuzz} and $mod/rprof_busy.ko"
+	msg "built $OUT/{attr_main,libattr_lib.so,short,storm,tiny,fifo_spin,rprof-fuzz} and $mod/rprof_busy.ko"
 }
 
 # copy_lib FILE ROOT: FILE (a path on the host) to the same path in ROOT,
@@ -52,7 +53,7 @@ copy_lib() {
 
 install_into() {
 	local root=$1 f lib
-	for f in "${PROGRAMS[@]}" libattr_lib.so busymod/rprof_busy.ko storm tiny rprof-fuzz; do
+	for f in "${PROGRAMS[@]}" libattr_lib.so busymod/rprof_busy.ko storm tiny fifo_spin rprof-fuzz; do
 		[ -f "$OUT/$f" ] || die "$OUT/$f is missing (run scripts/workloads.sh build)"
 	done
 	mkdir -p "$root/tests/bin" "$root/lib"
@@ -60,7 +61,7 @@ install_into() {
 		cp "$OUT/$f" "$root/tests/bin/$f"
 	done
 	cp "$OUT/busymod/rprof_busy.ko" "$root/lib/rprof_busy.ko"
-	cp "$OUT/storm" "$OUT/tiny" "$OUT/rprof-fuzz" "$root/tests/bin/"
+	cp "$OUT/storm" "$OUT/tiny" "$OUT/fifo_spin" "$OUT/rprof-fuzz" "$root/tests/bin/"
 	# The loader and libraries, as ldd resolves them on this host:
 	# "libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)" and
 	# "/lib64/ld-linux-x86-64.so.2 (0x...)"; linux-vdso has no file.

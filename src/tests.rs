@@ -442,6 +442,13 @@ fn pipeline_stress_exact_counts(t: &mut Test) {
     );
     let nmi: u64 = stress.seq.iter().map(|s| s[TEST_SRC_NMI as usize].load(Ordering::Relaxed)).sum();
     kassert!(t, nmi > 0, "no write from NMI context");
+    // Exactness is the point only where records were dropped: both stages
+    // must have dropped some (a 64-slot ring and a 2-page buffer against
+    // writers on every CPU in every context; runs so far dropped 1% to
+    // 90% at each stage).
+    kassert!(t, total.lost_ring > 0, "the rings never overflowed");
+    kassert!(t, total.lost_buffer > 0, "the buffer never overflowed");
+    kassert!(t, total.delivered > 0, "nothing was delivered");
     kassert_eq!(t, seen.start, 1);
     kassert_eq!(t, seen.stop, 1);
     kassert_eq!(t, seen.head_backwards, 0);

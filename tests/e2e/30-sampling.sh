@@ -87,12 +87,17 @@ rprof dump -e cpu-clock@10000 -d 1 --stall --quiet --summary-json >$J
 diag "$(cat $J)"
 check "stalled reader, one-page buffer: samples lost in the buffer" test "$(json lost_by_stage.buffer)" -gt 0
 check "... and the LOST records make the invariant hold" invariant
-# 100 kHz into 64-slot rings and a one-page buffer: accounting stays exact.
-# (Ring drops themselves are forced and counted in KUnit's
-# exact_count_small_ring; here the kicked drain keeps up under TCG.)
-rprof dump -e cpu-clock:10000 -d 1 --ring-records 64 --drain-interval-ms 1000 --quiet --summary-json >$J
-diag "$(cat $J)"
-check "100 kHz, 64-slot rings, one-page buffer: exact accounting" invariant
+# 100 kHz into 64-slot rings and a one-page buffer, with the reader
+# stalled and the drain's worker starved by a SCHED_FIFO spinner on every
+# CPU: both the rings and the buffer overflow, and the accounting must
+# still be exact (an empty or loss-free session would prove nothing).
+/tests/bin/fifo_spin 2 &
+spin=$!
+rprof dump -e cpu-clock:10000 -d 1 --ring-records 64 --drain-interval-ms 1000 --stall --quiet --summary-json >$J
+wait $spin
+diag "spinner status $?: $(cat $J)"
+check "100 kHz, 64-slot rings, one-page buffer, drain starved: exact accounting with ring and buffer losses" \
+	sh -c "rprof-e2e lost-invariant --require-loss ring --require-loss buffer <$J"
 unload
 load
 

@@ -41,7 +41,7 @@ stop_record() {
 	wait "$dump"
 }
 
-plan 11
+plan 12
 unload
 load
 
@@ -84,11 +84,12 @@ insmod /lib/rprof_busy.ko
 rmmod rprof_busy
 stop_record
 report "rprof_busy: MODULE record, kernel samples inside its text, UNLOAD record" \
-	/tmp/m.report rprof-e2e module-samples /tmp/m.raw --name rprof_busy
+	/tmp/m.report rprof-e2e module-samples /tmp/m.raw --name rprof_busy --ko /lib/rprof_busy.ko --function rprof_busy_spin
 check "... exact accounting" invariant /tmp/m.json
 
 # 4. The session holds references on the files it names, until it ends:
-# a file system whose program was sampled unmounts once the dump exits.
+# a file system whose program was sampled cannot be unmounted while the
+# session lives (EBUSY), and unmounts once the dump exits.
 mkdir -p /mnt/t
 mount -t tmpfs tmpfs /mnt/t
 cp /tests/bin/short /mnt/t/short
@@ -96,6 +97,16 @@ record t
 for i in 1 2 3 4 5; do
 	/mnt/t/short
 done
+# Past the periodic drain (50 ms), which resolves the samples and takes
+# the references.
+sleep 1
+if umount /mnt/t 2>/tmp/umount.err; then
+	not_ok "the tmpfs is busy while the session names its program: umount succeeded"
+	mount -t tmpfs tmpfs /mnt/t
+else
+	check "the tmpfs is busy while the session names its program: $(cat /tmp/umount.err)" \
+		grep -qi "busy" /tmp/umount.err
+fi
 stop_record
 # Five runs only (the point is the name): a lower bar for the share of
 # short itself, whose startup in ld.so is as long as its own work.

@@ -110,14 +110,19 @@ impl Bin {
         })
     }
 
-    /// Whether file cookie `name` is this bin's file.
+    /// Whether file cookie `name` is this bin's file: the device and
+    /// inode the module reported are those `stat()` gives for the file
+    /// here (a path that matches is not enough: the module must name the
+    /// very file).  Only a file that cannot be stat'ed here is matched by
+    /// its path.
     fn is(&self, name: &CookieName) -> bool {
         let CookieName::File { path, dev, ino, .. } = name else {
             return false;
         };
-        *path == self.spec.path
-            || self.canonical.as_deref() == Some(path.as_str())
-            || self.id == Some((*dev, *ino))
+        match self.id {
+            Some(id) => id == (*dev, *ino),
+            None => *path == self.spec.path || self.canonical.as_deref() == Some(path.as_str()),
+        }
     }
 }
 
@@ -294,12 +299,13 @@ mod tests {
         let Function { image, symbol: sym } = marker_function();
         let in_off = image.offset_of_vaddr(sym.addr + sym.size / 2).unwrap();
         let out_off = image.offset_of_vaddr(sym.addr + sym.size).unwrap();
+        let id = std::fs::metadata(&exe).unwrap();
         let mut records = vec![
             Record::Cookie {
                 cookie: 16,
                 flags: 0,
-                dev: 0,
-                ino: 0,
+                dev: std::os::unix::fs::MetadataExt::dev(&id),
+                ino: std::os::unix::fs::MetadataExt::ino(&id),
                 path: path.clone(),
             },
             Record::Cookie {
@@ -378,6 +384,19 @@ mod tests {
         let mut bins = vec![Bin::new(&options(&path, None).bins[0]).unwrap()];
         let c = count(&s, None, &mut bins);
         assert_eq!((c.user_samples, bins[0].symbol_samples), (110, 90));
+    }
+
+    /// A cookie with the right path but another file's device and inode
+    /// is not the file: nothing is attributed to it.
+    #[test]
+    fn the_path_alone_is_not_the_file() {
+        let (s, path) = stream(40, 15, 5);
+        let mut bins = vec![Bin::new(&options(&path, None).bins[0]).unwrap()];
+        let id = bins[0].id.unwrap();
+        bins[0].id = Some((id.0, id.1 + 1));
+        let c = count(&s, Some("worker"), &mut bins);
+        assert_eq!(c.attributed, 0);
+        assert_eq!(bins[0].file_samples, 0);
     }
 
     #[test]

@@ -95,6 +95,48 @@ impl Function {
     }
 }
 
+/// Where function `name` of a kernel module's `.ko` lies in the module's
+/// core text once loaded: `[start, end)` as offsets from the text's base
+/// (what a MODULE record's `base` is).
+///
+/// The module loader (kernel/module/main.c, `layout_sections`) lays the
+/// allocated executable sections of the object out in file order, each at
+/// its alignment, leaving the `.init*` ones to the init text; a function's
+/// offset is its section's place in that layout plus its symbol value
+/// (relative to its section in a relocatable object).  Computed here from
+/// the file alone, independently of anything the profiler reports.
+pub fn module_text_range(data: &[u8], name: &str) -> Result<(u64, u64), String> {
+    use object::read::elf::SectionHeader;
+    use object::{elf, ObjectSection};
+    let elf = parse_elf64(data)?;
+    let sym = elf
+        .symbols()
+        .find(|s| !s.is_undefined() && s.kind() == SymbolKind::Text && s.name().ok() == Some(name))
+        .ok_or_else(|| format!("no function symbol '{name}'"))?;
+    let want = sym
+        .section_index()
+        .ok_or_else(|| format!("'{name}' is not defined in a section"))?;
+    let endian = elf.endian();
+    let mut offset = 0u64;
+    for section in elf.sections() {
+        let header = section.elf_section_header();
+        let flags = header.sh_flags(endian);
+        let exec = u64::from(elf::SHF_ALLOC | elf::SHF_EXECINSTR);
+        let sname = section.name().unwrap_or("");
+        if flags & exec != exec || sname.starts_with(".init") {
+            continue;
+        }
+        let align = header.sh_addralign(endian).max(1);
+        offset = offset.next_multiple_of(align);
+        if section.index() == want {
+            let start = offset + sym.address();
+            return Ok((start, start + sym.size()));
+        }
+        offset += header.sh_size(endian);
+    }
+    Err(format!("'{name}' is not in the module's core text (an .init section?)"))
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;

@@ -12,6 +12,7 @@ use crate::checks::{error_name, expect_errno, good_config, open, set_nonblocking
 use crate::same_stream::busy_for;
 use rprof::Device;
 use rprof_decode::{decode_all, Record};
+use std::os::unix::fs::MetadataExt;
 use std::time::Duration;
 
 /// A cookie no session hands out.
@@ -87,6 +88,7 @@ pub fn run() -> Outcome {
         ));
     }
 
+    let mut stat_checked = 0;
     for &(cookie, flags, d, ino, path) in &cookies {
         let info = dev.lookup_cookie(cookie).map_err(|e| {
             format!(
@@ -102,6 +104,24 @@ pub fn run() -> Outcome {
                 info.dev, info.ino, info.flags
             ));
         }
+        // And both must be the file itself, as stat() sees it here (st_dev
+        // is new_encode_dev() on 64-bit Linux, as the module reports it).
+        if flags == 0 {
+            let m = std::fs::metadata(path)
+                .map_err(|e| format!("stat of cookie {cookie}'s path {path}: {e}"))?;
+            if (m.dev(), m.ino()) != (d, ino) {
+                return Err(format!(
+                    "cookie {cookie} ({path}): expected dev {:#x} ino {} as stat() gives, \
+                     got dev {d:#x} ino {ino}",
+                    m.dev(),
+                    m.ino()
+                ));
+            }
+            stat_checked += 1;
+        }
+    }
+    if stat_checked == 0 {
+        return Err("expected at least one cookie of an ordinary file to check with stat(), got none".into());
     }
 
     expect_errno(
@@ -133,7 +153,8 @@ pub fn run() -> Outcome {
     )?;
 
     Ok(format!(
-        "EINVAL without a session; {} cookies of the stream looked up alike (e.g. {cookie} = {path}); \
+        "EINVAL without a session; {} cookies of the stream looked up alike (e.g. {cookie} = {path}), \
+         {stat_checked} of them the files stat() names; \
          ENOENT for {UNKNOWN_COOKIE:#x}; ENAMETOOLONG with path_len {need} for 1 byte; EBUSY for a non-owner",
         cookies.len()
     ))

@@ -114,10 +114,27 @@ impl Counters {
 }
 
 /// Checks one summary line; says what holds, or the first violation.
-pub fn check(text: &str) -> Outcome {
+/// An empty session proves nothing: at least one sample is required, and
+/// losses at each stage of `require_loss` (`ring`, `buffer`, ...).
+pub fn check(text: &str, require_loss: &[String]) -> Outcome {
     let root = parse(text)?;
     let total = Counters::from_json(lookup(&root, "stats.total")?, "stats.total")?;
     total.check("in stats.total")?;
+    if total.samples == 0 {
+        return Err("expected samples > 0 in stats.total: an empty session proves nothing".into());
+    }
+    for stage in require_loss {
+        let Some((field, _, get)) = LOSSES.iter().find(|(_, s, _)| s == stage) else {
+            let known: Vec<&str> = LOSSES.iter().map(|(_, s, _)| *s).collect();
+            return Err(format!("unknown loss stage '{stage}' (known: {})", known.join(", ")));
+        };
+        if get(&total) == 0 {
+            return Err(format!(
+                "expected stats.total.{field} > 0: the check is meant to test exactness with \
+                 records dropped at that stage, and none were"
+            ));
+        }
+    }
 
     let per_cpu = array(&root, "stats.per_cpu")?;
     let stream_per_cpu = array(&root, "samples_per_cpu")?;
@@ -209,12 +226,12 @@ pub fn check(text: &str) -> Outcome {
 }
 
 /// Runs `lost-invariant` on standard input.
-pub fn run() -> Outcome {
+pub fn run(require_loss: &[String]) -> Outcome {
     let mut text = String::new();
     std::io::stdin()
         .read_to_string(&mut text)
         .map_err(|e| format!("cannot read standard input: {e}"))?;
-    check(&text)
+    check(&text, require_loss)
 }
 
 #[cfg(test)]
@@ -295,7 +312,7 @@ mod tests {
 
     #[test]
     fn accepts_consistent_figures() {
-        let msg = check(&good()).unwrap();
+        let msg = check(&good(), &[]).unwrap();
         assert!(
             msg.contains(
                 "samples 21 = delivered 6 + lost_ring 2 + lost_buffer 3 + lost_no_mm 1 + \
@@ -309,7 +326,7 @@ mod tests {
             "{msg}"
         );
         // As printed, with a newline.
-        assert!(check(&format!("{}\n", good())).is_ok());
+        assert!(check(&format!("{}\n", good()), &[]).is_ok());
     }
 
     /// `good()` with the first `from` replaced by `to`, which must exist.
@@ -411,7 +428,7 @@ mod tests {
             ),
             ("\"types\":", "\"kinds\":", "no 'types' at the top level"),
         ] {
-            match check(&broken(from, to)) {
+            match check(&broken(from, to), &[]) {
                 Err(e) => assert!(e.contains(says), "{from} -> {to}: {e}"),
                 Ok(m) => panic!("{from} -> {to}: expected a violation, got ok: {m}"),
             }
@@ -426,15 +443,43 @@ mod tests {
             "\"total\":{\"samples\":22,\"lost_ring\":3,\"lost_buffer\":3,\"delivered\":6",
         );
         let j = j.replacen("\"ring\":2", "\"ring\":3", 1);
-        match check(&j) {
+        match check(&j, &[]) {
             Err(e) => assert!(e.contains("sum of stats.per_cpu"), "{e}"),
             Ok(m) => panic!("expected a violation, got ok: {m}"),
         }
     }
 
+    /// An empty session satisfies the identity trivially (0 = 0): it
+    /// must not pass.
+    #[test]
+    fn an_empty_session_fails() {
+        let mut s = Summary::default();
+        for r in [
+            Record::Start { time_ns: 0, config: rprof_config::new() },
+            Record::Stop { time_ns: 1, config: rprof_config::new() },
+        ] {
+            s.add(&r);
+        }
+        let stats = rprof_stats::new();
+        let cpus = vec![rprof_cpu_stats::default(); 2];
+        let e = check(&s.to_json(Some((&stats, &cpus))), &[]).unwrap_err();
+        assert!(e.contains("expected samples > 0"), "{e}");
+    }
+
+    #[test]
+    fn required_losses() {
+        let ring = ["ring".to_string(), "buffer".to_string()];
+        assert!(check(&good(), &ring).is_ok());
+        let no_ring = broken("\"lost_ring\":2", "\"lost_ring\":0");
+        // (The identity breaks too; require_loss must not be what passes.)
+        assert!(check(&no_ring, &ring).is_err());
+        let e = check(&good(), &["everything".to_string()]).unwrap_err();
+        assert!(e.contains("unknown loss stage 'everything'"), "{e}");
+    }
+
     #[test]
     fn not_json_is_an_error() {
-        assert!(check("records: 1 samples: 1 lost: 0").is_err());
-        assert!(check("").is_err());
+        assert!(check("records: 1 samples: 1 lost: 0", &[]).is_err());
+        assert!(check("", &[]).is_err());
     }
 }

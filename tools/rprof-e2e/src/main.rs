@@ -118,8 +118,15 @@ enum Command {
     /// page's fields, fork, close under live mappings).
     MmapHardening,
     /// Reads a `rprof dump --quiet --summary-json` line from standard input
-    /// and expects the loss accounting to add up.
-    LostInvariant,
+    /// and expects the loss accounting to add up, over at least one
+    /// sample.
+    LostInvariant {
+        /// Also expect losses at this stage (ring, buffer, no_mm,
+        /// no_mapping, no_cookie), so that exactness is tested where
+        /// records were dropped; repeatable.
+        #[arg(long = "require-loss", value_name = "STAGE")]
+        require_loss: Vec<String>,
+    },
     /// Reads one JSON value from standard input and prints the value at
     /// PATH (no `ok:` line; exit status 1 if there is none).
     Json {
@@ -150,6 +157,13 @@ enum Command {
         /// Least number of samples in the module.
         #[arg(long, value_name = "N", default_value_t = 10)]
         min_samples: u64,
+        /// The module's .ko file: with --function, most core-text samples
+        /// must fall in that function, located from the file's symbols.
+        #[arg(long, requires = "function")]
+        ko: Option<PathBuf>,
+        /// A function of the module (see --ko).
+        #[arg(long, requires = "ko")]
+        function: Option<String>,
     },
     /// Writes nonsense to data_tail and data_head of the control page and
     /// expects read() to refuse the bad tails with EINVAL and to ignore
@@ -190,7 +204,7 @@ fn main() -> ExitCode {
         Command::Hold { seconds } => return checks::hold(seconds),
         Command::SameStream => same_stream::run(),
         Command::MmapHardening => hardening::run(),
-        Command::LostInvariant => lost_invariant::run(),
+        Command::LostInvariant { require_loss } => lost_invariant::run(&require_loss),
         Command::Json { path } => return json::run(&path),
         Command::LookupCookie => lookup_cookie::run(),
         Command::Attribution(opts) => attribution::run(&opts),
@@ -199,7 +213,14 @@ fn main() -> ExitCode {
             raw,
             name,
             min_samples,
-        } => module_samples::run(&raw, &name, min_samples),
+            ko,
+            function,
+        } => module_samples::run(
+            &raw,
+            &name,
+            min_samples,
+            ko.as_deref().zip(function.as_deref()),
+        ),
         Command::HostileTail => hostile::hostile_tail(),
         Command::EpollReconfig => hostile::epoll_reconfig(),
         Command::PerfBeside { rounds } => hostile::perf_beside(rounds),

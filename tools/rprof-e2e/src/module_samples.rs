@@ -26,10 +26,23 @@ struct Region {
     user_samples: u64,
     max_offset: Option<u64>,
     out_of_range: u64,
+    in_function: u64,
 }
 
-/// Runs `module-samples` on a decoded stream; prints the JSON line.
-pub fn check(stream: &Stream, name: &str, min_samples: u64) -> Outcome {
+/// A function of the module, as `[start, end)` offsets in its core text,
+/// taken from the `.ko` file ([`crate::elf::module_text_range`]).
+#[derive(Debug, Clone)]
+pub struct Expected {
+    /// The function's name.
+    pub function: String,
+    /// Its range in the core text.
+    pub range: (u64, u64),
+}
+
+/// Runs `module-samples` on a decoded stream; prints the JSON line.  With
+/// `expected`, most (at least 80%) of the samples in the module's core
+/// text must fall inside that function.
+pub fn check(stream: &Stream, name: &str, min_samples: u64, expected: Option<&Expected>) -> Outcome {
     let mut regions: BTreeMap<u64, Region> = BTreeMap::new();
     for r in &stream.records {
         if let Some((
@@ -65,6 +78,11 @@ pub fn check(stream: &Stream, name: &str, min_samples: u64) -> Outcome {
         if s.offset >= region.size {
             region.out_of_range += 1;
         }
+        if let Some(e) = expected {
+            if !region.init && s.offset >= e.range.0 && s.offset < e.range.1 {
+                region.in_function += 1;
+            }
+        }
     }
     let report = json!({
         "module": name,
@@ -78,7 +96,13 @@ pub fn check(stream: &Stream, name: &str, min_samples: u64) -> Outcome {
             "user_samples": r.user_samples,
             "max_offset": r.max_offset,
             "out_of_range": r.out_of_range,
+            "in_function": r.in_function,
         })).collect::<Vec<_>>(),
+        "function": expected.map(|e| json!({
+            "name": e.function,
+            "start": format!("{:#x}", e.range.0),
+            "end": format!("{:#x}", e.range.1),
+        })),
         "samples": stream.samples.len(),
     });
     println!("{report}");
@@ -119,17 +143,40 @@ pub fn check(stream: &Stream, name: &str, min_samples: u64) -> Outcome {
             "expected an UNLOAD MODULE record for {name}, got none"
         ));
     }
+    let mut inside = String::new();
+    if let Some(e) = expected {
+        let core: u64 = regions.values().filter(|r| !r.init).map(|r| r.samples).sum();
+        let hits: u64 = regions.values().map(|r| r.in_function).sum();
+        if core == 0 || hits * 10 < core * 8 {
+            return Err(format!(
+                "expected at least 80% of the {core} samples in {name}'s core text inside {} \
+                 ({:#x}..{:#x} from its .ko), got {hits}",
+                e.function, e.range.0, e.range.1
+            ));
+        }
+        inside = format!("; {hits} of {core} in its core text inside {} (from the .ko)", e.function);
+    }
     Ok(format!(
-        "{total} kernel samples in module {name} ({} cookies), all inside its text; \
+        "{total} kernel samples in module {name} ({} cookies), all inside its text{inside}; \
          UNLOAD recorded",
         regions.len()
     ))
 }
 
-/// Runs `module-samples`.
-pub fn run(raw: &Path, name: &str, min_samples: u64) -> Outcome {
+/// Runs `module-samples`; with `ko` and `function`, the function's range
+/// comes from the module's file.
+pub fn run(raw: &Path, name: &str, min_samples: u64, ko: Option<(&Path, &str)>) -> Outcome {
+    let expected = match ko {
+        Some((path, function)) => Some(Expected {
+            function: function.to_string(),
+            range: rprof_symbols::elf::load_with(path, |data| {
+                crate::elf::module_text_range(data, function)
+            })?,
+        }),
+        None => None,
+    };
     let stream = Stream::load(raw)?;
-    check(&stream, name, min_samples)
+    check(&stream, name, min_samples, expected.as_ref())
 }
 
 #[cfg(test)]
@@ -187,7 +234,7 @@ mod tests {
 
     #[test]
     fn verdicts() {
-        let ok = check(&stream(&[0, 0x10, 0xff], true, false), "rprof_busy", 3).unwrap();
+        let ok = check(&stream(&[0, 0x10, 0xff], true, false), "rprof_busy", 3, None).unwrap();
         assert!(ok.starts_with("3 kernel samples"), "{ok}");
         for (s, says) in [
             (
@@ -198,10 +245,39 @@ mod tests {
             (stream(&[0], true, false), "at least 3 samples"),
             (stream(&[0, 1, 2], true, true), "only kernel samples"),
         ] {
-            let e = check(&s, "rprof_busy", 3).unwrap_err();
+            let e = check(&s, "rprof_busy", 3, None).unwrap_err();
             assert!(e.contains(says), "{says}: {e}");
         }
-        let e = check(&stream(&[0], true, false), "absent", 1).unwrap_err();
+        let e = check(&stream(&[0], true, false), "absent", 1, None).unwrap_err();
         assert!(e.contains("a MODULE record named absent"), "{e}");
+    }
+
+    #[test]
+    fn samples_must_fall_in_the_function() {
+        let f = Expected { function: "spin".into(), range: (0x10, 0x20) };
+        let ok = check(&stream(&[0x10, 0x18, 0x1f, 0x1f, 0x40], true, false), "rprof_busy", 3, Some(&f))
+            .unwrap();
+        assert!(ok.contains("4 of 5 in its core text inside spin"), "{ok}");
+        let e = check(&stream(&[0x10, 0x18, 0x40, 0x50, 0x60], true, false), "rprof_busy", 3, Some(&f))
+            .unwrap_err();
+        assert!(e.contains("at least 80% of the 5 samples"), "{e}");
+    }
+
+    /// The busy module itself, when the workloads are built
+    /// (`scripts/workloads.sh build`): rprof_busy_spin is the first
+    /// function of .text, 66 bytes long as built by the test kernel's clang.
+    #[test]
+    fn range_from_the_busy_module() {
+        let ko = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../build/workloads/busymod/rprof_busy.ko");
+        let Ok(data) = std::fs::read(&ko) else {
+            eprintln!("skipped: {} not built", ko.display());
+            return;
+        };
+        let (start, end) = crate::elf::module_text_range(&data, "rprof_busy_spin").unwrap();
+        assert_eq!(start, 0);
+        assert!(end > start && end < 0x1000, "{start:#x}..{end:#x}");
+        let e = crate::elf::module_text_range(&data, "init_module").unwrap_err();
+        assert!(e.contains(".init"), "{e}");
     }
 }
