@@ -47,6 +47,22 @@
 //! `seq` of a slot for position `p` is `p + 1`, and a stale slot still holds
 //! `p + 1 - capacity`, so the reader cannot mistake an old lap for a new one.
 //!
+//! # Records of several slots
+//!
+//! A record may take `1 + extra` consecutive positions (a sample with its
+//! call chain): [`Ring::push_multi_with`] reserves them all with the one
+//! compare-and-swap (`head -> head + 1 + extra`, only if all fit), writes
+//! the continuation slots, then the first slot, and publishes the first
+//! slot's `seq` last.  The reader checks only the first slot's `seq`; the
+//! release/acquire pair on it makes the continuation slots' values
+//! visible too, and [`Ring::pop_multi`] consumes all the positions at
+//! once (the caller says how many from the first value).  Continuation
+//! slots keep whatever `seq` they had: the reader never looks at a
+//! position that is not a record's first, because it always steps from
+//! one first position to the next, and a stale `seq` there is an older
+//! lap's (`p + 1 - k * capacity`), never `p + 1`.  Positions wrap around
+//! the slot array like single ones (`p % capacity`).
+//!
 //! Counters are `u64`: at 10^9 records a second they wrap after 584 years.
 //! The compare-and-swap is a locked instruction on x86 (about 6 ns); all
 //! writers of a ring are on one CPU, so a `local_t`-style unlocked one would
@@ -168,6 +184,23 @@ impl<T: Copy, S: Deref<Target = [Slot<T>]>> Ring<T, S> {
     /// context could not do.  `make` runs with the slot reserved and
     /// unpublished; it must be NMI-safe too if the caller is.
     pub fn push_with<F: FnOnce() -> T>(&self, make: F) -> Push {
+        self.push_n(0, make, None)
+    }
+
+    /// Like [`Ring::push_with`], for a record of `1 + extra` slots: the
+    /// first made by `make`, continuation slot `i` (0-based) by `rest(i)`.
+    /// All of them are stored, or none (then the record counts once in
+    /// `lost`).  `extra` must be below the capacity; a larger one never
+    /// fits.  NMI-safe as [`Ring::push_with`], with `make` and `rest`.
+    pub fn push_multi_with<F: FnOnce() -> T, G: FnMut(u64) -> T>(&self, extra: u64, make: F, mut rest: G) -> Push {
+        self.push_n(extra, make, Some(&mut rest))
+    }
+
+    /// Reserves `1 + extra` positions and writes them (`rest` makes the
+    /// continuation slots; `None` only with `extra == 0`).
+    fn push_n<F: FnOnce() -> T>(&self, extra: u64, make: F, rest: Option<&mut dyn FnMut(u64) -> T>) -> Push {
+        let extra = if rest.is_some() { extra } else { 0 };
+        let n = extra.saturating_add(1);
         // The tail is loaded before the head, so that `tail <= head` here:
         // the reader released position `tail - 1` only after it saw that
         // position's `seq` (acquire), which its writer stored after
@@ -178,11 +211,15 @@ impl<T: Copy, S: Deref<Target = [Slot<T>]>> Ring<T, S> {
         let mut tail = self.tail.load(Acquire);
         let mut head = self.head.load(Relaxed);
         loop {
-            if head.wrapping_sub(tail) >= self.capacity() {
+            // `tail` may be older than `head` (loaded first, see above),
+            // so `used` may exceed the capacity: full then, as it was when
+            // `tail` was loaded.
+            let used = head.wrapping_sub(tail);
+            if used >= self.capacity() || self.capacity() - used < n {
                 self.lost.fetch_add(1, Relaxed);
                 return Push::Full;
             }
-            match self.head.compare_exchange_weak(head, head + 1, Relaxed, Relaxed) {
+            match self.head.compare_exchange_weak(head, head + n, Relaxed, Relaxed) {
                 Ok(_) => break,
                 Err(_) => {
                     tail = self.tail.load(Acquire);
@@ -190,25 +227,101 @@ impl<T: Copy, S: Deref<Target = [Slot<T>]>> Ring<T, S> {
                 }
             }
         }
-        let value = make();
-        let slot = &self.slots[(head & self.mask) as usize];
-        // SAFETY: Position `head` is ours alone: we reserved it with the
-        // CAS, and the reader finished with the slot's previous position
-        // (`head - capacity`) before releasing the tail we checked.
+        if let Some(rest) = rest {
+            for i in 0..extra {
+                // SAFETY: Positions `head + 1 ..= head + extra` are ours,
+                // as `head` is (below).
+                unsafe { self.write(head + 1 + i, rest(i)) };
+            }
+        }
+        // SAFETY: Positions `head .. head + n` are ours alone: we reserved
+        // them with the CAS, and the reader finished with the slots'
+        // previous positions (`p - capacity`) before releasing the tail we
+        // checked.
+        unsafe { self.write(head, make()) };
+        // Publishes the whole record (module doc).
+        self.slots[(head & self.mask) as usize].seq.store(head + 1, Release);
+
+        let end = head + n;
+        let fill = end - self.tail.load(Relaxed).min(end);
+        if fill > self.high_water.load(Relaxed) {
+            self.high_water.fetch_max(fill, Relaxed);
+        }
+        Push::Stored(fill)
+    }
+
+    /// Writes `value` into the slot of position `pos`.
+    ///
+    /// # Safety
+    ///
+    /// The caller reserved `pos` and has not published it.
+    unsafe fn write(&self, pos: u64, value: T) {
+        let slot = &self.slots[(pos & self.mask) as usize];
         #[cfg(not(loom))]
+        // SAFETY: The caller owns the position (contract).
         unsafe {
             (*slot.value.get()).write(value)
         };
         #[cfg(loom)]
         // SAFETY: As above.
         slot.value.with_mut(|v| unsafe { (*v).write(value) });
-        slot.seq.store(head + 1, Release);
+    }
 
-        let fill = head + 1 - self.tail.load(Relaxed).min(head + 1);
-        if fill > self.high_water.load(Relaxed) {
-            self.high_water.fetch_max(fill, Relaxed);
+    /// Reads the value of position `pos`.
+    ///
+    /// # Safety
+    ///
+    /// `pos` belongs to a record the reader has seen published and not yet
+    /// consumed.
+    unsafe fn read(&self, pos: u64) -> T {
+        let slot = &self.slots[(pos & self.mask) as usize];
+        #[cfg(not(loom))]
+        // SAFETY: Published and not consumed: initialised, and no writer
+        // touches it until the reader releases the tail (contract).
+        let value = unsafe { (*slot.value.get()).assume_init() };
+        #[cfg(loom)]
+        // SAFETY: As above.
+        let value = slot.value.with(|v| unsafe { (*v).assume_init() });
+        value
+    }
+
+    /// Removes the oldest complete record of several slots, if any:
+    /// `extra(first)` says how many continuation slots follow the first
+    /// value (as its writer passed to [`Ring::push_multi_with`]), and
+    /// `take(first, rest)` gets the first value and a reader of
+    /// continuation slot `i`; its result is returned.
+    ///
+    /// # Safety
+    ///
+    /// No other `pop` or `pop_multi` on this ring may run concurrently, and
+    /// `extra(first)` must be what the record's writer passed (for a
+    /// record from [`Ring::push_with`], 0).
+    pub unsafe fn pop_multi<R>(
+        &self,
+        extra: impl FnOnce(&T) -> u64,
+        take: impl FnOnce(T, &mut dyn FnMut(u64) -> T) -> R,
+    ) -> Option<R> {
+        let tail = self.tail.load(Relaxed);
+        let slot = &self.slots[(tail & self.mask) as usize];
+        if slot.seq.load(Acquire) != tail + 1 {
+            return None;
         }
-        Push::Stored(fill)
+        // SAFETY: `seq == tail + 1` (acquire): the record at `tail` is
+        // published, its continuation slots with it (module doc).
+        let first = unsafe { self.read(tail) };
+        // Its writer reserved `1 + extra` positions, fewer than the
+        // capacity; the bound keeps a broken caller inside the ring.
+        let n = extra(&first).min(self.capacity() - 1);
+        let result = take(first, &mut |i| {
+            if i >= n {
+                // Not part of the record: never read past it.
+                return first;
+            }
+            // SAFETY: Continuation slot `i < n` of the published record.
+            unsafe { self.read(tail + 1 + i) }
+        });
+        self.tail.store(tail + 1 + n, Release);
+        Some(result)
     }
 
     /// Removes the oldest complete record, if any.
@@ -256,3 +369,4 @@ impl<T: Copy, S: Deref<Target = [Slot<T>]>> Ring<T, S> {
         self.head.load(Acquire).saturating_sub(tail)
     }
 }
+

@@ -186,3 +186,106 @@ fn no_drop_while_the_ring_has_room() {
         assert_eq!(r.lost(), 0);
     });
 }
+
+/// The first slot of a multi-slot record: `rec(writer, seq)` with the
+/// number of continuation slots in the top byte of its first half;
+/// continuation `i` holds `cont(writer, seq, i)`, so that a torn, stale or
+/// misplaced continuation shows up.
+fn multi(writer: u64, seq: u64, extra: u64) -> (u64, u64) {
+    let (a, b) = rec(writer, seq);
+    (a | extra << 56, b)
+}
+
+fn cont(writer: u64, seq: u64, i: u64) -> (u64, u64) {
+    (writer << 32 | seq, 1000 + i)
+}
+
+/// Pops one record of any size and checks it; returns (writer, seq, extra).
+///
+/// # Safety
+///
+/// The caller is the only consumer.
+unsafe fn pop_checked(r: &TestRing) -> Option<(u64, u64, u64)> {
+    // SAFETY: The caller is the only consumer; the extra count is the one
+    // its writer passed (it is carried in the first value).
+    unsafe {
+        r.pop_multi(
+            |first| first.0 >> 56,
+            |first, rest| {
+                let extra = first.0 >> 56;
+                let (w, s) = check((first.0 & !(0xff << 56), first.1));
+                for i in 0..extra {
+                    assert_eq!(rest(i), cont(w, s, i), "continuation {i} of ({w}, {s})");
+                }
+                (w, s, extra)
+            },
+        )
+    }
+}
+
+#[test]
+fn multi_slot_records_whole_or_not_at_all() {
+    // Capacity 4: a writer pushes a 3-slot record then a 2-slot one while
+    // a nested-style second writer pushes single records and the reader
+    // consumes; every record read is whole and in its writer's order,
+    // wrap-around included, and written == read + lost exactly.
+    model(|| {
+        let r = ring(4);
+        let big = {
+            let r = r.clone();
+            thread::spawn(move || {
+                let mut stored = 0;
+                for (seq, extra) in [(0u64, 2u64), (1, 1)] {
+                    let p = r.push_multi_with(extra, || multi(0, seq, extra), |i| cont(0, seq, i));
+                    if matches!(p, Push::Stored(_)) {
+                        stored += 1;
+                    }
+                }
+                stored
+            })
+        };
+        let small = {
+            let r = r.clone();
+            thread::spawn(move || (0..2).filter(|&s| matches!(r.push(multi(1, s, 0)), Push::Stored(_))).count() as u64)
+        };
+        let mut last = [None, None];
+        let mut got = 0;
+        let take = |last: &mut [Option<u64>; 2]| {
+            // SAFETY: This thread is the only consumer.
+            let mut n = 0;
+            while let Some((w, s, _)) = unsafe { pop_checked(&r) } {
+                if let Some(prev) = last[w as usize] {
+                    assert!(s > prev, "writer {w}: {s} after {prev}");
+                }
+                last[w as usize] = Some(s);
+                n += 1;
+            }
+            n
+        };
+        got += take(&mut last);
+        let stored = big.join().unwrap() + small.join().unwrap();
+        got += take(&mut last);
+        assert_eq!(got, stored, "every stored record is read once");
+        assert_eq!(stored + r.lost(), 4, "written == stored + lost");
+    });
+}
+
+#[test]
+fn a_record_larger_than_the_free_space_is_dropped_whole() {
+    // Three slots used of four: a 2-slot record does not fit and is
+    // counted once; a 1-slot one still fits.
+    loom::model(move || {
+        let r = ring(4);
+        assert!(matches!(r.push_multi_with(2, || multi(0, 0, 2), |i| cont(0, 0, i)), Push::Stored(3)));
+        assert_eq!(r.push_multi_with(1, || multi(0, 1, 1), |i| cont(0, 1, i)), Push::Full);
+        assert_eq!(r.lost(), 1);
+        assert!(matches!(r.push(multi(0, 2, 0)), Push::Stored(4)));
+        assert_eq!(r.push_multi_with(4, || multi(0, 3, 4), |i| cont(0, 3, i)), Push::Full);
+        // SAFETY: The only consumer.
+        assert_eq!(unsafe { pop_checked(&r) }, Some((0, 0, 2)));
+        // SAFETY: As above.
+        assert_eq!(unsafe { pop_checked(&r) }, Some((0, 2, 0)));
+        // SAFETY: As above.
+        assert_eq!(unsafe { pop_checked(&r) }, None);
+    });
+}
