@@ -14,6 +14,7 @@
 #define RPROF_HELPERS_H
 
 #include <linux/types.h>
+#include <linux/path.h>
 
 struct file;
 struct file_operations;
@@ -90,6 +91,19 @@ struct rprof_vma_range {
 int rprof_resolve_user(struct mm_struct *mm, __u64 ip, __u32 seq,
 		       struct path *path, __u64 *offset,
 		       struct rprof_vma_range *range);
+/* Several ips of one sample's chain, under one mmap_lock round: out[i]
+ * is what rprof_resolve_user() would give for ips[i] (how: RPROF_RESOLVE_*,
+ * path referenced with RPROF_RESOLVE_FILE). */
+struct rprof_frame_res {
+	struct path path;
+	__u64 offset;
+	struct rprof_vma_range range;
+	__s32 how;
+	__u32 reserved;
+};
+void rprof_resolve_user_frames(struct mm_struct *mm, __u32 seq,
+			       const __u64 *ips, __u32 n,
+			       struct rprof_frame_res *out);
 /* mm_count references (the mm_struct stays, not its mappings). */
 void rprof_mm_grab(struct mm_struct *mm);
 void rprof_mm_drop(struct mm_struct *mm);
@@ -119,8 +133,43 @@ void rprof_module_going(void *ctx, const void *id);
 int rprof_module_notifier_register(void *ctx);
 void rprof_module_notifier_unregister(void);
 
-/* Called by the overflow handler; implemented in Rust (src/sampler.rs). */
-void rprof_on_sample(void *ctx, const struct rprof_raw_sample *sample);
+/* Called by the overflow handler; implemented in Rust (src/sampler.rs).
+ * regs: the sampled registers, for call chains (rprof_callchain). */
+void rprof_on_sample(void *ctx, const struct rprof_raw_sample *sample,
+		     struct pt_regs *regs);
+
+/*
+ * Call chains (issue 10).  NMI context: nothing here sleeps, locks,
+ * allocates or faults a page in.
+ *
+ * rprof_chain_scratch() is this CPU's buffer of RPROF_CHAIN_WORDS words for
+ * the context level the caller runs at (task, softirq, hardirq, NMI): an
+ * overflow handler cannot be interrupted by another one of the same level
+ * on its CPU, so each level's buffer has one user at a time, as perf's
+ * callchain buffers.  rprof_chain_alloc() makes the buffers (module load),
+ * rprof_chain_free() frees them.
+ *
+ * rprof_callchain() stores the kernel return addresses above the sampled
+ * ip (at most max_k) and then the user frames (at most max_u: the user ip
+ * at kernel entry for a sample taken in the kernel, then return
+ * addresses) into ips, says how many of each in *nk and *nu, and returns
+ * RPROF_STACK_* flags saying why each side ended.
+ */
+#define RPROF_CHAIN_WORDS 256
+int rprof_chain_alloc(void);
+void rprof_chain_free(void);
+__u64 *rprof_chain_scratch(void);
+__u32 rprof_callchain(struct pt_regs *regs, __u64 *ips, __u32 max_k,
+		      __u32 max_u, __u32 *nk, __u32 *nu);
+/*
+ * The frame-pointer walk of rprof_callchain's user side, on any memory:
+ * read(ctx, addr, frame) reads the two words at addr (saved frame pointer,
+ * return address) or fails.  Frame pointers must lie in [lo, hi - 16],
+ * be 8-aligned and grow strictly.  Exposed for KUnit.
+ */
+typedef bool (*rprof_read_frame_fn)(void *ctx, __u64 addr, __u64 frame[2]);
+__u32 rprof_walk_fp(__u64 fp, __u64 *ips, __u32 max, __u32 *n,
+		    rprof_read_frame_fn read, void *ctx, __u64 lo, __u64 hi);
 
 /* perf_event kernel counters. */
 struct rprof_counter_attr {

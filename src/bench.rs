@@ -45,7 +45,7 @@ fn timed_batches(ring: &SampleRing, mut write: impl FnMut(RawSample)) -> u64 {
         }
         ns += clock() - t0;
         // SAFETY: The only consumer.
-        while let Some(rec) = unsafe { ring.pop() } {
+        while let Some(rec) = unsafe { sampler::pop(ring, &mut []) } {
             if !rec.mm.0.is_null() {
                 // SAFETY: The handler took this reference on insmod's
                 // address space; process context.
@@ -61,7 +61,7 @@ fn timed_batches(ring: &SampleRing, mut write: impl FnMut(RawSample)) -> u64 {
 fn rprof_ring() -> Result<u64> {
     let ring = sampler::new_ring(BATCH as u32)?;
     Ok(timed_batches(&ring, |sample| {
-        let _ = ring.push(RingRecord::new(sample, 0));
+        let _ = ring.push(RingRecord::new(sample, 0).into());
     }))
 }
 
@@ -70,11 +70,19 @@ fn rprof_ring() -> Result<u64> {
 /// watermark check).
 fn rprof_handler() -> Result<u64> {
     let ring = sampler::new_ring(BATCH as u32)?;
-    let ctx = HandlerCtx { ring: &ring, kicker: core::ptr::null_mut(), event: 0, pid: -1, kick_at: u64::MAX };
+    let ctx = HandlerCtx {
+        ring: &ring,
+        kicker: core::ptr::null_mut(),
+        event: 0,
+        max_kernel: 0,
+        max_user: 0,
+        pid: -1,
+        kick_at: u64::MAX,
+    };
     Ok(timed_batches(&ring, |sample| {
         // SAFETY: `ctx` and its ring live across the call; the ring never
         // fills (emptied every batch), so the null kicker is never kicked.
-        unsafe { sampler::rprof_on_sample(&ctx as *const HandlerCtx as *mut c_void, &sample) };
+        unsafe { sampler::rprof_on_sample(&ctx as *const HandlerCtx as *mut c_void, &sample, core::ptr::null_mut()) };
     }))
 }
 

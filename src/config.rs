@@ -67,11 +67,14 @@ impl Config {
         if raw.flags & !RPROF_CONFIG_FLAGS_ALL != 0 || raw.reserved != 0 || raw.reserved1 != 0 {
             return bad("reserved flags or fields set");
         }
-        // Call chains are in the ABI but not taken yet (issue 10).
         if raw.flags & RPROF_CONFIG_CALLCHAIN != 0 {
-            return bad("call chains are not supported yet");
-        }
-        if raw.max_kernel_frames != 0 || raw.max_user_frames != 0 {
+            if raw.max_kernel_frames == 0 && raw.max_user_frames == 0 {
+                return bad("call chains with both depths 0");
+            }
+            if raw.max_kernel_frames > RPROF_MAX_FRAMES as u16 || raw.max_user_frames > RPROF_MAX_FRAMES as u16 {
+                return bad("call chain depth above RPROF_MAX_FRAMES");
+            }
+        } else if raw.max_kernel_frames != 0 || raw.max_user_frames != 0 {
             return bad("chain depths without RPROF_CONFIG_CALLCHAIN");
         }
         let n = raw.nr_events as usize;

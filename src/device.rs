@@ -97,6 +97,7 @@ struct Stats {
     cpus: KVec<uapi::rprof_cpu_stats>,
     drains: u64,
     wakeups: u64,
+    chains: uapi::rprof_chain_stats,
 }
 
 impl Stats {
@@ -105,14 +106,14 @@ impl Stats {
         let mut cpus = KVec::new();
         cpus.extend_with(nr, uapi::rprof_cpu_stats::default(), GFP_KERNEL)?;
         let (total, drains, wakeups) = session.stats(&mut cpus);
-        Ok(Self { total, cpus, drains, wakeups })
+        Ok(Self { total, cpus, drains, wakeups, chains: session.chain_stats() })
     }
 
     /// A copy of the figures of `self`, for CPUs up to `nr`.
     fn copy(&self, nr: usize) -> Result<Self> {
         let mut cpus = KVec::new();
         cpus.extend_from_slice(&self.cpus[..nr.min(self.cpus.len())], GFP_KERNEL)?;
-        Ok(Self { total: self.total, cpus, drains: self.drains, wakeups: self.wakeups })
+        Ok(Self { total: self.total, cpus, drains: self.drains, wakeups: self.wakeups, chains: self.chains })
     }
 }
 
@@ -265,11 +266,19 @@ impl Rprof {
     }
 
     fn stats(&self, arg: usize) -> Result {
-        // The size convention (`sized.rs`); the first published size is
-        // today's, so the whole structure is always there to read.
+        // The size convention (`sized.rs`): a caller of an older header
+        // has a smaller structure (at least the first published size), and
+        // exactly `min(size, known)` bytes of it are read and written.
+        let known = size_of::<uapi::rprof_stats>();
         let size = sized::read_size(arg, uapi::RPROF_STATS_SIZE_VER0 as usize)?;
-        sized::check_unknown_zero(arg, size_of::<uapi::rprof_stats>(), size)?;
-        let mut req: uapi::rprof_stats = UserSlice::new(arg, size_of::<uapi::rprof_stats>()).reader().read()?;
+        sized::check_unknown_zero(arg, known, size)?;
+        let len = size.min(known);
+        let mut req = uapi::rprof_stats::default();
+        // SAFETY: `rprof_stats` is plain old data without padding: any
+        // bytes form a valid value, and every byte is initialised.
+        let req_bytes =
+            unsafe { core::slice::from_raw_parts_mut(&mut req as *mut uapi::rprof_stats as *mut u8, known) };
+        UserSlice::new(arg, len).reader().read_slice(&mut req_bytes[..len])?;
         if req.reserved.iter().any(|&r| r != 0) {
             return Err(EINVAL);
         }
@@ -287,7 +296,6 @@ impl Rprof {
                 None => None,
             },
         };
-        req.size = size_of::<uapi::rprof_stats>() as u32;
         req.nr_cpus = nr;
         if let Some(st) = stats {
             let mut w = UserSlice::new(req.cpus as usize, want * size_of::<uapi::rprof_cpu_stats>()).writer();
@@ -297,12 +305,19 @@ impl Rprof {
             req.drains = st.drains;
             req.wakeups = st.wakeups;
             req.total = st.total;
+            req.chains = st.chains;
         } else {
             req.drains = 0;
             req.wakeups = 0;
             req.total = Default::default();
+            req.chains = Default::default();
         }
-        UserSlice::new(arg, size_of::<uapi::rprof_stats>()).writer().write(&req)?;
+        // The size filled in: what the caller has, up to what we know.
+        req.size = len as u32;
+        // SAFETY: As above.
+        let req_bytes =
+            unsafe { core::slice::from_raw_parts(&req as *const uapi::rprof_stats as *const u8, known) };
+        UserSlice::new(arg, len).writer().write_slice(&req_bytes[..len])?;
         Ok(())
     }
 

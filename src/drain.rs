@@ -30,12 +30,27 @@
 //! SWITCH when the cookie differs from the last SWITCH, a COOKIE or MODULE
 //! record before a cookie's first SWITCH, then the compact SAMPLE.  The
 //! context is updated only by records that were actually written.
+//!
+//! # Call chains
+//!
+//! A sample of a session with chains carries its frames in the ring.  Its
+//! user frames resolve as its ip does, with the same rules: the mapping
+//! cache first, then one `mmap_lock` round for all the frames it missed
+//! (`rprof_resolve_user_frames`); kernel frames to the kernel or a module.
+//! Return addresses are looked up one byte back, at the call, so that a
+//! call at the very end of a mapping resolves to it; their offsets stay the
+//! return addresses.  A frame that does not resolve stays in the chain as
+//! `RPROF_COOKIE_UNRESOLVED` with its raw address.  The chain is written
+//! once as a STACK record (src/stacks.rs), COOKIE and MODULE records for
+//! its frames before it, and the sample names it.
 
 use crate::cookies::{CookieTable, Object, PathRef};
 use crate::evbuf::{EventBuffer, Producer, Record};
-use crate::helpers::{self, ModInfo, VmaRange, RESOLVE_ANON, RESOLVE_FILE, RAW_THROTTLED, RAW_USER};
+use crate::helpers::{self, FrameRes, ModInfo, VmaRange, RESOLVE_ANON, RESOLVE_FILE, RAW_THROTTLED, RAW_USER};
 use crate::mapcache::{MapCache, Target};
-use crate::sampler::{RingRecord, SampleRing};
+use crate::sampler::CHAIN_TAKEN;
+use crate::stacks::{self, Stacks};
+use crate::sampler::{self, RingRecord, SampleRing};
 use crate::uapi::*;
 use core::mem::size_of;
 use kernel::bindings;
@@ -57,6 +72,34 @@ unsafe impl Record for rprof_task {}
 unsafe impl Record for rprof_switch {}
 // SAFETY: As above.
 unsafe impl Record for rprof_module {}
+// SAFETY: As above.
+unsafe impl Record for rprof_sample_stack {}
+
+// SAFETY: `miss_res` holds raw `struct path`s only between
+// `rprof_resolve_user_frames` and the loop right after it in
+// `Drain::stack_with`, which takes each reference out into a `PathRef`
+// (or leaves none: the helper fills a path only with RESOLVE_FILE); in
+// between, the drain lock keeps every access on one thread.  The rest is
+// plain data.  The drain, and these buffers with it, move between the
+// workers that hold the lock.
+unsafe impl Send for Chains {}
+
+impl Chains {
+    fn new() -> Result<Self> {
+        let mut miss_res = KVec::with_capacity(RPROF_MAX_FRAMES as usize, GFP_KERNEL)?;
+        for _ in 0..RPROF_MAX_FRAMES {
+            // SAFETY: All-zero is a valid result to fill (an empty path).
+            miss_res.push(unsafe { core::mem::zeroed::<FrameRes>() }, GFP_KERNEL)?;
+        }
+        Ok(Self {
+            stacks: Stacks::new()?,
+            resolved: KVec::with_capacity(helpers::CHAIN_WORDS, GFP_KERNEL)?,
+            miss_ips: KVec::with_capacity(RPROF_MAX_FRAMES as usize, GFP_KERNEL)?,
+            miss_at: KVec::with_capacity(RPROF_MAX_FRAMES as usize, GFP_KERNEL)?,
+            miss_res,
+        })
+    }
+}
 
 /// Loss causes the drain counts itself, in `CpuDrain::lost` order; ring
 /// drops are counted by the ring.
@@ -101,6 +144,24 @@ pub(crate) struct Drain {
     /// is (its `mmdrop` may free an `mm_struct`, process context, as the
     /// table's `path_put`s need).
     maps: MapCache,
+    /// Call chains, when the session takes them.
+    chains: Option<KBox<Chains>>,
+    /// The frames of the record being processed (`CHAIN_WORDS` with
+    /// chains, else empty).
+    frames: KVec<u64>,
+    /// Chain counters (GET_STATS).
+    pub(crate) chain_stats: rprof_chain_stats,
+}
+
+/// What the drain needs for call chains, allocated once per session.
+struct Chains {
+    stacks: Stacks,
+    /// The resolved frames of the chain being processed.
+    resolved: KVec<rprof_frame>,
+    /// `rprof_resolve_user_frames`' input and output.
+    miss_ips: KVec<u64>,
+    miss_at: KVec<usize>,
+    miss_res: KVec<FrameRes>,
 }
 
 /// What a TASK record says, to tell when another is due: the CPU, the
@@ -133,7 +194,7 @@ fn c_name<const N: usize>(bytes: &[u8]) -> [u8; N] {
 }
 
 impl Drain {
-    pub(crate) fn new(producer: Producer, nr_cpus: usize, max_cookies: usize) -> Result<Self> {
+    pub(crate) fn new(producer: Producer, nr_cpus: usize, max_cookies: usize, chains: bool) -> Result<Self> {
         let mut cpus = KVec::with_capacity(nr_cpus, GFP_KERNEL)?;
         for _ in 0..nr_cpus {
             cpus.push(CpuDrain::default(), GFP_KERNEL)?;
@@ -152,6 +213,15 @@ impl Drain {
             cookie: RPROF_COOKIE_NONE as u64,
             scratch,
             maps: MapCache::new(),
+            chains: if chains { Some(KBox::new(Chains::new()?, GFP_KERNEL)?) } else { None },
+            frames: {
+                let mut f = KVec::new();
+                if chains {
+                    f.extend_with(helpers::CHAIN_WORDS, 0u64, GFP_KERNEL)?;
+                }
+                f
+            },
+            chain_stats: rprof_chain_stats::default(),
         })
     }
 
@@ -184,16 +254,48 @@ impl Drain {
         self.cpus[cpu].pending[cause] += 1;
     }
 
-    /// Resolves, writes (or counts as lost) one ring record of `cpu`, and
-    /// drops the address-space reference it held.
-    pub(crate) fn process(&mut self, buf: &EventBuffer, cpu: usize, rec: &RingRecord, reserve: u64) {
+    /// Takes the oldest record of `cpu`'s `ring` and processes it; false
+    /// if the ring had none.
+    ///
+    /// # Safety
+    ///
+    /// The caller is the ring's only reader (holds the drain lock).
+    pub(crate) unsafe fn take(&mut self, buf: &EventBuffer, cpu: usize, ring: &SampleRing, reserve: u64) -> bool {
+        let mut frames = core::mem::take(&mut self.frames);
+        // SAFETY: The only reader (contract).
+        let rec = unsafe { sampler::pop(ring, &mut frames) };
+        if let Some(rec) = &rec {
+            let n = (rec.nk as usize + rec.nu as usize).min(frames.len());
+            self.process(buf, cpu, rec, &frames[..n], reserve);
+        }
+        self.frames = frames;
+        rec.is_some()
+    }
+
+    /// Resolves, writes (or counts as lost) one ring record of `cpu` with
+    /// its chain's `frames`, and drops the address-space reference it held.
+    pub(crate) fn process(&mut self, buf: &EventBuffer, cpu: usize, rec: &RingRecord, frames: &[u64], reserve: u64) {
         #[cfg(rprof_bench)]
         let _timer = crate::bench::Timer::start(crate::bench::Stage::Record);
         let ok = if self.start_pending.is_some() {
             // Nothing goes before START.
             Err(BUFFER)
         } else {
-            self.resolve(rec).and_then(|w| if self.emit(buf, cpu, rec, &w, reserve) { Ok(()) } else { Err(BUFFER) })
+            self.resolve(rec).and_then(|w| {
+                let stack = if rec.chain & CHAIN_TAKEN != 0 && self.chains.is_some() {
+                    Some(self.stack(buf, rec, frames, reserve)?)
+                } else {
+                    None
+                };
+                if self.emit(buf, cpu, rec, &w, stack, reserve) {
+                    if stack.is_some() {
+                        self.count_chain(rec);
+                    }
+                    Ok(())
+                } else {
+                    Err(BUFFER)
+                }
+            })
         };
         match ok {
             Ok(()) => self.cpus[cpu].delivered += 1,
@@ -327,8 +429,177 @@ impl Drain {
         written
     }
 
-    /// Writes the context records `rec` needs, then its SAMPLE.
-    fn emit(&mut self, buf: &EventBuffer, cpu: usize, rec: &RingRecord, w: &Where, reserve: u64) -> bool {
+    /// Counts a delivered sample's chain.
+    fn count_chain(&mut self, rec: &RingRecord) {
+        let s = &mut self.chain_stats;
+        let f = u32::from(rec.chain);
+        s.chains += 1;
+        s.kernel_frames += u64::from(rec.nk);
+        s.user_frames += u64::from(rec.nu);
+        if f & (RPROF_STACK_KERNEL_TRUNCATED | RPROF_STACK_USER_TRUNCATED) != 0 {
+            s.truncated += 1;
+        }
+        if f & RPROF_STACK_USER_FAULT != 0 {
+            s.user_fault += 1;
+        }
+        if f & RPROF_STACK_USER_BAD_FP != 0 {
+            s.user_bad_fp += 1;
+        }
+        if f & RPROF_STACK_CUT != 0 {
+            s.cut_space += 1;
+        }
+    }
+
+    /// The kernel or module (cookie, offset) of kernel address `ip`.
+    fn resolve_kernel(&mut self, ip: u64) -> Result<(u64, u64), usize> {
+        // SAFETY: All-zero is a valid `ModInfo` to fill.
+        let mut info: ModInfo = unsafe { core::mem::zeroed() };
+        // SAFETY: Walks the module list under RCU; fills `info`.
+        if unsafe { helpers::rprof_module_lookup(ip, &mut info) } {
+            let cookie = self.cookies.module(&info).map_err(|_| NO_COOKIE)?;
+            Ok((cookie, ip - info.base))
+        } else {
+            Ok((RPROF_COOKIE_KERNEL as u64, ip))
+        }
+    }
+
+    /// Resolves `rec`'s chain (`frames`: kernel then user addresses),
+    /// writes its STACK record (and the COOKIE and MODULE records of its
+    /// frames) unless the chain is in the table, and returns its id.
+    /// `Err(BUFFER)` when a record does not fit: the sample is then lost,
+    /// and the chain not entered.
+    fn stack(&mut self, buf: &EventBuffer, rec: &RingRecord, frames: &[u64], reserve: u64) -> Result<u64, usize> {
+        let Some(mut ch) = self.chains.take() else { return Err(BUFFER) };
+        let r = self.stack_with(&mut ch, buf, rec, frames, reserve);
+        self.chains = Some(ch);
+        r
+    }
+
+    fn stack_with(
+        &mut self,
+        ch: &mut Chains,
+        buf: &EventBuffer,
+        rec: &RingRecord,
+        frames: &[u64],
+        reserve: u64,
+    ) -> Result<u64, usize> {
+        let nk = (rec.nk as usize).min(frames.len());
+        stacks::clear_copy(&mut ch.resolved);
+        stacks::clear_copy(&mut ch.miss_ips);
+        stacks::clear_copy(&mut ch.miss_at);
+        let unresolved = |ip: u64| rprof_frame { cookie: RPROF_COOKIE_UNRESOLVED as u64, offset: ip };
+        for &ip in &frames[..nk] {
+            // A return address: look up the call, one byte back.
+            let f = match self.resolve_kernel(ip.wrapping_sub(1)) {
+                Ok((cookie, offset)) => rprof_frame { cookie, offset: offset + 1 },
+                Err(_) => unresolved(ip),
+            };
+            // Cannot fail: the capacity is CHAIN_WORDS.
+            let _ = ch.resolved.push(f, GFP_ATOMIC);
+        }
+        // The first user frame of a kernel sample is the user ip at kernel
+        // entry, not a return address.
+        let entry_first = rec.sample.flags & RAW_USER == 0;
+        for (j, &ip) in frames[nk..].iter().enumerate() {
+            let back = u64::from(!(entry_first && j == 0));
+            let at = ip.wrapping_sub(back);
+            let f = match self.maps.get(rec.mm.0, rec.mm_seq, at) {
+                Some((Target::File(cookie), offset)) => rprof_frame { cookie, offset: offset + back },
+                Some((Target::Anon, _)) => rprof_frame { cookie: RPROF_COOKIE_ANON as u64, offset: ip },
+                None => {
+                    let _ = ch.miss_ips.push(at, GFP_ATOMIC);
+                    let _ = ch.miss_at.push(ch.resolved.len(), GFP_ATOMIC);
+                    unresolved(ip)
+                }
+            };
+            let _ = ch.resolved.push(f, GFP_ATOMIC);
+        }
+        if !ch.miss_ips.is_empty() && !rec.mm.0.is_null() {
+            let n = ch.miss_ips.len().min(ch.miss_res.len());
+            // SAFETY: `mm` is referenced by the record; `miss_res` has room
+            // for `n` results; process context.
+            unsafe {
+                helpers::rprof_resolve_user_frames(
+                    rec.mm.0,
+                    rec.mm_seq,
+                    ch.miss_ips.as_ptr(),
+                    n as u32,
+                    ch.miss_res.as_mut_ptr(),
+                )
+            };
+            for k in 0..n {
+                let res = &mut ch.miss_res[k];
+                let at = ch.miss_at[k];
+                let back = ch.miss_ips[k] != ch.resolved[at].offset;
+                let target = match res.how {
+                    RESOLVE_FILE => {
+                        // SAFETY: The helper took a reference on `path` for
+                        // us; we take it out of the result.
+                        let path = unsafe { PathRef::from_raw(core::mem::replace(&mut res.path, core::mem::zeroed())) };
+                        match self.cookies.file(path) {
+                            Ok(cookie) => Some(Target::File(cookie)),
+                            Err(_) => None,
+                        }
+                    }
+                    RESOLVE_ANON => Some(Target::Anon),
+                    _ => None,
+                };
+                let Some(target) = target else { continue };
+                // SAFETY: The record holds a reference on `mm`.
+                unsafe { self.maps.fill(rec.mm.0, rec.mm_seq, &res.range, target) };
+                ch.resolved[at] = match target {
+                    Target::File(cookie) => rprof_frame { cookie, offset: res.offset + u64::from(back) },
+                    // The raw address, as for an anonymous leaf.
+                    Target::Anon => rprof_frame { cookie: RPROF_COOKIE_ANON as u64, offset: ch.resolved[at].offset },
+                };
+            }
+        }
+        let unresolved_now = ch.resolved[nk..].iter().filter(|f| f.cookie == RPROF_COOKIE_UNRESOLVED as u64).count();
+        let flags = u16::from(rec.chain & 0x3f);
+        let h = stacks::hash(&ch.resolved, flags);
+        if let Some(id) = ch.stacks.find(h, &ch.resolved, flags) {
+            self.chain_stats.unresolved += unresolved_now as u64;
+            return Ok(id);
+        }
+        for f in ch.resolved.iter() {
+            if !self.announce(buf, f.cookie, reserve) {
+                return Err(BUFFER);
+            }
+        }
+        let id = ch.stacks.next_id();
+        let n = ch.resolved.len();
+        let size = size_of::<rprof_stack>() + n * size_of::<rprof_frame>();
+        let head = rprof_stack {
+            header: rprof_record_header { type_: RPROF_RECORD_STACK as u16, flags, size: size as u32 },
+            id,
+            nr_kernel: nk as u16,
+            nr_user: (n - nk) as u16,
+            reserved: 0,
+            frames: Default::default(),
+        };
+        let out = &mut self.scratch[..size];
+        // SAFETY: `rprof_stack` and `rprof_frame` are plain data without
+        // padding; we copy their bytes.
+        let (head_bytes, frame_bytes) = unsafe {
+            (
+                core::slice::from_raw_parts(&head as *const _ as *const u8, size_of::<rprof_stack>()),
+                core::slice::from_raw_parts(ch.resolved.as_ptr() as *const u8, n * size_of::<rprof_frame>()),
+            )
+        };
+        out[..head_bytes.len()].copy_from_slice(head_bytes);
+        out[head_bytes.len()..].copy_from_slice(frame_bytes);
+        if !buf.write_bytes(&mut self.producer, out, reserve) {
+            return Err(BUFFER);
+        }
+        ch.stacks.insert(h, &ch.resolved, flags);
+        self.chain_stats.stacks += 1;
+        self.chain_stats.unresolved += unresolved_now as u64;
+        Ok(id)
+    }
+
+    /// Writes the context records `rec` needs, then its SAMPLE (naming
+    /// `stack`, if any).
+    fn emit(&mut self, buf: &EventBuffer, cpu: usize, rec: &RingRecord, w: &Where, stack: Option<u64>, reserve: u64) -> bool {
         let s = &rec.sample;
         let task = TaskKey { cpu: cpu as u32, pid: s.pid, tid: s.tid, mm: rec.mm.0 as usize, comm: s.comm };
         if self.task != Some(task) {
@@ -370,7 +641,18 @@ impl Drain {
             offset: w.offset,
             period: s.period,
         };
-        buf.write(&mut self.producer, &sample, reserve)
+        let Some(id) = stack else {
+            return buf.write(&mut self.producer, &sample, reserve);
+        };
+        let mut flags = flags | RPROF_SAMPLE_STACK;
+        if u32::from(rec.chain) & RPROF_STACK_CUT != 0 {
+            flags |= RPROF_SAMPLE_CHAIN_CUT;
+        }
+        let with = rprof_sample_stack {
+            sample: rprof_sample { header: rprof_sample_stack::header(RPROF_RECORD_SAMPLE, flags as u16), ..sample },
+            stack: id,
+        };
+        buf.write(&mut self.producer, &with, reserve)
     }
 
     /// THROTTLE with a throttled sample, UNTHROTTLE with the first sample

@@ -43,6 +43,8 @@
 #include <linux/workqueue.h>
 #include <linux/completion.h>
 #include <asm/apic.h>
+#include <asm/unwind.h>
+#include <asm/uaccess.h>
 #include <asm/nmi.h>
 #include <linux/cpu.h>
 #include <linux/cpuhotplug.h>
@@ -254,10 +256,136 @@ static void rprof_overflow(struct perf_event *event,
 	/* A racy copy, as perf's own NMI path takes it: good enough for a name. */
 	memcpy(s.comm, current->comm, sizeof(s.comm));
 	s.comm[sizeof(s.comm) - 1] = 0;
-	rprof_on_sample(event->overflow_handler_context, &s);
+	rprof_on_sample(event->overflow_handler_context, &s, regs);
 #ifdef RPROF_BENCH
 	rprof_bench_stage(RPROF_BENCH_STAGE_HANDLER, local_clock() - s.time_ns);
 #endif
+}
+
+/* ---- call chains (NMI context) ----------------------------------------- */
+
+/* Task, softirq, hardirq, NMI: interrupt_context_level()'s range. */
+#define RPROF_CHAIN_LEVELS 4
+
+static u64 (__percpu *rprof_chain_bufs)[RPROF_CHAIN_LEVELS][RPROF_CHAIN_WORDS];
+
+int rprof_chain_alloc(void)
+{
+	rprof_chain_bufs = alloc_percpu(typeof(*rprof_chain_bufs));
+	return rprof_chain_bufs ? 0 : -ENOMEM;
+}
+
+void rprof_chain_free(void)
+{
+	free_percpu(rprof_chain_bufs);
+	rprof_chain_bufs = NULL;
+}
+
+u64 *rprof_chain_scratch(void)
+{
+	return (*this_cpu_ptr(rprof_chain_bufs))[interrupt_context_level()];
+}
+
+u32 rprof_walk_fp(u64 fp, u64 *ips, u32 max, u32 *n,
+		  rprof_read_frame_fn read, void *ctx, u64 lo, u64 hi)
+{
+	u64 frame[2], prev = 0;
+	u32 i = 0, flags = 0;
+
+	while (fp) {
+		/* A frame record lies above the stack pointer, and each
+		 * caller's above its callee's: anything else is not a chain. */
+		if ((fp & 7) || fp < lo || hi < 16 || fp > hi - 16 ||
+		    (prev && fp <= prev)) {
+			flags = RPROF_STACK_USER_BAD_FP;
+			break;
+		}
+		if (i == max) {
+			flags = RPROF_STACK_USER_TRUNCATED;
+			break;
+		}
+		if (!read(ctx, fp, frame)) {
+			flags = RPROF_STACK_USER_FAULT;
+			break;
+		}
+		if (!frame[1])
+			break;
+		ips[i++] = frame[1];
+		prev = fp;
+		fp = frame[0];
+	}
+	*n = i;
+	return flags;
+}
+
+/* copy_from_user_nmi(): access_ok, nmi_uaccess_okay and no page faults. */
+static bool rprof_read_user_frame(void *ctx, u64 addr, u64 frame[2])
+{
+	return !copy_from_user_nmi(frame, (const void __user *)addr, 2 * sizeof(u64));
+}
+
+static u32 rprof_kernel_chain(struct pt_regs *regs, u64 *ips, u32 max, u32 *n)
+{
+	struct unwind_state state;
+	unsigned long addr;
+	u32 i = 0, flags = 0;
+
+	/* As perf_callchain_kernel(): real interrupt registers, or where the
+	 * stack was when a software event fetched them. */
+	if (regs->flags & X86_EFLAGS_FIXED)
+		unwind_start(&state, current, regs, NULL);
+	else
+		unwind_start(&state, current, NULL, (void *)regs->sp);
+	for (; !unwind_done(&state); unwind_next_frame(&state)) {
+		addr = unwind_get_return_address(&state);
+		if (!addr)
+			break;
+		if (i == max) {
+			flags = RPROF_STACK_KERNEL_TRUNCATED;
+			break;
+		}
+		ips[i++] = addr;
+	}
+	if (unwind_error(&state))
+		flags |= RPROF_STACK_KERNEL_ERROR;
+	*n = i;
+	return flags;
+}
+
+u32 rprof_callchain(struct pt_regs *regs, u64 *ips, u32 max_k, u32 max_u,
+		    u32 *nk, u32 *nu)
+{
+	struct pt_regs *uregs = NULL;
+	u32 flags = 0, k = 0, u = 0, w = 0;
+	bool want_u = max_u;
+
+	max_k = min_t(u32, max_k, RPROF_MAX_FRAMES);
+	max_u = min_t(u32, max_u, RPROF_MAX_FRAMES);
+	if (!user_mode(regs)) {
+		if (max_k)
+			flags |= rprof_kernel_chain(regs, ips, max_k, &k);
+		/* On behalf of a user task: the user side from its entry. */
+		if (current->mm && !(current->flags & PF_KTHREAD))
+			uregs = task_pt_regs(current);
+		if (uregs && max_u) {
+			ips[k + u++] = uregs->ip;
+			max_u--;
+		}
+	} else {
+		uregs = regs;
+	}
+	/* 64-bit user code only: no VM86, no compat segments. */
+	if (uregs && user_64bit_mode(uregs) && !(uregs->flags & X86_VM_MASK)) {
+		if (max_u)
+			flags |= rprof_walk_fp(uregs->bp, ips + k + u, max_u, &w,
+					       rprof_read_user_frame, NULL,
+					       uregs->sp, TASK_SIZE_MAX);
+		else if (want_u && uregs->bp)
+			flags |= RPROF_STACK_USER_TRUNCATED;
+	}
+	*nk = k;
+	*nu = u + w;
+	return flags;
 }
 
 /* rprof's event kinds (uapi) to perf's type and config. */
@@ -380,19 +508,17 @@ void rprof_cond_resched(void)
  * sequence of the write section).  Such a VMA may not be the one the
  * sample hit, so it resolves to nothing rather than to a wrong file.
  */
-int rprof_resolve_user(struct mm_struct *mm, u64 ip, u32 seq,
-		       struct path *path, u64 *offset,
-		       struct rprof_vma_range *range)
+/* rprof_resolve_user() with mmap_lock held for reading. */
+static int rprof_resolve_locked(struct mm_struct *mm, u64 ip, u32 seq,
+				struct path *path, u64 *offset,
+				struct rprof_vma_range *range)
 {
-	struct vm_area_struct *vma;
-	int ret = RPROF_RESOLVE_NONE;
+	struct vm_area_struct *vma = vma_lookup(mm, ip);
 
-	mmap_read_lock(mm);
-	vma = vma_lookup(mm, ip);
 	if (!vma)
-		goto out;
+		return RPROF_RESOLVE_NONE;
 	if ((int)(READ_ONCE(vma->vm_lock_seq) - seq) >= 0)
-		goto out;
+		return RPROF_RESOLVE_NONE;
 	/* Under mmap_lock no write section is open: the sequence is even. */
 	range->mm_seq = READ_ONCE(mm->mm_lock_seq.sequence);
 	range->start = vma->vm_start;
@@ -402,14 +528,34 @@ int rprof_resolve_user(struct mm_struct *mm, u64 ip, u32 seq,
 		*path = vma->vm_file->f_path;
 		path_get(path);
 		*offset = ((u64)vma->vm_pgoff << PAGE_SHIFT) + ip - vma->vm_start;
-		ret = RPROF_RESOLVE_FILE;
-	} else {
-		*offset = ip;
-		ret = RPROF_RESOLVE_ANON;
+		return RPROF_RESOLVE_FILE;
 	}
-out:
+	*offset = ip;
+	return RPROF_RESOLVE_ANON;
+}
+
+int rprof_resolve_user(struct mm_struct *mm, u64 ip, u32 seq,
+		       struct path *path, u64 *offset,
+		       struct rprof_vma_range *range)
+{
+	int ret;
+
+	mmap_read_lock(mm);
+	ret = rprof_resolve_locked(mm, ip, seq, path, offset, range);
 	mmap_read_unlock(mm);
 	return ret;
+}
+
+void rprof_resolve_user_frames(struct mm_struct *mm, u32 seq, const u64 *ips,
+			       u32 n, struct rprof_frame_res *out)
+{
+	u32 i;
+
+	mmap_read_lock(mm);
+	for (i = 0; i < n; i++)
+		out[i].how = rprof_resolve_locked(mm, ips[i], seq, &out[i].path,
+						  &out[i].offset, &out[i].range);
+	mmap_read_unlock(mm);
 }
 
 bool rprof_mm_exe_path(struct mm_struct *mm, struct path *path)

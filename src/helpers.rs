@@ -48,6 +48,9 @@ pub(crate) const RAW_USER: u32 = 1 << 0;
 /// `RPROF_RAW_THROTTLED`: perf throttled the counter with this sample.
 pub(crate) const RAW_THROTTLED: u32 = 1 << 1;
 
+/// `RPROF_CHAIN_WORDS`: words of a chain scratch buffer.
+pub(crate) const CHAIN_WORDS: usize = 256;
+
 /// Opaque `struct mm_struct`.
 #[repr(C)]
 pub(crate) struct MmStruct {
@@ -63,6 +66,17 @@ pub(crate) struct VmaRange {
     pub(crate) end: u64,
     pub(crate) pgoff_bytes: u64,
     pub(crate) mm_seq: u32,
+    pub(crate) reserved: u32,
+}
+
+/// `struct rprof_frame_res`: what `rprof_resolve_user_frames` found for
+/// one frame.
+#[repr(C)]
+pub(crate) struct FrameRes {
+    pub(crate) path: bindings::path,
+    pub(crate) offset: u64,
+    pub(crate) range: VmaRange,
+    pub(crate) how: c_int,
     pub(crate) reserved: u32,
 }
 
@@ -156,6 +170,12 @@ extern "C" {
     ) -> c_int;
 
     pub(crate) fn rprof_current_mm_get(seq: *mut u32) -> *mut MmStruct;
+    pub(crate) fn rprof_chain_alloc() -> c_int;
+    pub(crate) fn rprof_chain_free();
+    pub(crate) fn rprof_chain_scratch() -> *mut u64;
+    pub(crate) fn rprof_callchain(regs: *mut c_void, ips: *mut u64, max_k: u32, max_u: u32, nk: *mut u32, nu: *mut u32)
+        -> u32;
+
     pub(crate) fn rprof_mm_put(mm: *mut MmStruct);
     pub(crate) fn rprof_cond_resched();
     pub(crate) fn rprof_resolve_user(
@@ -166,6 +186,7 @@ extern "C" {
         offset: *mut u64,
         range: *mut VmaRange,
     ) -> c_int;
+    pub(crate) fn rprof_resolve_user_frames(mm: *mut MmStruct, seq: u32, ips: *const u64, n: u32, out: *mut FrameRes);
     pub(crate) fn rprof_mm_grab(mm: *mut MmStruct);
     pub(crate) fn rprof_mm_drop(mm: *mut MmStruct);
     pub(crate) fn rprof_mm_exe_path(mm: *mut MmStruct, path: *mut bindings::path) -> bool;
@@ -213,6 +234,16 @@ extern "C" {
     pub(crate) fn rprof_test_spawn(f: unsafe extern "C" fn(ctx: *mut c_void), ctx: *mut c_void) -> *mut c_void;
     pub(crate) fn rprof_test_join(th: *mut c_void);
     pub(crate) fn rprof_test_user_mm() -> *mut MmStruct;
+    pub(crate) fn rprof_walk_fp(
+        fp: u64,
+        ips: *mut u64,
+        max: u32,
+        n: *mut u32,
+        read: unsafe extern "C" fn(ctx: *mut c_void, addr: u64, frame: *mut u64) -> bool,
+        ctx: *mut c_void,
+        lo: u64,
+        hi: u64,
+    ) -> u32;
     pub(crate) fn rprof_test_cpu_relax();
     pub(crate) fn rprof_test_kern_path(name: *const c_char, path: *mut bindings::path) -> c_int;
     pub(crate) fn rprof_test_dentry_count(path: *const bindings::path) -> c_uint;

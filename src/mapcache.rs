@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The last user mapping the drain resolved, so that the samples after it
-//! in the same mapping resolve without `mmap_lock`.
+//! The last user mappings the drain resolved (up to [`ENTRIES`] of one
+//! address space), so that the samples and call-chain frames after them in
+//! the same mappings resolve without `mmap_lock`.
 //!
 //! Resolving a user sample takes the sampled address space's `mmap_lock`,
 //! looks the VMA up and finds the file's cookie: most of what the drain
@@ -44,18 +45,26 @@ pub(crate) enum Target {
     Anon,
 }
 
-/// The last user mapping resolved.
+/// Mappings kept: a call chain typically runs through the program, the C
+/// library and the dynamic loader.
+pub(crate) const ENTRIES: usize = 4;
+
+/// The last user mappings resolved, all of one address space and
+/// sequence.
 ///
 /// # Invariants
 ///
 /// `mm` is null, or holds an `mm_count` reference taken with
-/// `rprof_mm_grab` that this value drops; `range` and `target` are what
-/// `rprof_resolve_user` found in `mm` while its sequence was
-/// `range.mm_seq`.
+/// `rprof_mm_grab` that this value drops; each of the first `len` entries
+/// is a range and target that `rprof_resolve_user` found in `mm` while its
+/// sequence was `seq`.
 pub(crate) struct MapCache {
     mm: *mut MmStruct,
-    range: VmaRange,
-    target: Target,
+    seq: u32,
+    entries: [(VmaRange, Target); ENTRIES],
+    len: usize,
+    /// The entry the next new mapping replaces once all are used.
+    next: usize,
 }
 
 // SAFETY: The `mm_count` reference may be dropped from any process
@@ -65,17 +74,19 @@ unsafe impl Send for MapCache {}
 impl MapCache {
     /// An empty cache.
     pub(crate) const fn new() -> Self {
-        Self { mm: core::ptr::null_mut(), range: VmaRange { start: 0, end: 0, pgoff_bytes: 0, mm_seq: 0, reserved: 0 }, target: Target::Anon }
+        const EMPTY: (VmaRange, Target) =
+            (VmaRange { start: 0, end: 0, pgoff_bytes: 0, mm_seq: 0, reserved: 0 }, Target::Anon);
+        Self { mm: core::ptr::null_mut(), seq: 0, entries: [EMPTY; ENTRIES], len: 0, next: 0 }
     }
 
     /// The cookie and offset of a sample of `mm` at `ip` with sequence
     /// `seq`, if the cached mapping answers for it (see the module doc).
     pub(crate) fn get(&self, mm: *mut MmStruct, seq: u32, ip: u64) -> Option<(Target, u64)> {
-        let r = &self.range;
-        if mm.is_null() || mm != self.mm || seq != r.mm_seq || ip < r.start || ip >= r.end {
+        if mm.is_null() || mm != self.mm || seq != self.seq {
             return None;
         }
-        Some(match self.target {
+        let (r, target) = self.entries[..self.len].iter().find(|(r, _)| ip >= r.start && ip < r.end)?;
+        Some(match *target {
             Target::File(cookie) => (Target::File(cookie), r.pgoff_bytes + (ip - r.start)),
             Target::Anon => (Target::Anon, ip),
         })
@@ -89,7 +100,7 @@ impl MapCache {
     /// `mm` must be a live address space the caller holds a reference on
     /// (the ring record's), and process context.
     pub(crate) unsafe fn fill(&mut self, mm: *mut MmStruct, seq: u32, range: &VmaRange, target: Target) {
-        if range.mm_seq != seq || range.start >= range.end {
+        if range.mm_seq != seq || range.start >= range.end || mm.is_null() {
             return;
         }
         if mm != self.mm {
@@ -99,10 +110,20 @@ impl MapCache {
             self.clear();
             self.mm = mm;
         }
-        // INVARIANT: `mm` is grabbed; the range and target come from its
-        // lookup at `range.mm_seq`.
-        self.range = *range;
-        self.target = target;
+        if seq != self.seq {
+            self.len = 0;
+            self.next = 0;
+            self.seq = seq;
+        }
+        // INVARIANT: `mm` is grabbed; every entry comes from its lookups
+        // at sequence `seq`.
+        if self.len < ENTRIES {
+            self.entries[self.len] = (*range, target);
+            self.len += 1;
+        } else {
+            self.entries[self.next] = (*range, target);
+            self.next = (self.next + 1) % ENTRIES;
+        }
     }
 
     /// Forgets the cached mapping (and drops the reference on its mm).
@@ -113,6 +134,8 @@ impl MapCache {
             unsafe { helpers::rprof_mm_drop(self.mm) };
             self.mm = core::ptr::null_mut();
         }
+        self.len = 0;
+        self.next = 0;
     }
 }
 

@@ -184,7 +184,7 @@ impl<T: Copy, S: Deref<Target = [Slot<T>]>> Ring<T, S> {
     /// context could not do.  `make` runs with the slot reserved and
     /// unpublished; it must be NMI-safe too if the caller is.
     pub fn push_with<F: FnOnce() -> T>(&self, make: F) -> Push {
-        self.push_n(0, make, None)
+        self.push_n(0, make, None, true)
     }
 
     /// Like [`Ring::push_with`], for a record of `1 + extra` slots: the
@@ -192,13 +192,33 @@ impl<T: Copy, S: Deref<Target = [Slot<T>]>> Ring<T, S> {
     /// All of them are stored, or none (then the record counts once in
     /// `lost`).  `extra` must be below the capacity; a larger one never
     /// fits.  NMI-safe as [`Ring::push_with`], with `make` and `rest`.
+    #[allow(dead_code)]
     pub fn push_multi_with<F: FnOnce() -> T, G: FnMut(u64) -> T>(&self, extra: u64, make: F, mut rest: G) -> Push {
-        self.push_n(extra, make, Some(&mut rest))
+        self.push_n(extra, make, Some(&mut rest), true)
+    }
+
+    /// [`Ring::push_multi_with`] that does not count a record that did not
+    /// fit: the caller tries something smaller, or counts it with
+    /// [`Ring::count_lost`].
+    pub fn try_push_multi_with<F: FnOnce() -> T, G: FnMut(u64) -> T>(&self, extra: u64, make: F, mut rest: G) -> Push {
+        self.push_n(extra, make, Some(&mut rest), false)
+    }
+
+    /// Counts one record dropped for want of room (after a
+    /// [`Ring::try_push_multi_with`] that found none).  NMI-safe.
+    pub fn count_lost(&self) {
+        self.lost.fetch_add(1, Relaxed);
     }
 
     /// Reserves `1 + extra` positions and writes them (`rest` makes the
     /// continuation slots; `None` only with `extra == 0`).
-    fn push_n<F: FnOnce() -> T>(&self, extra: u64, make: F, rest: Option<&mut dyn FnMut(u64) -> T>) -> Push {
+    fn push_n<F: FnOnce() -> T>(
+        &self,
+        extra: u64,
+        make: F,
+        rest: Option<&mut dyn FnMut(u64) -> T>,
+        count_lost: bool,
+    ) -> Push {
         let extra = if rest.is_some() { extra } else { 0 };
         let n = extra.saturating_add(1);
         // The tail is loaded before the head, so that `tail <= head` here:
@@ -216,7 +236,9 @@ impl<T: Copy, S: Deref<Target = [Slot<T>]>> Ring<T, S> {
             // `tail` was loaded.
             let used = head.wrapping_sub(tail);
             if used >= self.capacity() || self.capacity() - used < n {
-                self.lost.fetch_add(1, Relaxed);
+                if count_lost {
+                    self.lost.fetch_add(1, Relaxed);
+                }
                 return Push::Full;
             }
             match self.head.compare_exchange_weak(head, head + n, Relaxed, Relaxed) {
@@ -329,6 +351,7 @@ impl<T: Copy, S: Deref<Target = [Slot<T>]>> Ring<T, S> {
     /// # Safety
     ///
     /// No other `pop` on this ring may run concurrently.
+    #[allow(dead_code)]
     pub unsafe fn pop(&self) -> Option<T> {
         let tail = self.tail.load(Relaxed);
         let slot = &self.slots[(tail & self.mask) as usize];

@@ -10,6 +10,7 @@
 //! This file holds only the module type and the list of modules.
 
 use kernel::c_str;
+use kernel::error::to_result;
 use kernel::prelude::*;
 
 mod config;
@@ -28,6 +29,7 @@ mod modules;
 mod params;
 mod ring;
 mod sampler;
+mod stacks;
 mod session;
 mod sized;
 mod uapi;
@@ -56,6 +58,29 @@ struct RprofModule {
     _device: miscdev::Registration<device::RprofFile>,
     _hotplug: hotplug::Registration,
     _modules: modules::Registration,
+    // Last: freed after everything that could take a call chain is gone.
+    _chains: ChainBuffers,
+}
+
+/// The per-CPU call-chain scratch buffers (`rprof_chain_scratch`), for
+/// the module's lifetime.
+struct ChainBuffers;
+
+impl ChainBuffers {
+    fn new() -> Result<Self> {
+        // SAFETY: Module init, process context.
+        to_result(unsafe { helpers::rprof_chain_alloc() })?;
+        Ok(Self)
+    }
+}
+
+impl Drop for ChainBuffers {
+    fn drop(&mut self) {
+        // SAFETY: Module exit: the device, and every session and counter
+        // with it, is gone (the fields before this one), so no handler
+        // uses the buffers any more.
+        unsafe { helpers::rprof_chain_free() };
+    }
 }
 
 impl kernel::Module for RprofModule {
@@ -68,6 +93,7 @@ impl kernel::Module for RprofModule {
         unsafe {
             helpers::rprof_inject_warn()
         };
+        let chains = ChainBuffers::new()?;
         let ctx = device::Rprof::new(params)?;
         let hotplug = hotplug::Registration::register(ctx.clone())?;
         let modules = modules::Registration::register(ctx.clone())?;
@@ -78,6 +104,6 @@ impl kernel::Module for RprofModule {
             params.ring_records,
             params.buffer_pages
         );
-        Ok(Self { _device: device, _hotplug: hotplug, _modules: modules })
+        Ok(Self { _device: device, _hotplug: hotplug, _modules: modules, _chains: chains })
     }
 }

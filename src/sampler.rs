@@ -12,6 +12,7 @@
 
 use crate::helpers::{self, RawSample};
 use crate::ring::{Push, Ring, Slot};
+use crate::uapi;
 use core::ffi::c_void;
 use kernel::prelude::*;
 
@@ -25,29 +26,102 @@ pub(crate) struct MmRef(pub(crate) *mut helpers::MmStruct);
 unsafe impl Send for MmRef {}
 
 /// A per-CPU ring record: the raw sample, which configured event took it,
-/// and the sampled task's address space with its write-lock sequence then.
+/// the sampled task's address space with its write-lock sequence then,
+/// and how many call-chain frames follow it in the ring.
 #[derive(Clone, Copy)]
 pub(crate) struct RingRecord {
     pub(crate) sample: RawSample,
-    pub(crate) event: u16,
+    pub(crate) event: u8,
+    /// Kernel frames of the chain (continuation slots, first).
+    pub(crate) nk: u8,
+    /// User frames of the chain (continuation slots, after the kernel's).
+    pub(crate) nu: u8,
+    /// `CHAIN_TAKEN`, `RPROF_STACK_*` (low 6 bits).
+    pub(crate) chain: u8,
     pub(crate) mm_seq: u32,
     pub(crate) mm: MmRef,
 }
+
+/// `RingRecord::chain`: the session takes chains and this sample has one
+/// (perhaps empty, or cut for space: `RPROF_STACK_CUT`).
+pub(crate) const CHAIN_TAKEN: u8 = 1 << 7;
 
 impl RingRecord {
     /// A record without an address space (tests and the benchmark).
     #[cfg(any(rprof_kunit, rprof_bench))]
     pub(crate) fn new(sample: RawSample, event: u16) -> Self {
-        Self { sample, event, mm_seq: 0, mm: MmRef(core::ptr::null_mut()) }
+        Self { sample, event: event as u8, nk: 0, nu: 0, chain: 0, mm_seq: 0, mm: MmRef(core::ptr::null_mut()) }
+    }
+
+    /// Continuation slots after this record: its chain's frames.
+    pub(crate) fn extra_slots(&self) -> u64 {
+        (self.nk as usize + self.nu as usize).div_ceil(SLOT_WORDS) as u64
+    }
+}
+
+/// Frames (u64 words) in one continuation slot.
+pub(crate) const SLOT_WORDS: usize = core::mem::size_of::<RingRecord>() / 8;
+
+/// One ring slot: a record, or `SLOT_WORDS` frames of the chain of the
+/// record before it (see `Ring::push_multi_with`).
+///
+/// # Invariants
+///
+/// A slot at a record's first position holds `rec`; the `extra_slots()`
+/// slots after it hold `words`.  Both are plain data: every bit pattern
+/// of `words` is valid, and `rec` is read only where it was written.
+#[derive(Clone, Copy)]
+#[repr(C)]
+pub(crate) union RingSlot {
+    pub(crate) rec: RingRecord,
+    pub(crate) words: [u64; SLOT_WORDS],
+}
+
+const _: () = assert!(core::mem::size_of::<RingSlot>() == core::mem::size_of::<RingRecord>());
+const _: () = assert!(SLOT_WORDS * 8 == core::mem::size_of::<RingRecord>());
+
+impl From<RingRecord> for RingSlot {
+    fn from(rec: RingRecord) -> Self {
+        Self { rec }
     }
 }
 
 /// The per-CPU ring type.
-pub(crate) type SampleRing = Ring<RingRecord, KVVec<Slot<RingRecord>>>;
+pub(crate) type SampleRing = Ring<RingSlot, KVVec<Slot<RingSlot>>>;
 
 /// Bytes one ring of `records` slots takes.
 pub(crate) fn ring_bytes(records: u32) -> u64 {
-    records as u64 * core::mem::size_of::<Slot<RingRecord>>() as u64
+    records as u64 * core::mem::size_of::<Slot<RingSlot>>() as u64
+}
+
+/// Takes the oldest record of `ring` with its chain's frames, copied into
+/// `frames` (kernel frames first; `nk + nu` of them, at most
+/// `frames.len()`).
+///
+/// # Safety
+///
+/// The caller is the ring's only reader (the drain lock, or a test's own
+/// ring).
+pub(crate) unsafe fn pop(ring: &SampleRing, frames: &mut [u64]) -> Option<RingRecord> {
+    // SAFETY: The caller is the only reader; every record's first slot
+    // holds `rec` (`RingSlot` invariant), and its writer reserved
+    // `extra_slots()` continuation slots (`push_chain`).
+    unsafe {
+        ring.pop_multi(
+            |first| first.rec.extra_slots(),
+            |first, rest| {
+                let rec = first.rec;
+                let n = (rec.nk as usize + rec.nu as usize).min(frames.len());
+                for (i, chunk) in frames[..n].chunks_mut(SLOT_WORDS).enumerate() {
+                    let words = rest(i as u64).words;
+                    for (f, w) in chunk.iter_mut().zip(words.iter()) {
+                        *f = *w;
+                    }
+                }
+                rec
+            },
+        )
+    }
 }
 
 /// Allocates a ring of `records` slots (a power of two), charged to the
@@ -79,6 +153,9 @@ pub(crate) struct HandlerCtx {
     pub(crate) ring: *const SampleRing,
     pub(crate) kicker: *mut helpers::RprofKicker,
     pub(crate) event: u16,
+    /// Call-chain depths (`rprof_config.max_*_frames`); both 0: no chains.
+    pub(crate) max_kernel: u16,
+    pub(crate) max_user: u16,
     /// Only samples of this thread group, or all if negative.
     pub(crate) pid: i32,
     /// Kick the drain when the ring holds at least this many records.
@@ -90,10 +167,10 @@ pub(crate) struct HandlerCtx {
 ///
 /// # Safety
 ///
-/// `ctx` must be the `HandlerCtx` the counter was created with, and
-/// `sample` a valid sample.
+/// `ctx` must be the `HandlerCtx` the counter was created with, `sample` a
+/// valid sample, and `regs` the sampled registers or null (no chain).
 #[no_mangle]
-pub(crate) unsafe extern "C" fn rprof_on_sample(ctx: *mut c_void, sample: *const RawSample) {
+pub(crate) unsafe extern "C" fn rprof_on_sample(ctx: *mut c_void, sample: *const RawSample, regs: *mut c_void) {
     // SAFETY: The caller passes the context registered with the counter,
     // which is alive while the counter exists (`HandlerCtx` invariant).
     let ctx = unsafe { &*(ctx as *const HandlerCtx) };
@@ -107,13 +184,29 @@ pub(crate) unsafe extern "C" fn rprof_on_sample(ctx: *mut c_void, sample: *const
     // The address-space reference is taken only once a slot is reserved,
     // so a full ring never has to give one back (which NMI context could
     // not do).
-    let make = || {
+    let make = |nk: u32, nu: u32, chain: u8| {
         let mut mm_seq = 0;
         // SAFETY: NMI-safe: an atomic increment on current's mm, if any.
         let mm = unsafe { helpers::rprof_current_mm_get(&mut mm_seq) };
-        RingRecord { sample, event: ctx.event, mm_seq, mm: MmRef(mm) }
+        RingSlot {
+            rec: RingRecord {
+                sample,
+                event: ctx.event as u8,
+                nk: nk as u8,
+                nu: nu as u8,
+                chain,
+                mm_seq,
+                mm: MmRef(mm),
+            },
+        }
     };
-    let kick = match ring.push_with(make) {
+    let pushed = if (ctx.max_kernel | ctx.max_user) == 0 || regs.is_null() {
+        ring.push_with(|| make(0, 0, 0))
+    } else {
+        // SAFETY: `regs` are the sampled registers (caller); NMI context.
+        unsafe { push_chain(ring, ctx, regs, make) }
+    };
+    let kick = match pushed {
         Push::Stored(fill) => fill >= ctx.kick_at,
         Push::Full => true,
     };
@@ -121,5 +214,55 @@ pub(crate) unsafe extern "C" fn rprof_on_sample(ctx: *mut c_void, sample: *const
         // SAFETY: The kicker outlives the counter; `irq_work_queue()` is
         // NMI-safe and a no-op when the work is already pending.
         unsafe { helpers::rprof_kicker_kick(ctx.kicker) };
+    }
+}
+
+/// Takes the sample's call chain and pushes the record with it, or
+/// without it (flagged `RPROF_STACK_CUT`) when the ring has no room for
+/// the chain but has for the sample.  NMI context.
+///
+/// # Safety
+///
+/// `regs` are the sampled registers; the caller is the overflow handler.
+unsafe fn push_chain(
+    ring: &SampleRing,
+    ctx: &HandlerCtx,
+    regs: *mut c_void,
+    make: impl Fn(u32, u32, u8) -> RingSlot,
+) -> Push {
+    // SAFETY: This CPU's scratch of our context level: no other handler
+    // uses it until we return (`rprof_chain_scratch`'s contract).
+    let ips = unsafe { helpers::rprof_chain_scratch() };
+    let (mut nk, mut nu) = (0u32, 0u32);
+    // SAFETY: `ips` holds CHAIN_WORDS words, more than the 2 x 127 frames
+    // rprof_callchain stores; `regs` are the sampled registers.
+    let flags =
+        unsafe { helpers::rprof_callchain(regs, ips, ctx.max_kernel.into(), ctx.max_user.into(), &mut nk, &mut nu) };
+    let total = (nk as usize + nu as usize).min(helpers::CHAIN_WORDS);
+    // SAFETY: rprof_callchain wrote `total` words at `ips`, ours (above).
+    let words = unsafe { core::slice::from_raw_parts(ips, total) };
+    let chain = CHAIN_TAKEN | (flags as u8 & 0x3f);
+    let extra = total.div_ceil(SLOT_WORDS) as u64;
+    let pushed = ring.try_push_multi_with(
+        extra,
+        || make(nk, nu, chain),
+        |i| {
+            let mut w = [0u64; SLOT_WORDS];
+            let from = (i as usize * SLOT_WORDS).min(total);
+            for (dst, src) in w.iter_mut().zip(words[from..].iter()) {
+                *dst = *src;
+            }
+            RingSlot { words: w }
+        },
+    );
+    match pushed {
+        Push::Full if extra > 0 => {
+            ring.push_with(|| make(0, 0, CHAIN_TAKEN | uapi::RPROF_STACK_CUT as u8))
+        }
+        Push::Full => {
+            ring.count_lost();
+            Push::Full
+        }
+        stored => stored,
     }
 }

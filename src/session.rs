@@ -202,8 +202,9 @@ impl Drop for Rings {
             // SAFETY: Ours (type invariant); nothing else uses it any more
             // (`&mut self`, and see the type's doc).
             let ring = unsafe { KBox::from_raw(p) };
+            let mut frames = [0u64; 0];
             // SAFETY: `&mut self`: we are the only consumer.
-            while let Some(rec) = unsafe { ring.pop() } {
+            while let Some(rec) = unsafe { sampler::pop(&ring, &mut frames) } {
                 if !rec.mm.0.is_null() {
                     // SAFETY: The handler's reference; process context.
                     unsafe { helpers::rprof_mm_put(rec.mm.0) };
@@ -276,7 +277,8 @@ impl Session {
             }
         }
         let evbuf = Arc::new(EventBuffer::new(buffer_pages as usize)?, GFP_KERNEL)?;
-        let drain = Drain::new(evbuf.producer(), nr, max_cookies as usize)?;
+        let chains = config.raw.flags & RPROF_CONFIG_CALLCHAIN != 0;
+        let drain = Drain::new(evbuf.producer(), nr, max_cookies as usize, chains)?;
         // Room for every LOST record a drain may owe (ring and four other
         // causes per CPU) and STOP, but never more than a quarter of the
         // buffer: with many CPU ids and a small buffer the full reserve
@@ -366,8 +368,9 @@ impl Core {
             for n in 1..=ring.capacity() {
                 // SAFETY: We hold the drain lock, which makes us the only
                 // consumer of every ring.
-                let Some(rec) = (unsafe { ring.pop() }) else { break };
-                d.process(buf, cpu, &rec, self.reserve);
+                if !unsafe { d.take(buf, cpu, ring, self.reserve) } {
+                    break;
+                }
                 if n % 256 == 0 {
                     // A ring holds up to 2^20 records: let others run (the
                     // drain lock is a mutex; sleeping under it is allowed).
@@ -426,6 +429,8 @@ impl Session {
                 ring: ring as *const SampleRing,
                 kicker: self.kicker.as_ptr(),
                 event: i as u16,
+                max_kernel: self.config.raw.max_kernel_frames,
+                max_user: self.config.raw.max_user_frames,
                 pid,
                 kick_at: ring.capacity() / 2,
             };
@@ -591,6 +596,11 @@ impl Session {
 
     /// Fills `cpus` (as many as fit) and returns the totals, drains and
     /// wakeups.
+    /// The call-chain counters (zero without chains).
+    pub(crate) fn chain_stats(&self) -> rprof_chain_stats {
+        self.drain.lock().chain_stats
+    }
+
     pub(crate) fn stats(&self, cpus: &mut [rprof_cpu_stats]) -> (rprof_cpu_stats, u64, u64) {
         let d = self.drain.lock();
         let mut total = rprof_cpu_stats::default();
@@ -634,6 +644,8 @@ impl Session {
             ring: self.rings.ensure(cpu)? as *const SampleRing,
             kicker: self.kicker.as_ptr(),
             event: 0,
+            max_kernel: self.config.raw.max_kernel_frames,
+            max_user: self.config.raw.max_user_frames,
             pid: -1,
             kick_at: u64::MAX,
         })

@@ -151,10 +151,14 @@ impl Stress {
             // SAFETY: The context belongs to the live session; the sample
             // is on our stack.
             unsafe {
-                sampler::rprof_on_sample(&self.ctxs[cpu as usize] as *const HandlerCtx as *mut c_void, &sample)
+                sampler::rprof_on_sample(
+                    &self.ctxs[cpu as usize] as *const HandlerCtx as *mut c_void,
+                    &sample,
+                    core::ptr::null_mut(),
+                )
             };
         } else {
-            let _ = self.rings[cpu as usize].push(RingRecord::new(sample, src as u16));
+            let _ = self.rings[cpu as usize].push(RingRecord::new(sample, src as u16).into());
         }
     }
 }
@@ -286,7 +290,7 @@ unsafe extern "C" fn ring_drain_thread(ctx: *mut c_void) {
         let done = d.stress.writers_done.load(Ordering::Acquire);
         for r in d.stress.rings.iter() {
             // SAFETY: This thread is the only consumer.
-            while let Some(rec) = unsafe { r.pop() } {
+            while let Some(rec) = unsafe { sampler::pop(r, &mut []) } {
                 d.seen.check(rec.sample.cpu, rec.sample.tid, rec.sample.time_ns, rec.sample.ip);
             }
         }
@@ -475,7 +479,7 @@ fn write_then_read(session: &Session, n: u64, batch: u64) -> (Seen, rprof_cpu_st
     for i in 0..n {
         let sample = RawSample { time_ns: i, ip: checksum(0, 0, i), cpu: 0, ..Default::default() };
         // SAFETY: The context belongs to the live session.
-        unsafe { sampler::rprof_on_sample(&ctx as *const HandlerCtx as *mut c_void, &sample) };
+        unsafe { sampler::rprof_on_sample(&ctx as *const HandlerCtx as *mut c_void, &sample, core::ptr::null_mut()) };
         if (i + 1) % batch == 0 {
             session.drain_now();
         }
@@ -655,7 +659,14 @@ fn map_cache_hits_only_same_mm_and_seq(t: &mut Test) {
     // SAFETY: As above.
     unsafe { cache.fill(mm, seq, &anon, Target::Anon) };
     kassert_eq!(t, cache.get(mm, seq, 0x40008), Some((Target::Anon, 0x40008)));
+    // Both mappings are kept; a fill under a newer sequence forgets them.
+    kassert_eq!(t, cache.get(mm, seq, 0x18000), Some((Target::File(42), 0x5000 + 0x8000)));
+    let newer = VmaRange { mm_seq: seq + 2, ..anon };
+    // SAFETY: As above.
+    unsafe { cache.fill(mm, seq + 2, &newer, Target::Anon) };
     kassert_eq!(t, cache.get(mm, seq, 0x18000), None);
+    kassert_eq!(t, cache.get(mm, seq + 2, 0x18000), None);
+    kassert_eq!(t, cache.get(mm, seq + 2, 0x40008), Some((Target::Anon, 0x40008)));
     cache.clear();
     kassert_eq!(t, cache.get(mm, seq, 0x40008), None);
     drop(cache);
@@ -668,6 +679,169 @@ kunit_suite!(
     "rprof-cookies",
     [cookie_same_file_same_cookie, cookie_table_is_bounded, map_cache_hits_only_same_mm_and_seq]
 );
+
+// ---- call chains ---------------------------------------------------------
+
+/// A fabricated stack: `words` at the fake address `base`, read by
+/// [`read_fake_frame`].
+struct FakeStack {
+    base: u64,
+    words: [u64; 16],
+}
+
+/// Reads two words of a [`FakeStack`]; fails outside it (an unmapped
+/// page, to the walker).
+unsafe extern "C" fn read_fake_frame(ctx: *mut c_void, addr: u64, frame: *mut u64) -> bool {
+    // SAFETY: The test passes its `FakeStack`, alive across the walk.
+    let s = unsafe { &*(ctx as *const FakeStack) };
+    let Some(off) = addr.checked_sub(s.base) else { return false };
+    let i = (off / 8) as usize;
+    if off % 8 != 0 || i + 1 >= s.words.len() {
+        return false;
+    }
+    // SAFETY: The walker passes room for two words.
+    unsafe {
+        *frame = s.words[i];
+        *frame.add(1) = s.words[i + 1];
+    }
+    true
+}
+
+/// Walks `stack` from `fp` with at most `max` frames and user bounds
+/// `[lo, hi]`; the flags and the frames.
+fn walk(stack: &mut FakeStack, fp: u64, max: u32, lo: u64, hi: u64) -> (u32, KVec<u64>) {
+    let mut ips = [0u64; 16];
+    let mut n = 0u32;
+    // SAFETY: `ips` has room for `max` (<= 16) frames; the context is the
+    // stack, alive across the call.
+    let flags = unsafe {
+        helpers::rprof_walk_fp(
+            fp,
+            ips.as_mut_ptr(),
+            max.min(16),
+            &mut n,
+            read_fake_frame,
+            stack as *mut FakeStack as *mut c_void,
+            lo,
+            hi,
+        )
+    };
+    let mut out = KVec::new();
+    let _ = out.extend_from_slice(&ips[..n as usize], GFP_KERNEL);
+    (flags, out)
+}
+
+/// The frame-pointer walker on fabricated stacks: a good chain, the depth
+/// limit, a cycle, a frame pointer that goes down, a misaligned one, one
+/// into unmapped memory and one at a kernel address.
+fn chain_walker_fabricated_stacks(t: &mut Test) {
+    const BASE: u64 = 0x7fff_0000_0000;
+    const HI: u64 = 0x7fff_ffff_f000;
+    let at = |i: u64| BASE + 8 * i;
+    // Frames at words 0, 4 and 8: (next fp, return address).
+    let mut s = FakeStack { base: BASE, words: [0; 16] };
+    s.words[0] = at(4);
+    s.words[1] = 0x401111;
+    s.words[4] = at(8);
+    s.words[5] = 0x402222;
+    s.words[8] = 0;
+    s.words[9] = 0x403333;
+    let (flags, ips) = walk(&mut s, at(0), 16, BASE, HI);
+    kassert_eq!(t, flags, 0);
+    kassert_eq!(t, &ips[..], &[0x401111u64, 0x402222, 0x403333][..]);
+
+    let (flags, ips) = walk(&mut s, at(0), 2, BASE, HI);
+    kassert_eq!(t, flags, RPROF_STACK_USER_TRUNCATED);
+    kassert_eq!(t, ips.len(), 2);
+
+    // A frame that points at itself: one frame, then BAD_FP.
+    s.words[4] = at(4);
+    let (flags, ips) = walk(&mut s, at(0), 16, BASE, HI);
+    kassert_eq!(t, flags, RPROF_STACK_USER_BAD_FP);
+    kassert_eq!(t, ips.len(), 2);
+    // One that points back down the stack.
+    s.words[4] = at(0);
+    kassert_eq!(t, walk(&mut s, at(0), 16, BASE, HI).0, RPROF_STACK_USER_BAD_FP);
+    // Misaligned.
+    s.words[4] = at(8) + 4;
+    kassert_eq!(t, walk(&mut s, at(0), 16, BASE, HI).0, RPROF_STACK_USER_BAD_FP);
+    // Into memory that cannot be read (past the fabricated stack, still
+    // inside the user range): FAULT, with the frames before it.
+    s.words[4] = BASE + 0x10000;
+    let (flags, ips) = walk(&mut s, at(0), 16, BASE, HI);
+    kassert_eq!(t, flags, RPROF_STACK_USER_FAULT);
+    kassert_eq!(t, ips.len(), 2);
+    // At a kernel address: outside the user range, never read.
+    s.words[4] = 0xffff_ffff_8100_0000;
+    kassert_eq!(t, walk(&mut s, at(0), 16, BASE, HI).0, RPROF_STACK_USER_BAD_FP);
+    // Below the stack pointer.
+    kassert_eq!(t, walk(&mut s, at(0), 16, BASE + 8, HI).0, RPROF_STACK_USER_BAD_FP);
+    // A null frame pointer: an empty chain that ended normally.
+    let (flags, ips) = walk(&mut s, 0, 16, BASE, HI);
+    kassert_eq!(t, (flags, ips.len()), (0, 0));
+}
+
+/// Multi-slot records through the handler's ring type: a chain's frames
+/// come out whole and in order, wrap-around included, and a record that
+/// does not fit is dropped whole and counted once.
+fn ring_multi_slot_records(t: &mut Test) {
+    let Ok(ring) = sampler::new_ring(64) else {
+        kassert!(t, false, "ring allocation failed");
+        return;
+    };
+    let mut frames = [0u64; 256];
+    let record = |i: u64, nk: u8, nu: u8| {
+        let mut r = RingRecord::new(RawSample { time_ns: i, ..Default::default() }, 0);
+        r.nk = nk;
+        r.nu = nu;
+        r.chain = sampler::CHAIN_TAKEN;
+        r
+    };
+    let word = |i: u64, k: u64| i << 32 | k;
+    for round in 0..40u64 {
+        // 1 + 3 slots (20 frames) each: laps the 64-slot ring many times.
+        let (nk, nu) = (5u8, 15u8);
+        let total = (nk + nu) as u64;
+        let extra = total.div_ceil(sampler::SLOT_WORDS as u64);
+        let pushed = ring.push_multi_with(extra, || record(round, nk, nu).into(), |s| {
+            let mut w = [0u64; sampler::SLOT_WORDS];
+            for (j, x) in w.iter_mut().enumerate() {
+                let k = s * sampler::SLOT_WORDS as u64 + j as u64;
+                *x = if k < total { word(round, k) } else { 0 };
+            }
+            sampler::RingSlot { words: w }
+        });
+        kassert!(t, matches!(pushed, Push::Stored(_)), "round {}", round);
+        // SAFETY: The only reader of this ring.
+        let Some(rec) = (unsafe { sampler::pop(&ring, &mut frames) }) else {
+            kassert!(t, false, "round {}: nothing popped", round);
+            return;
+        };
+        kassert_eq!(t, rec.sample.time_ns, round);
+        kassert_eq!(t, (rec.nk, rec.nu), (nk, nu));
+        let ok = (0..total).all(|k| frames[k as usize] == word(round, k));
+        kassert!(t, ok, "round {}: frames torn or out of order", round);
+    }
+    // 60 single slots in, then a 5-slot record cannot fit (4 free): it is
+    // dropped whole and counted once; a single record still fits.
+    for i in 0..60 {
+        let _ = ring.push(record(1000 + i, 0, 0).into());
+    }
+    let lost = ring.lost();
+    let big = ring.push_multi_with(4, || record(2000, 30, 0).into(), |_| sampler::RingSlot { words: [7; sampler::SLOT_WORDS] });
+    kassert_eq!(t, big, Push::Full);
+    kassert_eq!(t, ring.lost(), lost + 1);
+    kassert!(t, matches!(ring.push(record(3000, 0, 0).into()), Push::Stored(61)));
+    let mut seen = 0;
+    // SAFETY: The only reader.
+    while let Some(rec) = unsafe { sampler::pop(&ring, &mut frames) } {
+        kassert!(t, rec.sample.time_ns != 2000, "the dropped record came out");
+        seen += 1;
+    }
+    kassert_eq!(t, seen, 61);
+}
+
+kunit_suite!(CHAIN_SUITE, "rprof-chains", [chain_walker_fabricated_stacks, ring_multi_slot_records]);
 
 #[cfg(rprof_inject_kunit_fail)]
 fn injected_failure(t: &mut Test) {
