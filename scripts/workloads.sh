@@ -16,7 +16,7 @@ OUT=$RPROF_BUILD/workloads
 # -O1 keeps the hot loops as written; -fno-inline keeps every function a
 # symbol of its own; no stripping: the attribution test reads the symbols.
 CFLAGS=(-O1 -fno-inline -g -Wall -Wextra)
-PROGRAMS=(attr_main short)
+PROGRAMS=(attr_main short chains)
 
 build() {
 	mkdir -p "$OUT"
@@ -28,6 +28,9 @@ build() {
 	gcc "${CFLAGS[@]}" -static -o "$OUT/storm" "$SRC/storm.c"
 	gcc "${CFLAGS[@]}" -static -nostdlib -no-pie -fno-stack-protector -o "$OUT/tiny" "$SRC/tiny.c"
 	gcc "${CFLAGS[@]}" -static -pthread -o "$OUT/fifo_spin" "$SRC/fifo_spin.c"
+	# Known call chains: frame pointers, no inlining, no tail calls.
+	gcc "${CFLAGS[@]}" -fno-omit-frame-pointer -fno-shrink-wrap -fno-optimize-sibling-calls \
+		-o "$OUT/chains" "$SRC/chains.c"
 	gcc -static -O2 -pthread -Wall -Wextra -Werror -I"$RPROF_TOP/include/uapi" \
 		-o "$OUT/rprof-fuzz" "$RPROF_TOP"/tests/fuzz/*.c
 
@@ -41,7 +44,7 @@ build() {
 		die "rprof_busy.ko build failed in $mod"
 	}
 	grep -E 'warning|error' "$mod/build.log" >&2 || true
-	msg "built $OUT/{attr_main,libattr_lib.so,short,storm,tiny,fifo_spin,rprof-fuzz} and $mod/rprof_busy.ko"
+	msg "built $OUT/{attr_main,libattr_lib.so,short,chains,storm,tiny,fifo_spin,rprof-fuzz} and $mod/rprof_busy.ko"
 }
 
 # copy_lib FILE ROOT: FILE (a path on the host) to the same path in ROOT,

@@ -101,7 +101,10 @@ unsafe impl<T: Send> Sync for Slot<T> {}
 impl<T> Slot<T> {
     /// An empty slot.
     pub fn new() -> Self {
-        Self { seq: AtomicU64::new(0), value: UnsafeCell::new(MaybeUninit::uninit()) }
+        Self {
+            seq: AtomicU64::new(0),
+            value: UnsafeCell::new(MaybeUninit::uninit()),
+        }
     }
 }
 
@@ -131,6 +134,8 @@ pub struct Ring<T: Copy, S: Deref<Target = [Slot<T>]>> {
     head: AtomicU64,
     tail: AtomicU64,
     lost: AtomicU64,
+    /// Continuation slots reserved so far (`head - continued` records).
+    continued: AtomicU64,
     high_water: AtomicU64,
     mask: u64,
     slots: S,
@@ -157,6 +162,7 @@ impl<T: Copy, S: Deref<Target = [Slot<T>]>> Ring<T, S> {
             head: AtomicU64::new(0),
             tail: AtomicU64::new(0),
             lost: AtomicU64::new(0),
+            continued: AtomicU64::new(0),
             high_water: AtomicU64::new(0),
             mask: n as u64 - 1,
             slots,
@@ -193,14 +199,24 @@ impl<T: Copy, S: Deref<Target = [Slot<T>]>> Ring<T, S> {
     /// `lost`).  `extra` must be below the capacity; a larger one never
     /// fits.  NMI-safe as [`Ring::push_with`], with `make` and `rest`.
     #[allow(dead_code)]
-    pub fn push_multi_with<F: FnOnce() -> T, G: FnMut(u64) -> T>(&self, extra: u64, make: F, mut rest: G) -> Push {
+    pub fn push_multi_with<F: FnOnce() -> T, G: FnMut(u64) -> T>(
+        &self,
+        extra: u64,
+        make: F,
+        mut rest: G,
+    ) -> Push {
         self.push_n(extra, make, Some(&mut rest), true)
     }
 
     /// [`Ring::push_multi_with`] that does not count a record that did not
     /// fit: the caller tries something smaller, or counts it with
     /// [`Ring::count_lost`].
-    pub fn try_push_multi_with<F: FnOnce() -> T, G: FnMut(u64) -> T>(&self, extra: u64, make: F, mut rest: G) -> Push {
+    pub fn try_push_multi_with<F: FnOnce() -> T, G: FnMut(u64) -> T>(
+        &self,
+        extra: u64,
+        make: F,
+        mut rest: G,
+    ) -> Push {
         self.push_n(extra, make, Some(&mut rest), false)
     }
 
@@ -241,13 +257,21 @@ impl<T: Copy, S: Deref<Target = [Slot<T>]>> Ring<T, S> {
                 }
                 return Push::Full;
             }
-            match self.head.compare_exchange_weak(head, head + n, Relaxed, Relaxed) {
+            match self
+                .head
+                .compare_exchange_weak(head, head + n, Relaxed, Relaxed)
+            {
                 Ok(_) => break,
                 Err(_) => {
                     tail = self.tail.load(Acquire);
                     head = self.head.load(Relaxed);
                 }
             }
+        }
+        if extra > 0 {
+            // Only multi-slot records pay for this: `stored()` counts
+            // records, not positions.
+            self.continued.fetch_add(extra, Relaxed);
         }
         if let Some(rest) = rest {
             for i in 0..extra {
@@ -262,7 +286,9 @@ impl<T: Copy, S: Deref<Target = [Slot<T>]>> Ring<T, S> {
         // checked.
         unsafe { self.write(head, make()) };
         // Publishes the whole record (module doc).
-        self.slots[(head & self.mask) as usize].seq.store(head + 1, Release);
+        self.slots[(head & self.mask) as usize]
+            .seq
+            .store(head + 1, Release);
 
         let end = head + n;
         let fill = end - self.tail.load(Relaxed).min(end);
@@ -375,9 +401,12 @@ impl<T: Copy, S: Deref<Target = [Slot<T>]>> Ring<T, S> {
         self.lost.load(Relaxed)
     }
 
-    /// Records stored so far (consumed or not).
+    /// Records stored so far (consumed or not): positions reserved, less
+    /// the continuation slots of multi-slot records.  Exact once the
+    /// writers are quiet (STOP); a snapshot while they run.
     pub fn stored(&self) -> u64 {
-        self.head.load(Relaxed)
+        let continued = self.continued.load(Relaxed);
+        self.head.load(Relaxed).saturating_sub(continued)
     }
 
     /// The highest fill seen by a writer, in records.
@@ -392,4 +421,3 @@ impl<T: Copy, S: Deref<Target = [Slot<T>]>> Ring<T, S> {
         self.head.load(Acquire).saturating_sub(tail)
     }
 }
-

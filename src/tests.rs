@@ -839,6 +839,8 @@ fn ring_multi_slot_records(t: &mut Test) {
         seen += 1;
     }
     kassert_eq!(t, seen, 61);
+    // Records, not slots: 40 chains of 4 slots, 61 single ones.
+    kassert_eq!(t, ring.stored(), 40 + 61);
 }
 
 kunit_suite!(CHAIN_SUITE, "rprof-chains", [chain_walker_fabricated_stacks, ring_multi_slot_records]);

@@ -14,8 +14,8 @@ invariant() {
 }
 
 ncpu=$(nproc)
-# One rate check per CPU, 39 others.
-plan $((39 + ncpu))
+# One rate check per CPU, 45 others.
+plan $((45 + ncpu))
 unload
 load
 
@@ -104,7 +104,7 @@ load
 for kind in wrong-size big-nonzero big-zero reserved-bits event-reserved-bits reserved-field \
 	zero-period unknown-event no-events too-many-events bad-ring negative-period freq-too-high \
 	unused-slot-set pid-filter-no-pid pid-without-filter exclude-both drain-too-long \
-	wakeup-too-big; do
+	wakeup-too-big chain-no-depth chain-too-deep depth-without-chain reserved1 first-size chain-good; do
 	check "bad config $kind: documented errno, module still usable" rprof-e2e bad-config "$kind"
 done
 check "cycles under TCG (no PMU): START fails cleanly" rprof-e2e start-fails cycles

@@ -96,7 +96,11 @@ fn writers_and_reader(capacity: usize, per_writer: u64, reader_pops: usize) {
         let (got, mut last) = reader.join().unwrap();
         let rest = drain(&r, &mut last);
         assert_eq!(got + rest, stored, "every stored record is read once");
-        assert_eq!(stored + r.lost(), 2 * per_writer, "written == stored + lost");
+        assert_eq!(
+            stored + r.lost(),
+            2 * per_writer,
+            "written == stored + lost"
+        );
         assert_eq!(r.stored(), stored);
         assert!(r.high_water() <= capacity as u64);
     });
@@ -145,7 +149,11 @@ fn wrap_around_reuses_slots_without_overwriting() {
         let r = ring(2);
         let w = {
             let r = r.clone();
-            thread::spawn(move || (0..3).filter(|&s| matches!(r.push(rec(1, s)), Push::Stored(_))).count() as u64)
+            thread::spawn(move || {
+                (0..3)
+                    .filter(|&s| matches!(r.push(rec(1, s)), Push::Stored(_)))
+                    .count() as u64
+            })
         };
         let mut last = [None, None];
         let mut got = 0;
@@ -179,8 +187,14 @@ fn no_drop_while_the_ring_has_room() {
             let r = r.clone();
             thread::spawn(move || r.push(rec(1, 1)))
         };
-        for (name, p) in [("first", w1.join().unwrap()), ("second", w2.join().unwrap())] {
-            assert!(matches!(p, Push::Stored(_)), "{name} push dropped with room in the ring");
+        for (name, p) in [
+            ("first", w1.join().unwrap()),
+            ("second", w2.join().unwrap()),
+        ] {
+            assert!(
+                matches!(p, Push::Stored(_)),
+                "{name} push dropped with room in the ring"
+            );
         }
         reader.join().unwrap();
         assert_eq!(r.lost(), 0);
@@ -246,7 +260,11 @@ fn multi_slot_records_whole_or_not_at_all() {
         };
         let small = {
             let r = r.clone();
-            thread::spawn(move || (0..2).filter(|&s| matches!(r.push(multi(1, s, 0)), Push::Stored(_))).count() as u64)
+            thread::spawn(move || {
+                (0..2)
+                    .filter(|&s| matches!(r.push(multi(1, s, 0)), Push::Stored(_)))
+                    .count() as u64
+            })
         };
         let mut last = [None, None];
         let mut got = 0;
@@ -267,6 +285,7 @@ fn multi_slot_records_whole_or_not_at_all() {
         got += take(&mut last);
         assert_eq!(got, stored, "every stored record is read once");
         assert_eq!(stored + r.lost(), 4, "written == stored + lost");
+        assert_eq!(r.stored(), stored, "stored() counts records, not slots");
     });
 }
 
@@ -276,11 +295,20 @@ fn a_record_larger_than_the_free_space_is_dropped_whole() {
     // counted once; a 1-slot one still fits.
     loom::model(move || {
         let r = ring(4);
-        assert!(matches!(r.push_multi_with(2, || multi(0, 0, 2), |i| cont(0, 0, i)), Push::Stored(3)));
-        assert_eq!(r.push_multi_with(1, || multi(0, 1, 1), |i| cont(0, 1, i)), Push::Full);
+        assert!(matches!(
+            r.push_multi_with(2, || multi(0, 0, 2), |i| cont(0, 0, i)),
+            Push::Stored(3)
+        ));
+        assert_eq!(
+            r.push_multi_with(1, || multi(0, 1, 1), |i| cont(0, 1, i)),
+            Push::Full
+        );
         assert_eq!(r.lost(), 1);
         assert!(matches!(r.push(multi(0, 2, 0)), Push::Stored(4)));
-        assert_eq!(r.push_multi_with(4, || multi(0, 3, 4), |i| cont(0, 3, i)), Push::Full);
+        assert_eq!(
+            r.push_multi_with(4, || multi(0, 3, 4), |i| cont(0, 3, i)),
+            Push::Full
+        );
         // SAFETY: The only consumer.
         assert_eq!(unsafe { pop_checked(&r) }, Some((0, 0, 2)));
         // SAFETY: As above.

@@ -48,8 +48,16 @@ pub fn encode_config(config: &rprof_config, out: &mut Vec<u8>) {
         config.wakeup_bytes,
     );
     put_u32(b, offset_of!(rprof_config, reserved), config.reserved);
-    put_u16(b, offset_of!(rprof_config, max_kernel_frames), config.max_kernel_frames);
-    put_u16(b, offset_of!(rprof_config, max_user_frames), config.max_user_frames);
+    put_u16(
+        b,
+        offset_of!(rprof_config, max_kernel_frames),
+        config.max_kernel_frames,
+    );
+    put_u16(
+        b,
+        offset_of!(rprof_config, max_user_frames),
+        config.max_user_frames,
+    );
     put_u32(b, offset_of!(rprof_config, reserved1), config.reserved1);
     for (i, e) in config.events.iter().enumerate() {
         let (kind, flags, period) = event_offsets(i);

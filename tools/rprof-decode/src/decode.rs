@@ -73,12 +73,38 @@ pub fn decode_record(bytes: &[u8]) -> Result<(Record, usize), DecodeErrorKind> {
 
     let record = match u32::from(record_type) {
         RPROF_RECORD_SAMPLE => {
-            need(size_of::<rprof_sample>())?;
+            let with_stack = u32::from(flags) & RPROF_SAMPLE_STACK != 0;
+            need(if with_stack {
+                size_of::<rprof_sample_stack>()
+            } else {
+                size_of::<rprof_sample>()
+            })?;
             Record::Sample {
                 flags,
                 time_ns: u64_at(r, offset_of!(rprof_sample, time_ns)),
                 offset: u64_at(r, offset_of!(rprof_sample, offset)),
                 period: u64_at(r, offset_of!(rprof_sample, period)),
+                stack: with_stack.then(|| u64_at(r, offset_of!(rprof_sample_stack, stack))),
+            }
+        }
+        RPROF_RECORD_STACK => {
+            need(size_of::<rprof_stack>())?;
+            let nr_kernel = u16_at(r, offset_of!(rprof_stack, nr_kernel));
+            let nr_user = u16_at(r, offset_of!(rprof_stack, nr_user));
+            let n = usize::from(nr_kernel) + usize::from(nr_user);
+            // At most 2 x 65535 frames of 16 bytes: no overflow.
+            need(size_of::<rprof_stack>() + n * size_of::<rprof_frame>())?;
+            let frames = (0..n)
+                .map(|i| {
+                    let at = size_of::<rprof_stack>() + i * size_of::<rprof_frame>();
+                    (u64_at(r, at), u64_at(r, at + 8))
+                })
+                .collect();
+            Record::Stack {
+                id: u64_at(r, offset_of!(rprof_stack, id)),
+                flags,
+                nr_kernel,
+                frames,
             }
         }
         RPROF_RECORD_TASK => {

@@ -25,7 +25,11 @@ impl Record {
     /// for [`Record::Unknown`] the header plus its bytes rounded up to 8.
     pub fn encoded_len(&self) -> usize {
         match self {
-            Record::Sample { .. } => size_of::<rprof_sample>(),
+            Record::Sample { stack: None, .. } => size_of::<rprof_sample>(),
+            Record::Sample { stack: Some(_), .. } => size_of::<rprof_sample_stack>(),
+            Record::Stack { frames, .. } => {
+                size_of::<rprof_stack>() + frames.len() * size_of::<rprof_frame>()
+            }
             Record::Lost { .. } => size_of::<rprof_lost>(),
             Record::Start { .. } | Record::Stop { .. } => size_of::<rprof_session>(),
             Record::Throttle { .. } | Record::Unthrottle { .. } => size_of::<rprof_throttle>(),
@@ -58,7 +62,15 @@ impl Record {
         out.resize(start + len, 0);
         let b = &mut out[start..];
         let flags = match self {
-            Record::Sample { flags, .. }
+            Record::Sample {
+                flags,
+                stack: Some(_),
+                ..
+            } => *flags | RPROF_SAMPLE_STACK as u16,
+            Record::Sample {
+                flags, stack: None, ..
+            } => *flags & !(RPROF_SAMPLE_STACK as u16),
+            Record::Stack { flags, .. }
             | Record::Cookie { flags, .. }
             | Record::Module { flags, .. }
             | Record::Unknown { flags, .. } => *flags,
@@ -78,10 +90,31 @@ impl Record {
                 time_ns,
                 offset,
                 period,
+                stack,
             } => {
                 put_u64(b, offset_of!(rprof_sample, time_ns), *time_ns);
                 put_u64(b, offset_of!(rprof_sample, offset), *offset);
                 put_u64(b, offset_of!(rprof_sample, period), *period);
+                if let Some(id) = stack {
+                    put_u64(b, offset_of!(rprof_sample_stack, stack), *id);
+                }
+            }
+            Record::Stack {
+                id,
+                flags: _,
+                nr_kernel,
+                frames,
+            } => {
+                let nr_user = frames.len().saturating_sub(usize::from(*nr_kernel));
+                put_u64(b, offset_of!(rprof_stack, id), *id);
+                put_u16(b, offset_of!(rprof_stack, nr_kernel), *nr_kernel);
+                put_u16(b, offset_of!(rprof_stack, nr_user), nr_user as u16);
+                let mut at = size_of::<rprof_stack>();
+                for (cookie, offset) in frames {
+                    put_u64(b, at, *cookie);
+                    put_u64(b, at + 8, *offset);
+                    at += size_of::<rprof_frame>();
+                }
             }
             Record::Task {
                 cpu,

@@ -53,7 +53,7 @@ pub use config::{decode_config, encode_config};
 pub use decode::{decode_all, decode_record, Decoder};
 pub use error::{DecodeError, DecodeErrorKind};
 pub use record::Record;
-pub use resolve::{resolve_all, CookieName, ResolvedSample, Resolver, TaskContext};
+pub use resolve::{resolve_all, CookieName, ResolvedSample, Resolver, Stack, TaskContext};
 pub use totals::{LostTotals, SessionSpan};
 
 /// Re-exported so that users of [`Record::Start`] need not depend on the ABI

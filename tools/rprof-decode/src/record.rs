@@ -23,6 +23,23 @@ pub enum Record {
         offset: u64,
         /// Events this sample stands for.
         period: u64,
+        /// With `RPROF_SAMPLE_STACK` (`struct rprof_sample_stack`): the id
+        /// of the STACK record naming the sample's callers.  Encoding a
+        /// sample with a stack sets the flag.
+        stack: Option<u64>,
+    },
+    /// `RPROF_RECORD_STACK`, `struct rprof_stack`: a call chain, named by
+    /// its id in the samples that follow.
+    Stack {
+        /// The id, unique in the session.
+        id: u64,
+        /// `header.flags`: `RPROF_STACK_*`, why each side ended.
+        flags: u16,
+        /// How many of `frames` are kernel frames (they come first).
+        nr_kernel: u16,
+        /// (cookie, offset) of each frame, innermost first: the kernel
+        /// side, then the user side.
+        frames: Vec<(u64, u64)>,
     },
     /// `RPROF_RECORD_LOST`, `struct rprof_lost`: records dropped.
     Lost {
@@ -143,6 +160,7 @@ impl Record {
             Record::Task { .. } => RPROF_RECORD_TASK,
             Record::Switch { .. } => RPROF_RECORD_SWITCH,
             Record::Module { .. } => RPROF_RECORD_MODULE,
+            Record::Stack { .. } => RPROF_RECORD_STACK,
             Record::Unknown { record_type, .. } => return *record_type,
         };
         // The enum's values are small; the header field is a __u16.
@@ -162,6 +180,7 @@ impl Record {
             Record::Task { .. } => "TASK",
             Record::Switch { .. } => "SWITCH",
             Record::Module { .. } => "MODULE",
+            Record::Stack { .. } => "STACK",
             Record::Unknown { .. } => "UNKNOWN",
         }
     }

@@ -17,7 +17,7 @@
 //!     Record::Cookie { cookie: 17, flags: 0, dev: 1, ino: 2, path: "/bin/busybox".into() },
 //!     Record::Task { cpu: 1, pid: 7, tid: 7, exe_cookie: 17, comm: "sh".into() },
 //!     Record::Switch { cookie: 17 },
-//!     Record::Sample { flags: 1, time_ns: 5, offset: 0x1234, period: 1000 },
+//!     Record::Sample { flags: 1, time_ns: 5, offset: 0x1234, period: 1000, stack: None },
 //! ];
 //! let mut resolver = Resolver::new();
 //! let samples: Vec<_> = records.iter().filter_map(|r| resolver.feed(r)).collect();
@@ -32,7 +32,7 @@
 
 use crate::Record;
 use rprof_abi::*;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 /// The context of a TASK record: the CPU and task of the samples after it.
@@ -148,6 +148,30 @@ pub struct ResolvedSample {
     pub period: u64,
     /// `local_clock()` of the sampling CPU, in ns.
     pub time_ns: u64,
+    /// The sample's call chain, if it named one the stream had (a STACK
+    /// record before it).
+    pub stack: Option<Arc<Stack>>,
+}
+
+/// A call chain of the stream (a STACK record).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Stack {
+    /// `RPROF_STACK_*`: why each side ended.
+    pub flags: u16,
+    /// How many of `frames` are kernel frames (they come first).
+    pub nr_kernel: usize,
+    /// (cookie, offset) of each frame, innermost first.  Every frame is a
+    /// return address except the first user frame of a sample taken in
+    /// kernel mode (the user ip at kernel entry).
+    pub frames: Vec<(u64, u64)>,
+}
+
+impl Stack {
+    /// Whether frame `i` is a return address (symbolize `offset - 1`, the
+    /// call) for a sample taken in user mode (`user`) or not.
+    pub fn is_return_address(&self, i: usize, user: bool) -> bool {
+        user || i != self.nr_kernel
+    }
 }
 
 impl ResolvedSample {
@@ -183,6 +207,8 @@ pub struct Resolver {
     samples: u64,
     samples_without_task: u64,
     samples_unnamed_cookie: u64,
+    stacks: HashMap<u64, Arc<Stack>>,
+    samples_unknown_stack: u64,
 }
 
 impl Resolver {
@@ -200,8 +226,16 @@ impl Resolver {
                 time_ns,
                 offset,
                 period,
+                stack,
             } => {
                 self.samples += 1;
+                let stack = stack.and_then(|id| {
+                    let s = self.stacks.get(&id).cloned();
+                    if s.is_none() {
+                        self.samples_unknown_stack += 1;
+                    }
+                    s
+                });
                 if self.task.is_none() {
                     self.samples_without_task += 1;
                 }
@@ -218,7 +252,23 @@ impl Resolver {
                     offset: *offset,
                     period: *period,
                     time_ns: *time_ns,
+                    stack,
                 });
+            }
+            Record::Stack {
+                id,
+                flags,
+                nr_kernel,
+                frames,
+            } => {
+                self.stacks.insert(
+                    *id,
+                    Arc::new(Stack {
+                        flags: *flags,
+                        nr_kernel: usize::from(*nr_kernel).min(frames.len()),
+                        frames: frames.clone(),
+                    }),
+                );
             }
             Record::Task {
                 cpu,
@@ -320,6 +370,12 @@ impl Resolver {
     pub fn samples_unnamed_cookie(&self) -> u64 {
         self.samples_unnamed_cookie
     }
+
+    /// Samples that named a stack no STACK record had defined before them
+    /// (they resolve without one).
+    pub fn samples_unknown_stack(&self) -> u64 {
+        self.samples_unknown_stack
+    }
 }
 
 /// Resolves every sample of `records`; returns them and the final state
@@ -356,6 +412,7 @@ mod tests {
             time_ns: offset,
             offset,
             period: 10,
+            stack: None,
         }
     }
 

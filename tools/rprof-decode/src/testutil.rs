@@ -27,12 +27,14 @@ pub(crate) fn one_of_each() -> Vec<Record> {
             time_ns: 0x1122_3344_5566_7788,
             offset: 0x1234,
             period: 1_000_000,
+            stack: None,
         },
         Record::Sample {
             flags: 0,
             time_ns: 1,
             offset: 0xffff_ffff_8100_0000,
             period: 250_000,
+            stack: None,
         },
         Record::Lost {
             stage: RPROF_LOST_RING,
@@ -149,13 +151,27 @@ pub(crate) fn random_record(rng: &mut XorShift) -> Record {
         e.flags = rng.next() as u32;
         e.period = rng.next();
     }
-    match rng.below(11) {
-        0 => Record::Sample {
-            flags: rng.next() as u16,
-            time_ns: rng.next(),
-            offset: rng.next(),
-            period: rng.next(),
-        },
+    match rng.below(12) {
+        0 => {
+            let stack = (rng.below(2) == 0).then(|| rng.next());
+            let flag = if stack.is_some() { RPROF_SAMPLE_STACK as u16 } else { 0 };
+            Record::Sample {
+                flags: (rng.next() as u16 & !(RPROF_SAMPLE_STACK as u16)) | flag,
+                time_ns: rng.next(),
+                offset: rng.next(),
+                period: rng.next(),
+                stack,
+            }
+        }
+        11 => {
+            let n = rng.below(6) as usize;
+            Record::Stack {
+                id: rng.next(),
+                flags: rng.next() as u16,
+                nr_kernel: rng.below(n as u64 + 1) as u16,
+                frames: (0..n).map(|_| (rng.next(), rng.next())).collect(),
+            }
+        }
         1 => Record::Lost {
             stage: rng.below(7) as u32,
             cpu: rng.next() as u32,
@@ -202,7 +218,7 @@ pub(crate) fn random_record(rng: &mut XorShift) -> Record {
             name: random_string(rng, 55),
         },
         _ => Record::Unknown {
-            record_type: 11 + rng.below(1000) as u16,
+            record_type: 12 + rng.below(1000) as u16,
             flags: rng.next() as u16,
             bytes: (0..rng.below(8) * 8).map(|_| rng.next() as u8).collect(),
         },

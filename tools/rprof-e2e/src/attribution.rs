@@ -329,6 +329,7 @@ mod tests {
             time_ns: 0,
             offset,
             period: 1,
+            stack: None,
         };
         for _ in 0..50 {
             records.push(sample(in_off, true));

@@ -57,6 +57,20 @@ pub enum Kind {
     DrainTooLong,
     /// `wakeup_bytes` larger than the event buffer: EINVAL.
     WakeupTooBig,
+    /// Call chains with both depths 0: EINVAL.
+    ChainNoDepth,
+    /// A chain depth of 128, above RPROF_MAX_FRAMES: EINVAL.
+    ChainTooDeep,
+    /// A depth without RPROF_CONFIG_CALLCHAIN: EINVAL.
+    DepthWithoutChain,
+    /// `reserved1` = 1: EINVAL.
+    Reserved1,
+    /// The first published size (160 bytes, before the chain fields):
+    /// accepted, and the session starts and stops.
+    FirstSize,
+    /// Call chains, 4 kernel and 16 user frames: accepted, and the session
+    /// starts and stops.
+    ChainGood,
 }
 
 impl Kind {
@@ -158,9 +172,40 @@ impl Kind {
                 c.wakeup_bytes = u32::MAX;
                 &[libc::EINVAL]
             }
+            Kind::ChainNoDepth => {
+                c.flags |= RPROF_CONFIG_CALLCHAIN;
+                &[libc::EINVAL]
+            }
+            Kind::ChainTooDeep => {
+                c.flags |= RPROF_CONFIG_CALLCHAIN;
+                c.max_kernel_frames = 1;
+                c.max_user_frames = RPROF_MAX_FRAMES as u16 + 1;
+                &[libc::EINVAL]
+            }
+            Kind::DepthWithoutChain => {
+                c.max_user_frames = 8;
+                &[libc::EINVAL]
+            }
+            Kind::Reserved1 => {
+                c.reserved1 = 1;
+                &[libc::EINVAL]
+            }
+            Kind::FirstSize => {
+                c.size = RPROF_CONFIG_SIZE_VER0;
+                &[]
+            }
+            Kind::ChainGood => {
+                c.flags |= RPROF_CONFIG_CALLCHAIN;
+                c.max_kernel_frames = 4;
+                c.max_user_frames = 16;
+                &[]
+            }
         };
         let mut bytes = Vec::new();
         rprof_decode::encode_config(&c, &mut bytes);
+        if self == Kind::FirstSize {
+            bytes.truncate(RPROF_CONFIG_SIZE_VER0 as usize);
+        }
         bytes.extend_from_slice(extra);
         (bytes, expected)
     }
@@ -248,9 +293,17 @@ mod tests {
                 Kind::TooManyEvents => assert_eq!(decoded.nr_events, 9),
                 Kind::BadRing => assert_eq!(decoded.ring_records, 1000),
                 Kind::ReservedField => assert_eq!(decoded.reserved, 1),
+                Kind::FirstSize => {
+                    assert_eq!(size, 160);
+                    assert_eq!(bytes.len(), 160);
+                }
                 _ => assert_eq!(size, 168),
             }
-            assert_eq!(expected.is_empty(), *kind == Kind::BigZero, "{kind:?}");
+            assert_eq!(
+                expected.is_empty(),
+                matches!(kind, Kind::BigZero | Kind::FirstSize | Kind::ChainGood),
+                "{kind:?}"
+            );
         }
     }
 

@@ -134,7 +134,9 @@ pub fn module_text_range(data: &[u8], name: &str) -> Result<(u64, u64), String> 
         }
         offset += header.sh_size(endian);
     }
-    Err(format!("'{name}' is not in the module's core text (an .init section?)"))
+    Err(format!(
+        "'{name}' is not in the module's core text (an .init section?)"
+    ))
 }
 
 #[cfg(test)]

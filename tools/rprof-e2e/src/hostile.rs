@@ -53,12 +53,8 @@ pub fn hostile_tail() -> Outcome {
     set_nonblocking(&dev)?;
     let (ctrl, data, size) = session_with_data(&dev)?;
     let io = |what: &str, e: std::io::Error| format!("{what}: {e}");
-    let head = ctrl
-        .load_u64(DATA_HEAD)
-        .map_err(|e| io("data_head", e))?;
-    let tail = ctrl
-        .load_u64(DATA_TAIL)
-        .map_err(|e| io("data_tail", e))?;
+    let head = ctrl.load_u64(DATA_HEAD).map_err(|e| io("data_head", e))?;
+    let tail = ctrl.load_u64(DATA_TAIL).map_err(|e| io("data_tail", e))?;
     if head == tail || head < 64 {
         return Err(format!(
             "expected a session with records, got data_head {head}, data_tail {tail}"
@@ -112,9 +108,7 @@ pub fn hostile_tail() -> Outcome {
             }
         }
     }
-    let end = ctrl
-        .load_u64(DATA_TAIL)
-        .map_err(|e| io("data_tail", e))?;
+    let end = ctrl.load_u64(DATA_TAIL).map_err(|e| io("data_tail", e))?;
     if total < head - tail || end < head {
         return Err(format!(
             "expected read() to return at least the {} bytes published before, got {total} \
@@ -141,7 +135,10 @@ impl Epoll {
         // SAFETY: plain syscall.
         let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
         if fd < 0 {
-            return Err(format!("epoll_create1: {}", std::io::Error::last_os_error()));
+            return Err(format!(
+                "epoll_create1: {}",
+                std::io::Error::last_os_error()
+            ));
         }
         Ok(Self(fd))
     }
@@ -153,7 +150,10 @@ impl Epoll {
         };
         // SAFETY: `ev` is a valid epoll_event for the call.
         if unsafe { libc::epoll_ctl(self.0, op, fd, &mut ev) } != 0 {
-            return Err(format!("epoll_ctl({op}): {}", std::io::Error::last_os_error()));
+            return Err(format!(
+                "epoll_ctl({op}): {}",
+                std::io::Error::last_os_error()
+            ));
         }
         Ok(())
     }
@@ -220,7 +220,9 @@ pub fn epoll_reconfig() -> Outcome {
         std::thread::sleep(Duration::from_millis(50));
     }
     if reader.is_finished() {
-        return Err("expected the blocked read() to keep waiting across SET_CONFIG, it returned".into());
+        return Err(
+            "expected the blocked read() to keep waiting across SET_CONFIG, it returned".into(),
+        );
     }
     // The read sleeps on the newest session: data there must wake it.
     dev.start()
@@ -287,10 +289,20 @@ fn perf_open() -> Result<i32, String> {
     };
     // SAFETY: a valid VER0 attr for the syscall: every task, CPU 0.
     let fd = unsafe {
-        libc::syscall(libc::SYS_perf_event_open, &attr as *const PerfEventAttr, -1, 0, -1, 0)
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            &attr as *const PerfEventAttr,
+            -1,
+            0,
+            -1,
+            0,
+        )
     };
     if fd < 0 {
-        return Err(format!("perf_event_open: {}", std::io::Error::last_os_error()));
+        return Err(format!(
+            "perf_event_open: {}",
+            std::io::Error::last_os_error()
+        ));
     }
     Ok(fd as i32)
 }
@@ -331,7 +343,10 @@ fn perf_round() -> Result<(), String> {
     }
     drop(ring);
     if ret != 0 || n != 8 {
-        return Err(format!("perf ioctl/read: {ret}/{n}: {}", std::io::Error::last_os_error()));
+        return Err(format!(
+            "perf ioctl/read: {ret}/{n}: {}",
+            std::io::Error::last_os_error()
+        ));
     }
     Ok(())
 }
@@ -379,7 +394,8 @@ fn stats_with_size(dev: &Device, size: u32, tail: u8) -> i32 {
     let mut buf = vec![0u64; 4096 / 8 + 2];
     let known = RPROF_STATS_SIZE as usize;
     // SAFETY: `buf` is 4112 bytes, 8-aligned; viewed as bytes only here.
-    let bytes = unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr().cast::<u8>(), buf.len() * 8) };
+    let bytes =
+        unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr().cast::<u8>(), buf.len() * 8) };
     bytes[..4].copy_from_slice(&size.to_ne_bytes());
     bytes[known] = tail;
     // The request number a caller built against a header with a
@@ -402,7 +418,12 @@ pub fn stats_size() -> Outcome {
         ("8 more bytes, zero", known + 8, 0, 0),
         ("8 more bytes, not zero", known + 8, 1, libc::E2BIG),
         ("4097 bytes", 4097, 0, libc::E2BIG),
-        ("smaller than the first published size", RPROF_STATS_SIZE_VER0 - 8, 0, libc::EINVAL),
+        (
+            "smaller than the first published size",
+            RPROF_STATS_SIZE_VER0 - 8,
+            0,
+            libc::EINVAL,
+        ),
     ];
     for (what, size, tail, want) in cases {
         let got = stats_with_size(&dev, size, tail);
@@ -414,10 +435,12 @@ pub fn stats_size() -> Outcome {
             ));
         }
     }
-    Ok("GET_STATS (request numbers of each size): known and larger zero-padded sizes \
+    Ok(
+        "GET_STATS (request numbers of each size): known and larger zero-padded sizes \
         accepted; non-zero unknown bytes and sizes above 4096 E2BIG; sizes below the first \
         published one EINVAL"
-        .into())
+            .into(),
+    )
 }
 
 /// Runs `eof-after-stop`: in `rounds` sessions, a reader blocked in
@@ -443,9 +466,17 @@ pub fn eof_after_stop(rounds: u32) -> Outcome {
                     let mut off = 0;
                     while off + 8 <= n {
                         let ty = u16::from_ne_bytes([buf[off], buf[off + 1]]);
-                        let size = u32::from_ne_bytes([buf[off + 4], buf[off + 5], buf[off + 6], buf[off + 7]]) as usize;
+                        let size = u32::from_ne_bytes([
+                            buf[off + 4],
+                            buf[off + 5],
+                            buf[off + 6],
+                            buf[off + 7],
+                        ]) as usize;
                         if size < 8 {
-                            return Err(format!("record of size {size} at byte {}", bytes + off as u64));
+                            return Err(format!(
+                                "record of size {size} at byte {}",
+                                bytes + off as u64
+                            ));
                         }
                         starts += u64::from(u32::from(ty) == RPROF_RECORD_START);
                         last = ty;

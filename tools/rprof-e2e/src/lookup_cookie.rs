@@ -121,7 +121,10 @@ pub fn run() -> Outcome {
         }
     }
     if stat_checked == 0 {
-        return Err("expected at least one cookie of an ordinary file to check with stat(), got none".into());
+        return Err(
+            "expected at least one cookie of an ordinary file to check with stat(), got none"
+                .into(),
+        );
     }
 
     expect_errno(

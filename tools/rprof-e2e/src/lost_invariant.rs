@@ -126,7 +126,10 @@ pub fn check(text: &str, require_loss: &[String]) -> Outcome {
     for stage in require_loss {
         let Some((field, _, get)) = LOSSES.iter().find(|(_, s, _)| s == stage) else {
             let known: Vec<&str> = LOSSES.iter().map(|(_, s, _)| *s).collect();
-            return Err(format!("unknown loss stage '{stage}' (known: {})", known.join(", ")));
+            return Err(format!(
+                "unknown loss stage '{stage}' (known: {})",
+                known.join(", ")
+            ));
         };
         if get(&total) == 0 {
             return Err(format!(
@@ -263,6 +266,7 @@ mod tests {
                 time_ns: 0,
                 offset: 0,
                 period: 1,
+                stack: None,
             });
         }
         for (stage, cpu, count) in [
@@ -455,8 +459,14 @@ mod tests {
     fn an_empty_session_fails() {
         let mut s = Summary::default();
         for r in [
-            Record::Start { time_ns: 0, config: rprof_config::new() },
-            Record::Stop { time_ns: 1, config: rprof_config::new() },
+            Record::Start {
+                time_ns: 0,
+                config: rprof_config::new(),
+            },
+            Record::Stop {
+                time_ns: 1,
+                config: rprof_config::new(),
+            },
         ] {
             s.add(&r);
         }

@@ -41,7 +41,13 @@ impl Map {
     }
 
     /// `mmap(NULL, len, prot, flags, fd, offset)` (no `MAP_FIXED`).
-    pub fn with_flags(fd: RawFd, len: usize, prot: i32, flags: i32, offset: usize) -> io::Result<Map> {
+    pub fn with_flags(
+        fd: RawFd,
+        len: usize,
+        prot: i32,
+        flags: i32,
+        offset: usize,
+    ) -> io::Result<Map> {
         if flags & libc::MAP_FIXED != 0 {
             return Err(io::Error::from_raw_os_error(libc::EINVAL));
         }

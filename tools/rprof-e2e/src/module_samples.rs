@@ -42,7 +42,12 @@ pub struct Expected {
 /// Runs `module-samples` on a decoded stream; prints the JSON line.  With
 /// `expected`, most (at least 80%) of the samples in the module's core
 /// text must fall inside that function.
-pub fn check(stream: &Stream, name: &str, min_samples: u64, expected: Option<&Expected>) -> Outcome {
+pub fn check(
+    stream: &Stream,
+    name: &str,
+    min_samples: u64,
+    expected: Option<&Expected>,
+) -> Outcome {
     let mut regions: BTreeMap<u64, Region> = BTreeMap::new();
     for r in &stream.records {
         if let Some((
@@ -145,7 +150,11 @@ pub fn check(stream: &Stream, name: &str, min_samples: u64, expected: Option<&Ex
     }
     let mut inside = String::new();
     if let Some(e) = expected {
-        let core: u64 = regions.values().filter(|r| !r.init).map(|r| r.samples).sum();
+        let core: u64 = regions
+            .values()
+            .filter(|r| !r.init)
+            .map(|r| r.samples)
+            .sum();
         let hits: u64 = regions.values().map(|r| r.in_function).sum();
         if core == 0 || hits * 10 < core * 8 {
             return Err(format!(
@@ -154,7 +163,10 @@ pub fn check(stream: &Stream, name: &str, min_samples: u64, expected: Option<&Ex
                 e.function, e.range.0, e.range.1
             ));
         }
-        inside = format!("; {hits} of {core} in its core text inside {} (from the .ko)", e.function);
+        inside = format!(
+            "; {hits} of {core} in its core text inside {} (from the .ko)",
+            e.function
+        );
     }
     Ok(format!(
         "{total} kernel samples in module {name} ({} cookies), all inside its text{inside}; \
@@ -217,6 +229,7 @@ mod tests {
                 time_ns: 0,
                 offset,
                 period: 1,
+                stack: None,
             });
         }
         records.push(Record::Switch { cookie: 21 });
@@ -225,6 +238,7 @@ mod tests {
             time_ns: 0,
             offset: 0x5000,
             period: 1,
+            stack: None,
         });
         if unload {
             records.push(module(RPROF_MODULE_UNLOAD));
@@ -234,7 +248,13 @@ mod tests {
 
     #[test]
     fn verdicts() {
-        let ok = check(&stream(&[0, 0x10, 0xff], true, false), "rprof_busy", 3, None).unwrap();
+        let ok = check(
+            &stream(&[0, 0x10, 0xff], true, false),
+            "rprof_busy",
+            3,
+            None,
+        )
+        .unwrap();
         assert!(ok.starts_with("3 kernel samples"), "{ok}");
         for (s, says) in [
             (
@@ -254,12 +274,25 @@ mod tests {
 
     #[test]
     fn samples_must_fall_in_the_function() {
-        let f = Expected { function: "spin".into(), range: (0x10, 0x20) };
-        let ok = check(&stream(&[0x10, 0x18, 0x1f, 0x1f, 0x40], true, false), "rprof_busy", 3, Some(&f))
-            .unwrap();
+        let f = Expected {
+            function: "spin".into(),
+            range: (0x10, 0x20),
+        };
+        let ok = check(
+            &stream(&[0x10, 0x18, 0x1f, 0x1f, 0x40], true, false),
+            "rprof_busy",
+            3,
+            Some(&f),
+        )
+        .unwrap();
         assert!(ok.contains("4 of 5 in its core text inside spin"), "{ok}");
-        let e = check(&stream(&[0x10, 0x18, 0x40, 0x50, 0x60], true, false), "rprof_busy", 3, Some(&f))
-            .unwrap_err();
+        let e = check(
+            &stream(&[0x10, 0x18, 0x40, 0x50, 0x60], true, false),
+            "rprof_busy",
+            3,
+            Some(&f),
+        )
+        .unwrap_err();
         assert!(e.contains("at least 80% of the 5 samples"), "{e}");
     }
 

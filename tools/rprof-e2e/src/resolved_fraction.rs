@@ -212,6 +212,7 @@ mod tests {
             time_ns: 0,
             offset,
             period: 1,
+            stack: None,
         };
         for pid in 100..100 + short {
             records.push(Record::Task {
@@ -282,6 +283,7 @@ mod tests {
                 time_ns: 0,
                 offset: 0x7fff_0000_0000,
                 period: 1,
+                stack: None,
             });
         }
         let s = Stream::of_records(&records);

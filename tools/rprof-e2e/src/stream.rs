@@ -130,6 +130,7 @@ mod tests {
                 time_ns: 1,
                 offset: 0x10,
                 period: 1,
+                stack: None,
             },
             Record::Lost {
                 stage: RPROF_LOST_NO_MM,
@@ -158,12 +159,14 @@ mod tests {
                 time_ns: 2,
                 offset: 0x20,
                 period: 1,
+                stack: None,
             },
             Record::Sample {
                 flags: 0,
                 time_ns: 3,
                 offset: 0x30,
                 period: 1,
+                stack: None,
             },
         ] {
             r.encode(&mut b);

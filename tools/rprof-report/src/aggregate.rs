@@ -1,7 +1,7 @@
 //! Counting samples of a stream by (event, task, cookie, offset).
 
 use rprof_abi::*;
-use rprof_decode::{Decoder, Record, Resolver, SessionSpan};
+use rprof_decode::{Decoder, Record, Resolver, SessionSpan, Stack};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -18,6 +18,11 @@ pub struct Key {
     pub cookie: u64,
     /// File offset, module offset, or ip (see `struct rprof_sample`).
     pub offset: u64,
+    /// The sample's call chain, if it has one.
+    pub stack: Option<Arc<Stack>>,
+    /// Taken in user mode (which frames of `stack` are return
+    /// addresses depends on it, see [`Stack::is_return_address`]).
+    pub user: bool,
 }
 
 /// Samples of one key.
@@ -116,6 +121,8 @@ impl Aggregate {
             comm,
             cookie: s.cookie,
             offset: s.offset,
+            stack: s.stack.clone(),
+            user: s.user,
         };
         let c = self.counts.entry(key).or_default();
         c.samples += 1;
@@ -272,12 +279,14 @@ mod tests {
                 time_ns: 0,
                 offset: 0xffffffff81001010,
                 period: u64::MAX,
+                stack: None,
             },
             Record::Sample {
                 flags: 0,
                 time_ns: 0,
                 offset: 0xffffffff81001011,
                 period: u64::MAX,
+                stack: None,
             },
         ] {
             agg.feed(&r);

@@ -11,16 +11,41 @@ fn clean(s: &str) -> String {
     s.replace(';', ":").replace(['\n', '\r'], " ")
 }
 
+/// A frame of a call chain in folded form: the function, with `_[k]`
+/// for kernel and module code (as perf's and inferno's collapsers mark
+/// it, and flame graphs colour it).
+fn chain_frame(f: &crate::Frame) -> String {
+    use crate::symbolize::FrameKind;
+    let name = clean(&f.symbol);
+    match f.kind {
+        FrameKind::Kernel | FrameKind::Module => format!("{name}_[k]"),
+        _ => name,
+    }
+}
+
 /// The folded lines of `rows` (merged across pids), sorted by stack.
+/// With a call chain a stack is `comm;outermost;...;caller;leaf`; without
+/// one, `comm;dso;symbol`.
 pub fn lines(rows: &[Row]) -> Vec<(String, u64)> {
     let mut stacks: BTreeMap<String, u64> = BTreeMap::new();
     for r in rows {
-        let stack = format!(
-            "{};{};{}",
-            clean(&r.comm),
-            clean(&r.frame.dso),
-            clean(&r.frame.symbol)
-        );
+        let stack = if r.chain {
+            let mut s = clean(&r.comm);
+            for f in r.callers.iter().rev() {
+                s.push(';');
+                s.push_str(&chain_frame(f));
+            }
+            s.push(';');
+            s.push_str(&chain_frame(&r.frame));
+            s
+        } else {
+            format!(
+                "{};{};{}",
+                clean(&r.comm),
+                clean(&r.frame.dso),
+                clean(&r.frame.symbol)
+            )
+        };
         *stacks.entry(stack).or_default() += r.samples;
     }
     stacks.into_iter().collect()

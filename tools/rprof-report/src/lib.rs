@@ -46,6 +46,11 @@ pub struct Row {
     pub comm: Arc<str>,
     /// Where the samples are.
     pub frame: Arc<Frame>,
+    /// The callers of `frame`, innermost first (empty without a call
+    /// chain): return addresses are symbolized one byte back, at the call.
+    pub callers: Arc<[Arc<Frame>]>,
+    /// Whether the samples had a call chain (perhaps an empty one).
+    pub chain: bool,
     /// How many samples.
     pub samples: u64,
     /// The sum of their periods (events they stand for).
@@ -57,26 +62,29 @@ pub struct Row {
 /// samples, most first.
 pub fn rows(agg: &Aggregate, sym: &mut Symbolizer, filter: &Filter) -> Vec<Row> {
     use std::collections::HashMap;
-    type RowKey = (u32, u32, Arc<str>, Arc<Frame>);
+    type RowKey = (u32, u32, Arc<str>, Arc<Frame>, Option<Vec<Arc<Frame>>>);
     let mut merged: HashMap<RowKey, (u64, u64)> = HashMap::new();
     for (key, counts) in agg.counts() {
         if !filter.accepts(key) {
             continue;
         }
         let frame = sym.frame(key.cookie, key.offset, agg.resolver());
+        let callers = key.stack.as_ref().map(|s| caller_frames(s, key.user, sym, agg.resolver()));
         let e = merged
-            .entry((key.event, key.pid, key.comm.clone(), frame))
+            .entry((key.event, key.pid, key.comm.clone(), frame, callers))
             .or_default();
         e.0 = e.0.saturating_add(counts.samples);
         e.1 = e.1.saturating_add(counts.period);
     }
     let mut rows: Vec<Row> = merged
         .into_iter()
-        .map(|((event, pid, comm, frame), (samples, period))| Row {
+        .map(|((event, pid, comm, frame, callers), (samples, period))| Row {
             event,
             pid,
             comm,
             frame,
+            chain: callers.is_some(),
+            callers: callers.unwrap_or_default().into(),
             samples,
             period,
         })
@@ -90,6 +98,29 @@ pub fn rows(agg: &Aggregate, sym: &mut Symbolizer, filter: &Filter) -> Vec<Row> 
             .then_with(|| a.pid.cmp(&b.pid))
     });
     rows
+}
+
+/// The frames of a call chain, innermost first, symbolized: a return
+/// address one byte back (the call), the user ip at kernel entry as is.
+pub fn caller_frames(
+    stack: &rprof_decode::Stack,
+    user: bool,
+    sym: &mut Symbolizer,
+    names: &rprof_decode::Resolver,
+) -> Vec<Arc<Frame>> {
+    stack
+        .frames
+        .iter()
+        .enumerate()
+        .map(|(i, &(cookie, offset))| {
+            let at = if stack.is_return_address(i, user) {
+                offset.saturating_sub(1)
+            } else {
+                offset
+            };
+            sym.frame(cookie, at, names)
+        })
+        .collect()
 }
 
 /// The name of an event of a configuration, `cpu-clock@999` style.

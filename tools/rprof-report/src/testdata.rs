@@ -94,6 +94,7 @@ pub fn stream_with(ino: Option<u64>, path: Option<&str>) -> (Vec<u8>, FileInfo) 
         time_ns: 1,
         offset,
         period: 1_001_001,
+        stack: None,
     };
     let mut r = vec![
         Record::Start {

@@ -177,14 +177,32 @@ fn record() -> impl Strategy<Value = Record> {
         "[ -~]{0,40}",
     ];
     prop_oneof![
-        (any::<u16>(), nasty_u64(), nasty_u64(), nasty_u64()).prop_map(|(flags, t, o, p)| {
-            Record::Sample {
+        (
+            any::<u16>(),
+            nasty_u64(),
+            nasty_u64(),
+            nasty_u64(),
+            proptest::option::of(0..4u64)
+        )
+            .prop_map(|(flags, t, o, p, stack)| Record::Sample {
                 flags,
                 time_ns: t,
                 offset: o,
                 period: p,
-            }
-        }),
+                stack,
+            }),
+        (
+            0..4u64,
+            any::<u16>(),
+            0..3u16,
+            proptest::collection::vec((nasty_u64(), nasty_u64()), 0..4)
+        )
+            .prop_map(|(id, flags, nr_kernel, frames)| Record::Stack {
+                id,
+                flags,
+                nr_kernel,
+                frames
+            }),
         (prop_oneof![1..=5u32, any::<u32>()], nasty_u64()).prop_map(|(stage, count)| {
             Record::Lost {
                 stage,

@@ -135,6 +135,8 @@ pub struct SessionOptions {
     pub drain_interval_ms: u32,
     /// Reader wakeup threshold in bytes (0: the module's default).
     pub wakeup_bytes: u32,
+    /// Call chains: (kernel, user) depths, each 0..=RPROF_MAX_FRAMES.
+    pub callchain: Option<(u16, u16)>,
 }
 
 impl SessionOptions {
@@ -177,6 +179,11 @@ impl SessionOptions {
         c.ring_records = self.ring_records;
         c.drain_interval_ms = self.drain_interval_ms;
         c.wakeup_bytes = self.wakeup_bytes;
+        if let Some((kernel, user)) = self.callchain {
+            c.flags |= RPROF_CONFIG_CALLCHAIN;
+            c.max_kernel_frames = kernel;
+            c.max_user_frames = user;
+        }
         Ok(c)
     }
 }

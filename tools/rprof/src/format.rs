@@ -57,8 +57,10 @@ fn cookie_flags(flags: u16) -> String {
             out.push_str(name);
         }
     }
-    let known =
-        RPROF_COOKIE_DELETED | RPROF_COOKIE_TRUNCATED | RPROF_COOKIE_NO_PATH | RPROF_COOKIE_UNREACHABLE;
+    let known = RPROF_COOKIE_DELETED
+        | RPROF_COOKIE_TRUNCATED
+        | RPROF_COOKIE_NO_PATH
+        | RPROF_COOKIE_UNREACHABLE;
     let unknown = u32::from(flags) & !known;
     if unknown != 0 {
         out.push_str(&format!(" flags={unknown:#x}"));
@@ -136,13 +138,39 @@ impl fmt::Display for RecordLine<'_> {
                 time_ns,
                 offset,
                 period,
+                stack,
                 ..
-            } => write!(
-                f,
-                "SAMPLE t={time_ns} {} ev={} off={offset:#x} period={period}",
-                if r.is_user_sample() { "user" } else { "kernel" },
-                r.sample_event().unwrap_or(0)
-            ),
+            } => {
+                write!(
+                    f,
+                    "SAMPLE t={time_ns} {} ev={} off={offset:#x} period={period}",
+                    if r.is_user_sample() { "user" } else { "kernel" },
+                    r.sample_event().unwrap_or(0)
+                )?;
+                if let Some(id) = stack {
+                    write!(f, " stack={id}")?;
+                }
+                Ok(())
+            }
+            Record::Stack {
+                id,
+                flags,
+                nr_kernel,
+                frames,
+            } => {
+                write!(
+                    f,
+                    "STACK {id} kernel={nr_kernel} user={}",
+                    frames.len().saturating_sub(usize::from(*nr_kernel))
+                )?;
+                if *flags != 0 {
+                    write!(f, " flags={flags:#x}")?;
+                }
+                for (cookie, offset) in frames {
+                    write!(f, " {cookie}:{offset:#x}")?;
+                }
+                Ok(())
+            }
             Record::Task {
                 cpu,
                 pid,
@@ -287,6 +315,7 @@ mod tests {
             time_ns: 5,
             offset: 0xffff_ffff_8100_0000,
             period: 1000,
+            stack: None,
         };
         assert_eq!(
             RecordLine(&s).to_string(),
@@ -297,6 +326,7 @@ mod tests {
             time_ns: 6,
             offset: 0x1a2b,
             period: 1,
+            stack: None,
         };
         assert_eq!(
             RecordLine(&s).to_string(),

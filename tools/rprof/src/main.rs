@@ -140,12 +140,17 @@ struct DumpArgs {
     /// Also write the raw event stream (the bytes exactly as read) to FILE.
     #[arg(long, value_name = "FILE")]
     raw: Option<PathBuf>,
+
+    #[command(flatten)]
+    call_graph: rprof::sampling::CallGraphArgs,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Record(args) => return rprof::error::exit_status(cmd::record::run(&cli.device, &args)),
+        Command::Record(args) => {
+            return rprof::error::exit_status(cmd::record::run(&cli.device, &args))
+        }
         Command::Report(args) => cmd::report::run(&args),
         Command::Annotate(args) => cmd::annotate::run(&args),
         Command::Export(args) => cmd::export::run(&args),
@@ -154,6 +159,9 @@ fn main() -> ExitCode {
         Command::Version => cmd::version::run(&cli.device),
         Command::Stat => cmd::stat::run(&cli.device),
         Command::Dump(args) => {
+            if let Err(e) = args.call_graph.depths() {
+                return rprof::error::exit_code(Err(e));
+            }
             let options = args.session_options();
             let config = match options.to_config() {
                 Ok(c) => c,
@@ -186,6 +194,7 @@ impl DumpArgs {
             ring_records: self.ring_records,
             drain_interval_ms: self.drain_interval_ms,
             wakeup_bytes: self.wakeup_bytes,
+            callchain: self.call_graph.depths().ok().flatten(),
         }
     }
 

@@ -333,6 +333,7 @@ mod tests {
             time_ns: n,
             offset: 0x1000 + n,
             period: 1,
+            stack: None,
         }
     }
 
@@ -388,7 +389,11 @@ mod tests {
         // A failing consumer releases nothing.
         let failed = reader.consume_available(&mut |_| Err(Error::Protocol("full disk".into())));
         assert!(failed.is_err());
-        assert_eq!(fake.u64_at(TAIL), start, "data_tail released after an error");
+        assert_eq!(
+            fake.u64_at(TAIL),
+            start,
+            "data_tail released after an error"
+        );
         assert_eq!(reader.pending(), 64);
 
         // The wrap gives two slices: 16 bytes, then 48.
@@ -403,7 +408,12 @@ mod tests {
         assert_eq!(slices.iter().map(Vec::len).collect::<Vec<_>>(), [16, 48]);
         assert_eq!(slices.concat(), bytes);
         assert_eq!(fake.u64_at(TAIL), start + 64);
-        assert_eq!(reader.consume_available(&mut |_| panic!("no data")).unwrap(), 0);
+        assert_eq!(
+            reader
+                .consume_available(&mut |_| panic!("no data"))
+                .unwrap(),
+            0
+        );
     }
 
     #[test]

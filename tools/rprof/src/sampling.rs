@@ -47,11 +47,65 @@ pub struct SamplingArgs {
         hide_default_value = true
     )]
     pub wakeup_bytes: u32,
+
+    #[command(flatten)]
+    /// Call chains.
+    pub call_graph: CallGraphArgs,
+}
+
+/// The call-chain options, as perf spells them.
+#[derive(Debug, Clone, Args, Default)]
+pub struct CallGraphArgs {
+    /// Record call chains (frame pointers; as `--call-graph fp`).
+    #[arg(short = 'g')]
+    pub g: bool,
+
+    /// Record call chains by MODE: only `fp` (frame pointers) is
+    /// supported; `dwarf` and `lbr` are refused.
+    #[arg(long = "call-graph", value_name = "MODE")]
+    pub call_graph: Option<String>,
+
+    /// The deepest chain kept, kernel and user side each (1-127, default
+    /// 127); deeper chains are cut and flagged.
+    #[arg(long = "max-stack", value_name = "N",
+          value_parser = clap::value_parser!(u16).range(1..=rprof_abi::RPROF_MAX_FRAMES as i64))]
+    pub max_stack: Option<u16>,
+}
+
+impl CallGraphArgs {
+    /// The (kernel, user) depths asked for, if any.
+    pub fn depths(&self) -> Result<Option<(u16, u16)>, Error> {
+        let mode = match &self.call_graph {
+            Some(m) => Some(m.split(',').next().unwrap_or("").to_string()),
+            None => None,
+        };
+        match mode.as_deref() {
+            None | Some("fp") => {}
+            Some(m @ ("dwarf" | "lbr")) => {
+                return Err(Error::Usage(format!(
+                    "--call-graph {m} is not supported: rprof takes frame-pointer chains in the \
+                     kernel (--call-graph fp, or -g); build the profiled code with \
+                     -fno-omit-frame-pointer"
+                )))
+            }
+            Some(m) => return Err(Error::Usage(format!("unknown --call-graph mode '{m}' (only fp)"))),
+        }
+        if !self.g && mode.is_none() {
+            if self.max_stack.is_some() {
+                return Err(Error::Usage("--max-stack needs -g or --call-graph fp".into()));
+            }
+            return Ok(None);
+        }
+        let depth = self.max_stack.unwrap_or(rprof_abi::RPROF_MAX_FRAMES as u16);
+        Ok(Some((depth, depth)))
+    }
 }
 
 impl SamplingArgs {
     /// The session options, for the whole system or (`pid`) one process.
     pub fn session_options(&self, pid: Option<i32>) -> SessionOptions {
+        // `config()` reports a bad call-graph mode; here it is left out.
+        let callchain = self.call_graph.depths().ok().flatten();
         SessionOptions {
             events: self.events.clone(),
             freq: Some(self.freq.unwrap_or(DEFAULT_RECORD_FREQ_HZ)),
@@ -61,6 +115,7 @@ impl SamplingArgs {
             ring_records: self.ring_records,
             drain_interval_ms: 0,
             wakeup_bytes: self.wakeup_bytes,
+            callchain,
         }
     }
 
@@ -68,6 +123,7 @@ impl SamplingArgs {
     /// process; options that make none (too many events, ...) are an
     /// [`Error::Usage`].
     pub fn config(&self, pid: Option<i32>) -> Result<rprof_config, Error> {
+        self.call_graph.depths()?;
         self.session_options(pid).to_config().map_err(Error::Usage)
     }
 }

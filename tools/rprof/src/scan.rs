@@ -49,7 +49,9 @@ pub struct Scan {
 fn record_size(b: &[u8]) -> Result<usize, String> {
     let size = u32::from_le_bytes([b[4], b[5], b[6], b[7]]);
     if (size as usize) < HEADER || size % 8 != 0 {
-        return Err(format!("record size {size} is not a multiple of 8 of at least {HEADER}"));
+        return Err(format!(
+            "record size {size} is not a multiple of 8 of at least {HEADER}"
+        ));
     }
     usize::try_from(size).map_err(|_| format!("record size {size} does not fit in memory"))
 }
@@ -148,7 +150,10 @@ impl Scan {
     }
 
     fn fail(&mut self, why: String) {
-        self.error = Some(format!("malformed record at stream offset {}: {why}", self.offset));
+        self.error = Some(format!(
+            "malformed record at stream offset {}: {why}",
+            self.offset
+        ));
         // INVARIANT: no carry once failed.
         self.carry = Vec::new();
     }
@@ -222,6 +227,7 @@ mod tests {
                 time_ns: 2,
                 offset: 0x40,
                 period: 1,
+                stack: None,
             },
             Record::Lost {
                 stage: RPROF_LOST_RING,
@@ -233,6 +239,7 @@ mod tests {
                 time_ns: 3,
                 offset: 0x48,
                 period: 1,
+                stack: None,
             },
             Record::Stop { time_ns: 4, config },
         ];
@@ -259,7 +266,11 @@ mod tests {
             assert_eq!(scan.samples, full.agg.samples, "chunk {chunk}");
             assert_eq!(scan.lost, full.agg.lost_total(), "chunk {chunk}");
             assert_eq!(scan.stops(), 1, "chunk {chunk}");
-            assert_eq!(scan.resolver().names(), full.agg.resolver().names(), "chunk {chunk}");
+            assert_eq!(
+                scan.resolver().names(),
+                full.agg.resolver().names(),
+                "chunk {chunk}"
+            );
         }
     }
 
@@ -294,6 +305,7 @@ mod tests {
             time_ns: 0,
             offset: 0,
             period: 0,
+            stack: None,
         }
         .to_bytes();
         b.truncate(24);

@@ -29,9 +29,7 @@ pub trait Sink {
 /// Where the records come from.
 enum Source<'dev> {
     Mmap { reader: MmapReader<'dev> },
-    Read {
-        buf: Vec<u8>,
-    },
+    Read { buf: Vec<u8> },
 }
 
 /// A configured session on an open device.
@@ -243,6 +241,7 @@ mod tests {
                 time_ns: n,
                 offset: n,
                 period: 1,
+                stack: None,
             }
             .encode(&mut stream);
         }

@@ -45,6 +45,12 @@ pub struct Summary {
     pub unthrottles: u64,
     /// Records of unknown types.
     pub unknown: u64,
+    /// STACK records.
+    pub stacks: u64,
+    /// Samples naming a stack (`RPROF_SAMPLE_STACK`).
+    pub samples_with_stack: u64,
+    /// Samples whose chain did not fit the ring (`RPROF_SAMPLE_CHAIN_CUT`).
+    pub samples_chain_cut: u64,
 }
 
 /// Adds 1 at `index`, growing `v` as needed (indices come from the module
@@ -61,8 +67,11 @@ impl Summary {
     pub fn add(&mut self, record: &Record) {
         self.records += 1;
         match record {
-            Record::Sample { flags, .. } => {
+            Record::Sample { flags, stack, .. } => {
                 self.samples += 1;
+                self.samples_with_stack += u64::from(stack.is_some());
+                self.samples_chain_cut +=
+                    u64::from(u32::from(*flags) & RPROF_SAMPLE_CHAIN_CUT != 0);
                 if record.is_user_sample() {
                     self.samples_user += 1;
                 } else {
@@ -90,6 +99,7 @@ impl Summary {
             Record::Throttle { .. } => self.throttles += 1,
             Record::Unthrottle { .. } => self.unthrottles += 1,
             Record::Unknown { .. } => self.unknown += 1,
+            Record::Stack { .. } => self.stacks += 1,
         }
     }
 
@@ -149,7 +159,7 @@ impl Summary {
              \"samples_per_cpu\":{},\"samples_no_task\":{},\"samples_per_event\":{},\
              \"lost_by_stage\":{{\"ring\":{},\"buffer\":{},\"no_mm\":{},\
              \"no_mapping\":{},\"no_cookie\":{},\"other\":{}}},\
-             \"session_ns\":{}",
+             \"session_ns\":{},\"stacks\":{},\"samples_with_stack\":{},\"samples_chain_cut\":{}",
             self.records,
             self.samples,
             self.lost(),
@@ -176,6 +186,9 @@ impl Summary {
             self.lost_by_stage.no_cookie,
             self.lost_by_stage.other,
             self.span.duration_ns().unwrap_or(0),
+            self.stacks,
+            self.samples_with_stack,
+            self.samples_chain_cut,
         );
         if let Some((s, cpus)) = stats {
             let counters = |c: &rprof_cpu_stats| {
@@ -186,14 +199,29 @@ impl Summary {
                 format!("{{{}}}", fields.join(","))
             };
             let per_cpu: Vec<String> = cpus.iter().map(counters).collect();
+            let c = &s.chains;
+            let chains = format!(
+                "{{\"chains\":{},\"kernel_frames\":{},\"user_frames\":{},\"truncated\":{},\
+                 \"user_fault\":{},\"user_bad_fp\":{},\"cut_space\":{},\"unresolved\":{},\"stacks\":{}}}",
+                c.chains,
+                c.kernel_frames,
+                c.user_frames,
+                c.truncated,
+                c.user_fault,
+                c.user_bad_fp,
+                c.cut_space,
+                c.unresolved,
+                c.stacks
+            );
             let _ = write!(
                 j,
-                ",\"stats\":{{\"nr_cpus\":{},\"drains\":{},\"wakeups\":{},\"total\":{},\"per_cpu\":[{}]}}",
+                ",\"stats\":{{\"nr_cpus\":{},\"drains\":{},\"wakeups\":{},\"total\":{},\"per_cpu\":[{}],\"chains\":{}}}",
                 s.nr_cpus,
                 s.drains,
                 s.wakeups,
                 counters(&s.total),
-                per_cpu.join(",")
+                per_cpu.join(","),
+                chains
             );
         }
         j.push('}');
@@ -221,6 +249,7 @@ mod tests {
             time_ns: 0,
             offset: 0,
             period: 1,
+            stack: None,
         }
     }
 
@@ -342,7 +371,7 @@ mod tests {
         assert_eq!(j.matches('[').count(), j.matches(']').count());
         assert!(Summary::default()
             .to_json(None)
-            .ends_with("\"other\":0},\"session_ns\":0}"));
+            .ends_with("\"session_ns\":0,\"stacks\":0,\"samples_with_stack\":0,\"samples_chain_cut\":0}"));
     }
 
     #[test]

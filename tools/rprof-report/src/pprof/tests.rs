@@ -215,6 +215,7 @@ fn one_sample_type_per_event() {
                 time_ns: 1,
                 offset: 0xffffffff81001010,
                 period,
+                stack: None,
             }
             .encode(&mut b);
         }

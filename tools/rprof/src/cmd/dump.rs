@@ -170,6 +170,7 @@ mod tests {
             time_ns: n,
             offset: 0xffff_ffff_8100_0000 + n,
             period: 1,
+            stack: None,
         }
     }
 

@@ -15,9 +15,9 @@
 //! stream for that).
 
 use clap::Args;
-use rprof::scan::Scan;
 use rprof::output::PendingFile;
 use rprof::sampling::SamplingArgs;
+use rprof::scan::Scan;
 use rprof::session::{Session, Sink};
 use rprof::{signal, snapshot, Device, Error};
 use rprof_data::{meta, Writer};

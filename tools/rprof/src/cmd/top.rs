@@ -235,6 +235,7 @@ mod tests {
                 time_ns: 1,
                 offset: 0xffffffff81000000,
                 period: 1,
+                stack: None,
             },
         ] {
             r.encode(&mut stream);

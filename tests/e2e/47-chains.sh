@@ -1,0 +1,106 @@
+#!/bin/sh
+# Call chains end to end (issue 10): rprof record -g of programs with known
+# chains (tests/workloads/chains.c, frame pointers), checked in the folded
+# stacks of `rprof export`; chains deeper than the limit, a program that
+# corrupts its frame pointer, kernel chains, and the flat profile with and
+# without chains.
+. /tests/e2e/lib.sh
+
+J=/tmp/chains.json
+json() { # KEY: a field of the last summary
+	rprof-e2e json "$1" <$J
+}
+
+# folded_split FILE: "H A X" for comm chains: samples whose leaf is hot,
+# those under main;a;b and those under main;x.
+folded_split() {
+	awk '{
+		n = $NF; s = $0; sub(/ [0-9]+$/, "", s)
+		if (index(s, "chains;") != 1 || s !~ /;hot$/) next
+		h += n
+		if (s ~ /;main;a;b;hot$/) a += n
+		if (s ~ /;main;x;hot$/) x += n
+	} END { printf "%d %d %d\n", h, a, x }' "$1"
+}
+
+plan 12
+unload
+load
+
+# 1. main -> a -> b -> hot and main -> x -> hot at 3:1.
+if rprof record -g -o /tmp/ch.data -- /tests/bin/chains split 4 >/tmp/ch.out 2>/tmp/ch.err; then
+	ok "rprof record -g -- chains split 4"
+else
+	not_ok "rprof record -g -- chains split 4"
+fi
+diag "$(cat /tmp/ch.out /tmp/ch.err)"
+rprof export --format folded -i /tmp/ch.data -o /tmp/ch.folded >/tmp/e.out 2>&1
+diag "$(grep '^chains;.*;hot ' /tmp/ch.folded | head -5)"
+diag "$(rprof report -i /tmp/ch.data --stdio 2>&1 | head -12)"
+set -- $(folded_split /tmp/ch.folded)
+h=$1 a=$2 x=$3
+diag "hot $h, under main;a;b $a, under main;x $x"
+check "at least 90% of hot's $h samples have their chain down to main ($((a + x)))" \
+	test "$h" -gt 100 -a $((10 * (a + x))) -ge $((9 * h))
+# 3:1 within 20%: a/x in [2.4, 3.6].
+check "the two paths split 3:1 within 20% ($a : $x)" \
+	test "$x" -gt 0 -a $((10 * a)) -ge $((24 * x)) -a $((10 * a)) -le $((36 * x))
+
+# 2. The flat profile is the same without chains: hot's share of chains'
+# samples (percent) within 5 points.
+share() { # FOLDED: hot's percent of comm chains' samples
+	awk '{ n = $NF; s = $0; sub(/ [0-9]+$/, "", s)
+		if (index(s, "chains;") != 1) next
+		t += n; if (s ~ /;hot$/) h += n
+	} END { if (t) printf "%d\n", 100 * h / t; else print 0 }' "$1"
+}
+rprof record -o /tmp/flat.data -- /tests/bin/chains split 4 >/dev/null 2>&1
+rprof export --format folded -i /tmp/flat.data -o /tmp/flat.folded >/dev/null 2>&1
+with=$(share /tmp/ch.folded)
+without=$(share /tmp/flat.folded)
+check "the same flat profile with and without chains: hot $with% and $without% of chains' samples" \
+	test "$without" -ge 50 -a $((with - without)) -le 5 -a $((without - with)) -le 5
+
+# 3. Recursion 200 deep, beyond the 127-frame limit: chains cut and
+# flagged, nothing else lost.
+/tests/bin/chains deep 3 >/dev/null &
+pid=$!
+rprof dump -g -e cpu-clock@1000 -d 2 --quiet --summary-json >$J
+wait $pid
+diag "$(cat $J)"
+check "deep recursion: chains cut at the limit are counted as truncated" \
+	test "$(json stats.chains.truncated)" -gt 0
+check "... and the accounting is exact" sh -c "rprof-e2e lost-invariant <$J"
+check "... every delivered sample names a stack" \
+	test "$(json samples_with_stack)" -eq "$(json samples)"
+
+# 4. A program that spins with a bad frame pointer (unmapped, a kernel
+# address, misaligned, itself): the walks end with FAULT or BAD_FP, no
+# splat, exact accounting.
+/tests/bin/chains badfp 3 >/dev/null &
+pid=$!
+rprof dump -g -e cpu-clock@1000 -d 2 --quiet --summary-json >$J
+wait $pid
+diag "$(cat $J)"
+check "bad frame pointers: walks end on a fault or a bad frame pointer" \
+	test $(($(json stats.chains.user_fault) + $(json stats.chains.user_bad_fp))) -gt 0
+check "... and the accounting is exact" sh -c "rprof-e2e lost-invariant <$J"
+
+# 5. Kernel chains: reading /dev/zero spends its time under read(), whose
+# kernel callers come in order.
+dd if=/dev/zero of=/dev/null bs=65536 count=200000 2>/dev/null &
+pid=$!
+rprof record -g -a -d 2 -o /tmp/k.data >/dev/null 2>&1
+kill $pid 2>/dev/null
+wait $pid 2>/dev/null
+rprof export --format folded -i /tmp/k.data -o /tmp/k.folded >/dev/null 2>&1
+diag "$(grep '^dd;.*vfs_read' /tmp/k.folded | head -3)"
+check "kernel chains: dd's samples show ksys_read calling vfs_read" \
+	grep -q '^dd;.*ksys_read_\[k\];vfs_read_\[k\]' /tmp/k.folded
+
+# 6. Chains off: GET_STATS says no chain was taken.
+rprof dump -e cpu-clock@1000 -d 1 --quiet --summary-json >$J
+check "without -g no chain is taken" test "$(json stats.chains.chains)" -eq 0 -a "$(json stacks)" -eq 0
+
+check "the module unloads cleanly after all that" rmmod rprof
+done_testing
