@@ -69,7 +69,10 @@ pub fn rows(agg: &Aggregate, sym: &mut Symbolizer, filter: &Filter) -> Vec<Row> 
             continue;
         }
         let frame = sym.frame(key.cookie, key.offset, agg.resolver());
-        let callers = key.stack.as_ref().map(|s| caller_frames(s, key.user, sym, agg.resolver()));
+        let callers = key
+            .stack
+            .as_ref()
+            .map(|s| caller_frames(s, key.user, sym, agg.resolver()));
         let e = merged
             .entry((key.event, key.pid, key.comm.clone(), frame, callers))
             .or_default();
@@ -78,16 +81,18 @@ pub fn rows(agg: &Aggregate, sym: &mut Symbolizer, filter: &Filter) -> Vec<Row> 
     }
     let mut rows: Vec<Row> = merged
         .into_iter()
-        .map(|((event, pid, comm, frame, callers), (samples, period))| Row {
-            event,
-            pid,
-            comm,
-            frame,
-            chain: callers.is_some(),
-            callers: callers.unwrap_or_default().into(),
-            samples,
-            period,
-        })
+        .map(
+            |((event, pid, comm, frame, callers), (samples, period))| Row {
+                event,
+                pid,
+                comm,
+                frame,
+                chain: callers.is_some(),
+                callers: callers.unwrap_or_default().into(),
+                samples,
+                period,
+            },
+        )
         .collect();
     rows.sort_by(|a, b| {
         b.samples

@@ -389,3 +389,111 @@ fn speedscope_export_matches_the_published_schema() {
         "the schema check accepts anything"
     );
 }
+
+/// The fixture recording with its stream replaced by kernel samples with
+/// known call chains, over five real functions of the fixture's kallsyms:
+/// 30 samples in `hot` called by main -> a -> b and 10 called by
+/// main -> x, as STACK records name them (return addresses 0x10 into each
+/// caller).  Returns the file and the five names (hot, b, a, x, main).
+fn chain_recording() -> (PathBuf, [String; 5]) {
+    let mut d = DataFile::read(&fixture()).unwrap();
+    // Five text symbols, each at least 0x40 bytes before the next.
+    let mut text: Vec<(u64, String)> = d
+        .kallsyms
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let addr = u64::from_str_radix(f.next()?, 16).ok()?;
+            let kind = f.next()?;
+            let name = f.next()?;
+            (matches!(kind, "T" | "t") && f.next().is_none() && !name.contains('.'))
+                .then(|| (addr, name.to_string()))
+        })
+        .collect();
+    text.sort();
+    let mut picked: Vec<(u64, String)> = Vec::new();
+    for w in text.windows(2) {
+        let unique = !picked.iter().any(|(_, n)| *n == w[0].1);
+        if w[1].0 >= w[0].0 + 0x40 && unique && w[0].1.len() > 6 {
+            picked.push(w[0].clone());
+            if picked.len() == 5 {
+                break;
+            }
+        }
+    }
+    assert_eq!(picked.len(), 5, "five functions in the fixture's kallsyms");
+    let at = |i: usize| picked[i].0 + 0x10;
+    let kernel = u64::from(rprof_abi::RPROF_COOKIE_KERNEL);
+    let config = d.config;
+    let mut r = vec![
+        Record::Start { time_ns: 1, config },
+        Record::Task { cpu: 0, pid: 7, tid: 7, exe_cookie: 0, comm: "work".into() },
+        Record::Switch { cookie: kernel },
+        // hot's callers, innermost first: b, a, main; and x, main.
+        Record::Stack { id: 1, flags: 0, nr_kernel: 3, frames: vec![(kernel, at(1)), (kernel, at(2)), (kernel, at(4))] },
+        Record::Stack { id: 2, flags: 0, nr_kernel: 2, frames: vec![(kernel, at(3)), (kernel, at(4))] },
+    ];
+    for (n, stack) in [(30, 1), (10, 2)] {
+        for _ in 0..n {
+            r.push(Record::Sample { flags: 0, time_ns: 2, offset: at(0), period: 1_001_001, stack: Some(stack) });
+        }
+    }
+    r.push(Record::Stop { time_ns: 3, config });
+    let mut stream = Vec::new();
+    for rec in &r {
+        rec.encode(&mut stream);
+    }
+    d.stream = stream;
+    let path = tmp("chains.data");
+    std::fs::write(&path, d.to_bytes()).unwrap();
+    let names = [0, 1, 2, 3, 4].map(|i| picked[i].1.clone());
+    (path, names)
+}
+
+/// Call chains reach pprof as real locations, leaf first: `go tool pprof
+/// -traces` shows hot under b, a, main 30 times and under x, main 10
+/// times; `-top -cum` gives main all 40 samples.  The folded export has the
+/// same two stacks, root first, kernel frames marked.
+#[test]
+fn chains_in_pprof_and_folded() {
+    let (data, [hot, b, a, x, main]) = chain_recording();
+    let pb = tmp("chains.pb.gz");
+    export_pprof(&data, &pb);
+    let traces = go_pprof(&["-traces"], &pb);
+    // Blocks between dashed lines: "VALUE LEAF" then one caller a line.
+    let mut seen: HashMap<Vec<String>, String> = HashMap::new();
+    for block in traces.split("-----------+") {
+        // Label lines ("comm:  work") are not frames.
+        let frames: Vec<&str> = block
+            .lines()
+            .filter(|l| !l.split_whitespace().next().is_some_and(|w| w.ends_with(':')))
+            .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('-'))
+            .collect();
+        let names: Vec<String> = frames
+            .iter()
+            .filter_map(|l| l.split_whitespace().last())
+            .map(str::to_string)
+            .collect();
+        let value = frames.first().and_then(|l| l.split_whitespace().next()).unwrap_or("").to_string();
+        if names.first() == Some(&hot) {
+            seen.insert(names, value);
+        }
+    }
+    let path1 = vec![hot.clone(), b.clone(), a.clone(), main.clone()];
+    let path2 = vec![hot.clone(), x.clone(), main.clone()];
+    assert!(seen.contains_key(&path1), "{path1:?} not in\n{traces}");
+    assert!(seen.contains_key(&path2), "{path2:?} not in\n{traces}");
+    // 30 and 10 samples of 1.001 ms.
+    assert!(seen[&path1].starts_with("30."), "{traces}");
+    assert!(seen[&path2].starts_with("10."), "{traces}");
+    let top = go_pprof(&["-top", "-cum"], &pb);
+    let main_line = top.lines().find(|l| l.split_whitespace().last() == Some(main.as_str())).unwrap();
+    assert!(main_line.contains("100%"), "{main} should have every sample cumulatively:\n{top}");
+
+    let folded = tmp("chains.folded");
+    rprof(&["export", "--format", "folded", "-i", &data.to_string_lossy(), "-o", &folded.to_string_lossy()]);
+    let text = std::fs::read_to_string(&folded).unwrap();
+    let k = |n: &str| format!("{n}_[k]");
+    assert!(text.contains(&format!("work;{};{};{};{} 30\n", k(&main), k(&a), k(&b), k(&hot))), "{text}");
+    assert!(text.contains(&format!("work;{};{};{} 10\n", k(&main), k(&x), k(&hot))), "{text}");
+}

@@ -29,9 +29,11 @@
 //!   have no line, so that pprof may symbolize them from the binary), and
 //!   `has_filenames`/`has_line_numbers` only if all of them have a source
 //!   line.
-//! - Every sample's stack is `[address, shared object, comm]` (leaf
-//!   first), the last two as locations without a mapping, and it is
-//!   labelled with `comm` and `pid`.  File mappings come first, most
+//! - A sample with a call chain has its real stack, leaf first: one
+//!   location per frame, callers at their call sites (return addresses one
+//!   byte back).  A sample without one has `[address, shared object,
+//!   comm]`, the last two as locations without a mapping.  Every sample
+//!   is labelled with `comm` and `pid`.  File mappings come first, most
 //!   samples first (pprof takes mapping 0 as the main binary).
 
 #[expect(missing_docs, reason = "prost's generated code")]
@@ -166,16 +168,31 @@ fn to_i64(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
+/// One address of a profile: a sampled ip or a caller's call site.
+struct Site {
+    cookie: u64,
+    frame: Arc<crate::Frame>,
+    place: crate::symbolize::Place,
+}
+
 /// One sampled place: what the profile needs of an aggregate key.
 struct Point {
     event: u32,
     pid: u32,
     comm: Arc<str>,
-    cookie: u64,
-    frame: Arc<crate::Frame>,
-    place: crate::symbolize::Place,
+    leaf: Site,
+    /// The callers, innermost first (return addresses one byte back, at
+    /// the call), if the samples had a chain.
+    callers: Option<Vec<Site>>,
     samples: u64,
     period: u64,
+}
+
+impl Point {
+    /// The leaf, then the callers.
+    fn sites(&self) -> impl Iterator<Item = &Site> {
+        std::iter::once(&self.leaf).chain(self.callers.iter().flatten())
+    }
 }
 
 /// The profile of the samples of `agg` that pass `filter`: every event
@@ -195,18 +212,48 @@ pub fn build(
         .filter(|(k, _)| filter.accepts(k))
         .collect();
     keys.sort_by(|a, b| {
-        (a.0.event, a.0.pid, &a.0.comm, a.0.cookie, a.0.offset)
-            .cmp(&(b.0.event, b.0.pid, &b.0.comm, b.0.cookie, b.0.offset))
+        let chain = |k: &crate::Key| k.stack.as_ref().map(|s| s.frames.clone());
+        (
+            a.0.event,
+            a.0.pid,
+            &a.0.comm,
+            a.0.cookie,
+            a.0.offset,
+            chain(a.0),
+        )
+            .cmp(&(
+                b.0.event,
+                b.0.pid,
+                &b.0.comm,
+                b.0.cookie,
+                b.0.offset,
+                chain(b.0),
+            ))
     });
     let mut points = Vec::new();
     for (key, counts) in keys {
+        let mut site = |cookie: u64, offset: u64| Site {
+            cookie,
+            frame: sym.frame(cookie, offset, names),
+            place: sym.place(cookie, offset, names),
+        };
+        let leaf = site(key.cookie, key.offset);
+        let callers = key.stack.as_ref().map(|s| {
+            s.frames
+                .iter()
+                .enumerate()
+                .map(|(i, &(cookie, offset))| {
+                    let back = u64::from(s.is_return_address(i, key.user));
+                    site(cookie, offset.saturating_sub(back))
+                })
+                .collect()
+        });
         points.push(Point {
             event: key.event,
             pid: key.pid,
             comm: key.comm.clone(),
-            cookie: key.cookie,
-            frame: sym.frame(key.cookie, key.offset, names),
-            place: sym.place(key.cookie, key.offset, names),
+            leaf,
+            callers,
             samples: counts.samples,
             period: counts.period,
         });
@@ -230,11 +277,11 @@ pub fn build(
     // Source lines of the sampled addresses and of the functions' starts,
     // per file, from its DWARF.
     let mut wanted: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
-    for p in &points {
-        if p.frame.kind == FrameKind::File && p.frame.resolved {
-            let v = wanted.entry(p.cookie).or_default();
-            v.push(p.place.address);
-            v.push(p.frame.addr);
+    for s in points.iter().flat_map(Point::sites) {
+        if s.frame.kind == FrameKind::File && s.frame.resolved {
+            let v = wanted.entry(s.cookie).or_default();
+            v.push(s.place.address);
+            v.push(s.frame.addr);
         }
     }
     let mut source: HashMap<(u64, u64), (String, u32)> = HashMap::new();
@@ -264,12 +311,14 @@ pub fn build(
     // Mappings: files first, then by samples.
     let mut per_mapping: HashMap<&MappingKey, (u64, u64, u64)> = HashMap::new();
     for pt in &points {
-        let e = per_mapping
-            .entry(&pt.place.mapping)
-            .or_insert((0, u64::MAX, 0));
-        e.0 = e.0.saturating_add(pt.samples);
-        e.1 = e.1.min(pt.place.address);
-        e.2 = e.2.max(pt.place.address);
+        for s in pt.sites() {
+            let e = per_mapping
+                .entry(&s.place.mapping)
+                .or_insert((0, u64::MAX, 0));
+            e.0 = e.0.saturating_add(pt.samples);
+            e.1 = e.1.min(s.place.address);
+            e.2 = e.2.max(s.place.address);
+        }
     }
     let mut order: Vec<(&MappingKey, (u64, u64, u64))> = per_mapping.into_iter().collect();
     order.sort_by(|a, b| {
@@ -333,52 +382,57 @@ pub fn build(
     let mut locations: HashMap<(u64, u64), u64> = HashMap::new();
     let mut pseudo: HashMap<String, u64> = HashMap::new();
     // (event, pid, comm, stack) -> (samples, period).
-    type SampleKey = (u32, u32, Arc<str>, [u64; 3]);
+    type SampleKey = (u32, u32, Arc<str>, Vec<u64>);
     let mut samples: BTreeMap<SampleKey, (u64, u64)> = BTreeMap::new();
     for pt in &points {
-        let mid = mapping_id.get(&pt.place.mapping).copied().unwrap_or(0);
-        let key = (mid, pt.place.address);
-        let leaf = match locations.get(&key) {
-            Some(id) => *id,
-            None => {
-                let id = p.location.len() as u64 + 1;
-                let f = &pt.frame;
-                let here = source.get(&(pt.cookie, pt.place.address));
-                let mut line = Vec::new();
-                if f.resolved {
-                    let start = source.get(&(pt.cookie, f.addr));
-                    let file = start.or(here).map_or("", |(file, _)| file.as_str());
-                    let start_line = start.map_or(0, |(_, l)| i64::from(*l));
-                    let fid = function(&mut p, &mut strings, &f.symbol, file, &f.path, start_line);
-                    line.push(Line {
-                        function_id: fid,
-                        line: here.map_or(0, |(_, l)| i64::from(*l)),
-                        column: 0,
+        let mut stack = Vec::new();
+        for site in pt.sites() {
+            let mid = mapping_id.get(&site.place.mapping).copied().unwrap_or(0);
+            let key = (mid, site.place.address);
+            let loc = match locations.get(&key) {
+                Some(id) => *id,
+                None => {
+                    let id = p.location.len() as u64 + 1;
+                    let f = &site.frame;
+                    let here = source.get(&(site.cookie, site.place.address));
+                    let mut line = Vec::new();
+                    if f.resolved {
+                        let start = source.get(&(site.cookie, f.addr));
+                        let file = start.or(here).map_or("", |(file, _)| file.as_str());
+                        let start_line = start.map_or(0, |(_, l)| i64::from(*l));
+                        let fid =
+                            function(&mut p, &mut strings, &f.symbol, file, &f.path, start_line);
+                        line.push(Line {
+                            function_id: fid,
+                            line: here.map_or(0, |(_, l)| i64::from(*l)),
+                            column: 0,
+                        });
+                    }
+                    if let Some(m) = mid
+                        .checked_sub(1)
+                        .and_then(|i| p.mapping.get_mut(i as usize))
+                    {
+                        m.has_functions &= f.resolved;
+                        m.has_filenames &= f.resolved && here.is_some();
+                        m.has_line_numbers &= f.resolved && here.is_some();
+                    }
+                    p.location.push(Location {
+                        id,
+                        mapping_id: mid,
+                        address: site.place.address,
+                        line,
+                        is_folded: false,
                     });
+                    locations.insert(key, id);
+                    id
                 }
-                if let Some(m) = mid
-                    .checked_sub(1)
-                    .and_then(|i| p.mapping.get_mut(i as usize))
-                {
-                    m.has_functions &= f.resolved;
-                    m.has_filenames &= f.resolved && here.is_some();
-                    m.has_line_numbers &= f.resolved && here.is_some();
-                }
-                p.location.push(Location {
-                    id,
-                    mapping_id: mid,
-                    address: pt.place.address,
-                    line,
-                    is_folded: false,
-                });
-                locations.insert(key, id);
-                id
-            }
-        };
-        let dso_name = if pt.frame.kind == FrameKind::File {
-            pt.frame.path.as_str()
+            };
+            stack.push(loc);
+        }
+        let dso_name = if pt.leaf.frame.kind == FrameKind::File {
+            pt.leaf.frame.path.as_str()
         } else {
-            pt.frame.dso.as_str()
+            pt.leaf.frame.dso.as_str()
         };
         let mut pseudo_location = |p: &mut Profile, strings: &mut Strings, name: &str| -> u64 {
             if let Some(id) = pseudo.get(name) {
@@ -398,10 +452,16 @@ pub fn build(
             pseudo.insert(name.to_string(), id);
             id
         };
-        let dso = pseudo_location(&mut p, &mut strings, dso_name);
-        let comm = pseudo_location(&mut p, &mut strings, &pt.comm);
+        // Without a chain, the stack is [address, shared object, comm];
+        // with one, the real frames, leaf first (comm stays a label).
+        if pt.callers.is_none() {
+            let dso = pseudo_location(&mut p, &mut strings, dso_name);
+            let comm = pseudo_location(&mut p, &mut strings, &pt.comm);
+            stack.push(dso);
+            stack.push(comm);
+        }
         let e = samples
-            .entry((pt.event, pt.pid, pt.comm.clone(), [leaf, dso, comm]))
+            .entry((pt.event, pt.pid, pt.comm.clone(), stack))
             .or_default();
         e.0 = e.0.saturating_add(pt.samples);
         e.1 = e.1.saturating_add(pt.period);
@@ -425,7 +485,7 @@ pub fn build(
             });
         }
         p.sample.push(Sample {
-            location_id: stack.to_vec(),
+            location_id: stack,
             value,
             label,
         });
