@@ -23,7 +23,7 @@ folded_split() {
 	} END { printf "%d %d %d\n", h, a, x }' "$1"
 }
 
-plan 12
+plan 13
 unload
 load
 
@@ -45,6 +45,11 @@ check "at least 90% of hot's $h samples have their chain down to main ($((a + x)
 # 3:1 within 20%: a/x in [2.4, 3.6].
 check "the two paths split 3:1 within 20% ($a : $x)" \
 	test "$x" -gt 0 -a $((10 * a)) -ge $((24 * x)) -a $((10 * a)) -le $((36 * x))
+
+rprof flamegraph -i /tmp/ch.data -o /tmp/ch.svg >/tmp/fg.out 2>&1
+diag "$(cat /tmp/fg.out)"
+check "rprof flamegraph draws both paths (b and x under main)" \
+	sh -c "grep -q '<title>b (' /tmp/ch.svg && grep -q '<title>x (' /tmp/ch.svg && grep -q '<title>main (' /tmp/ch.svg"
 
 # 2. The flat profile is the same without chains: hot's share of chains'
 # samples (percent) within 5 points.

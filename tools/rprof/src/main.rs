@@ -47,8 +47,12 @@ enum Command {
     /// Show the samples inside one function, per instruction and per
     /// source line.
     Annotate(cmd::annotate::AnnotateArgs),
-    /// Write a recording as pprof, folded stacks or speedscope JSON.
+    /// Write a recording as pprof, folded stacks, speedscope JSON or a
+    /// flame graph SVG.
     Export(cmd::export::ExportArgs),
+    /// Draw a recording (with -g call chains) as an interactive flame
+    /// graph SVG (as `export --format svg`).
+    Flamegraph(cmd::export::FlamegraphArgs),
     /// Show the hottest functions of the whole system, live.
     Top(cmd::top::TopArgs),
     /// Profile continuously into rotating pprof files (as `rprofd`).
@@ -154,6 +158,7 @@ fn main() -> ExitCode {
         Command::Report(args) => cmd::report::run(&args),
         Command::Annotate(args) => cmd::annotate::run(&args),
         Command::Export(args) => cmd::export::run(&args),
+        Command::Flamegraph(args) => cmd::export::run(&args.export()),
         Command::Top(args) => cmd::top::run(&cli.device, &args),
         Command::Daemon(args) => rprof::daemon::run(&cli.device, &args),
         Command::Version => cmd::version::run(&cli.device),

@@ -496,4 +496,14 @@ fn chains_in_pprof_and_folded() {
     let k = |n: &str| format!("{n}_[k]");
     assert!(text.contains(&format!("work;{};{};{};{} 30\n", k(&main), k(&a), k(&b), k(&hot))), "{text}");
     assert!(text.contains(&format!("work;{};{};{} 10\n", k(&main), k(&x), k(&hot))), "{text}");
+
+    // The flame graph (inferno): every function a frame, kernel frames in
+    // the Java palette's kernel orange (green = 0, as "rgb(R,G,0)").
+    let svg = tmp("chains.svg");
+    rprof(&["flamegraph", "-i", &data.to_string_lossy(), "-o", &svg.to_string_lossy()]);
+    let text = std::fs::read_to_string(&svg).unwrap();
+    for n in [&hot, &b, &a, &x, &main] {
+        assert!(text.contains(&format!("<title>{n} (")), "{n} not in the SVG");
+    }
+    assert!(text.contains(",0)\""), "no kernel-coloured frame in the SVG");
 }

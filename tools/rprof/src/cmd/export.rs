@@ -17,6 +17,9 @@ pub enum Format {
     Folded,
     /// speedscope's JSON file format.
     Speedscope,
+    /// An interactive flame graph (SVG), drawn by the inferno crate from
+    /// the folded stacks; kernel frames (`_[k]`) in their own colour.
+    Svg,
 }
 
 /// Options of `rprof export`.
@@ -39,6 +42,34 @@ pub struct ExportArgs {
     #[command(flatten)]
     /// The recording.
     pub input: InputArgs,
+}
+
+/// Options of `rprof flamegraph`.
+#[derive(Debug, Clone, Args)]
+pub struct FlamegraphArgs {
+    /// Where to write the SVG (`-`: standard output).
+    #[arg(short = 'o', long = "output", value_name = "OUT", default_value = "flamegraph.svg")]
+    pub output: PathBuf,
+
+    /// Only this event of the recording (default: the first).
+    #[arg(long, value_name = "N")]
+    pub event: Option<u32>,
+
+    #[command(flatten)]
+    /// The recording.
+    pub input: InputArgs,
+}
+
+impl FlamegraphArgs {
+    /// The same as `rprof export --format svg`.
+    pub fn export(&self) -> ExportArgs {
+        ExportArgs {
+            format: Format::Svg,
+            output: self.output.clone(),
+            event: self.event,
+            input: self.input.clone(),
+        }
+    }
 }
 
 /// Runs `rprof export`.
@@ -69,11 +100,13 @@ pub fn run(args: &ExportArgs) -> Result<(), Error> {
     };
     let name = args.input.input.display().to_string();
     let (result, samples) = match args.format {
-        Format::Folded | Format::Speedscope => {
+        Format::Folded | Format::Speedscope | Format::Svg => {
             let rows = rprof_report::rows(&loaded.agg, &mut loaded.sym, &filter);
             let samples: u64 = rows.iter().map(|r| r.samples).sum();
             let result = if args.format == Format::Folded {
                 folded::write(&mut out, &rows)
+            } else if args.format == Format::Svg {
+                flamegraph(&mut out, &rows, &name)
             } else {
                 serde_json::to_writer(&mut out, &speedscope::document(&rows, &name))
                     .map_err(io::Error::other)
@@ -113,3 +146,20 @@ pub fn run(args: &ExportArgs) -> Result<(), Error> {
     );
     Ok(())
 }
+
+/// Draws `rows` as a flame graph with inferno: its Java palette colours
+/// frames ending in `_[k]` (the folded export's kernel frames) apart from
+/// user frames; `[unknown]` frames stay in the stacks.
+pub fn flamegraph(out: &mut dyn Write, rows: &[rprof_report::Row], name: &str) -> io::Result<()> {
+    use inferno::flamegraph::{color::MultiPalette, Options, Palette};
+    let lines: Vec<String> = folded::lines(rows)
+        .into_iter()
+        .map(|(stack, n)| format!("{stack} {n}"))
+        .collect();
+    let mut opts = Options::default();
+    opts.title = format!("rprof: {name}");
+    opts.colors = Palette::Multi(MultiPalette::Java);
+    opts.count_name = "samples".into();
+    inferno::flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), out).map_err(io::Error::other)
+}
+
