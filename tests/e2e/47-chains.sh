@@ -23,7 +23,7 @@ folded_split() {
 	} END { printf "%d %d %d\n", h, a, x }' "$1"
 }
 
-plan 13
+plan 14
 unload
 load
 
@@ -50,6 +50,12 @@ rprof flamegraph -i /tmp/ch.data -o /tmp/ch.svg >/tmp/fg.out 2>&1
 diag "$(cat /tmp/fg.out)"
 check "rprof flamegraph draws both paths (b and x under main)" \
 	sh -c "grep -q '<title>b (' /tmp/ch.svg && grep -q '<title>x (' /tmp/ch.svg && grep -q '<title>main (' /tmp/ch.svg"
+
+rprof report -g -i /tmp/ch.data --stdio >/tmp/ch.report 2>&1
+diag "$(grep -A8 ' hot$' /tmp/ch.report | head -12)"
+# hot's entry is followed by its two chains, b's (3/4) before x's.
+check "rprof report -g: hot's callers b then x, with main above both" \
+	sh -c "awk '/ hot\$/{f=1} f' /tmp/ch.report | head -12 | tr -d ' ' | tr '\n' ' ' | grep -q -- '---hot |--[0-9.]*%--b |a |main.* |--[0-9.]*%--x |main'"
 
 # 2. The flat profile is the same without chains: hot's share of chains'
 # samples (percent) within 5 points.

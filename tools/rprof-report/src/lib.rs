@@ -21,6 +21,7 @@
 
 pub mod aggregate;
 pub mod annotate;
+pub mod callgraph;
 pub mod folded;
 pub mod loaded;
 pub mod pprof;

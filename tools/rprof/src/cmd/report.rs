@@ -24,6 +24,16 @@ pub struct ReportArgs {
     /// Plain text on standard output (the only interface there is).
     #[arg(long)]
     pub stdio: bool,
+
+    /// The call graph (a recording made with -g): functions by the samples
+    /// under them (Children) and in them (Self), each with the chains of
+    /// its callers, as `perf report -g`.
+    #[arg(short = 'g', long = "call-graph")]
+    pub call_graph: bool,
+
+    /// With -g: no Children column; sort by Self.
+    #[arg(long)]
+    pub no_children: bool,
 }
 
 /// Runs `rprof report`.
@@ -56,8 +66,15 @@ pub fn run(args: &ReportArgs) -> Result<(), Error> {
                 "#\n# event {}: {total} samples\n#",
                 rprof_report::event_label(&loaded.data.config, *ev)
             )?;
-            let lines = table::group(rows, &args.sort.0);
-            table::write(out, &lines, &args.sort.0, total, args.percent_limit)?;
+            if args.call_graph {
+                if !rows.iter().any(|r| r.chain) {
+                    writeln!(out, "# no call chains in this recording (record with -g)")?;
+                }
+                rprof_report::callgraph::write(out, rows, total, !args.no_children, args.percent_limit)?;
+            } else {
+                let lines = table::group(rows, &args.sort.0);
+                table::write(out, &lines, &args.sort.0, total, args.percent_limit)?;
+            }
         }
         Ok(())
     };
