@@ -46,6 +46,11 @@ check "at least 90% of hot's $h samples have their chain down to main ($((a + x)
 check "the two paths split 3:1 within 20% ($a : $x)" \
 	test "$x" -gt 0 -a $((10 * a)) -ge $((24 * x)) -a $((10 * a)) -le $((36 * x))
 
+# The pprof export goes out to the host, where go tool pprof -traces must
+# show both chains (tests/harness/guest_pprof.py).
+rprof export --format pprof -i /tmp/ch.data -o /tmp/ch.pb.gz >/tmp/pp.out 2>&1
+n=$(sed -n 's/.*exported \([0-9]*\) samples.*/\1/p' /tmp/pp.out)
+send_file chains.pb.gz /tmp/ch.pb.gz "samples=$n" "chains=hot>b>a>main,hot>x>main"
 rprof flamegraph -i /tmp/ch.data -o /tmp/ch.svg >/tmp/fg.out 2>&1
 diag "$(cat /tmp/fg.out)"
 check "rprof flamegraph draws both paths (b and x under main)" \

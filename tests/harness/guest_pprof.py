@@ -7,7 +7,10 @@ tests/e2e/70-cli.sh sends an `rprof export --format pprof` and a profile
 written by the daemon (rprofd) out on the test channel, base64-encoded
 between `# RPROF-FILE-BEGIN NAME samples=N` and `# RPROF-FILE-END NAME`
 lines (lib.sh's send_file), N being the samples rprof says the file
-holds.  This script writes each file to OUTDIR, runs `go tool pprof -raw`
+holds; tests/e2e/47-chains.sh sends the export of a recording with call
+chains, whose BEGIN line also says `chains=hot>b>a>main,hot>x>main`:
+each such chain (leaf first) must be frames of one trace of
+`go tool pprof -traces`, in that order.  This script writes each file to OUTDIR, runs `go tool pprof -raw`
 on it (the reference reader; the guest has no Go) and checks that it
 reads the file and finds the same number of samples.  One line per file,
 `ok: ...` or `FAIL: ...`; exit status 1 if any failed or is missing.
@@ -21,7 +24,7 @@ import subprocess
 import sys
 
 # The files 70-cli.sh sends.
-EXPECTED = ("export.pb.gz", "rprofd.pb.gz")
+EXPECTED = ("export.pb.gz", "rprofd.pb.gz", "chains.pb.gz")
 
 BEGIN = re.compile(r"^# RPROF-FILE-BEGIN (\S+)((?: \w+=\S*)*)\s*$")
 RAW_SAMPLE = re.compile(r"^\s+(\d+)(?:\s+\d+)*:(?: \d+)* ?$")
@@ -70,6 +73,44 @@ def raw_samples(text):
     return total, count
 
 
+def traces(text):
+    """The traces of `go tool pprof -traces` output: for each, its frame
+    names, leaf first (label lines such as `comm: x` left out)."""
+    out = []
+    for block in text.split("-----------+")[1:]:
+        frames = []
+        for line in block.splitlines():
+            words = line.split()
+            if not words or words[0].startswith("-") or words[0].endswith(":"):
+                continue
+            frames.append(words[-1])
+        if frames:
+            out.append(frames)
+    return out
+
+
+def has_chain(all_traces, chain):
+    """Whether `chain` (names, leaf first) is a run of one trace's frames."""
+    n = len(chain)
+    return any(t[i:i + n] == chain for t in all_traces for i in range(len(t) - n + 1))
+
+
+def check_chains(path, spec):
+    """(ok, message): every chain of `spec` (`a>b>c,d>e`) in -traces."""
+    try:
+        r = subprocess.run(["go", "tool", "pprof", "-traces", "-symbolize=none", path],
+                           capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return False, f"cannot run go tool pprof: {e}"
+    if r.returncode != 0:
+        return False, f"go tool pprof -traces exited {r.returncode}: {r.stderr.strip()[:300]}"
+    found = traces(r.stdout)
+    missing = [c for c in spec.split(",") if not has_chain(found, c.split(">"))]
+    if missing:
+        return False, f"go tool pprof -traces has no trace with {', '.join(missing)}"
+    return True, f"go tool pprof -traces shows {spec}"
+
+
 def check_file(path, want):
     """(ok, message) for one file read by `go tool pprof -raw`."""
     try:
@@ -112,6 +153,9 @@ def main(log, out):
             failed += 1
             continue
         ok, msg = check_file(path, int(attrs["samples"]))
+        if ok and "chains" in attrs:
+            ok, more = check_chains(path, attrs["chains"])
+            msg = f"{msg}; {more}"
         print(f"{'ok' if ok else 'FAIL'}: {path} ({len(data)} bytes): {msg}")
         failed += not ok
     return 1 if failed else 0

@@ -79,8 +79,22 @@ class GoTests(unittest.TestCase):
 
     def test_export_is_read_with_its_count(self):
         n = f" samples={self.samples}"
-        rc, out = self.run_main(block("export.pb.gz", self.pb, n) + block("rprofd.pb.gz", self.pb, n))
+        rc, out = self.run_main(block("export.pb.gz", self.pb, n) + block("rprofd.pb.gz", self.pb, n)
+                                + block("chains.pb.gz", self.pb, n))
         self.assertEqual(rc, 0, out)
+
+    def test_chains_are_looked_up_in_the_traces(self):
+        # The fixture has no chains: its traces are [address, dso, comm].
+        n = f" samples={self.samples}"
+        ok = n + " chains=handle_softirqs>[kernel.kallsyms]>attr_main,default_idle>[kernel.kallsyms]"
+        rc, out = self.run_main(block("export.pb.gz", self.pb, n) + block("rprofd.pb.gz", self.pb, n)
+                                + block("chains.pb.gz", self.pb, ok))
+        self.assertEqual(rc, 0, out)
+        bad = n + " chains=default_idle>nobody"
+        rc, out = self.run_main(block("export.pb.gz", self.pb, n) + block("rprofd.pb.gz", self.pb, n)
+                                + block("chains.pb.gz", self.pb, bad))
+        self.assertEqual(rc, 1, out)
+        self.assertIn("no trace with default_idle>nobody", out)
 
     def test_wrong_count_fails(self):
         text = (block("export.pb.gz", self.pb, f" samples={self.samples}")
@@ -98,7 +112,8 @@ class GoTests(unittest.TestCase):
 
     def test_missing_file_or_count_fails(self):
         rc, out = self.run_main(block("export.pb.gz", self.pb, f" samples={self.samples}")
-                                + block("rprofd.pb.gz", self.pb))
+                                + block("rprofd.pb.gz", self.pb)
+                                + block("chains.pb.gz", self.pb, f" samples={self.samples}"))
         self.assertEqual(rc, 1)
         self.assertIn("no samples=N", out)
         rc, out = self.run_main("")
