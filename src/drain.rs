@@ -75,13 +75,11 @@ unsafe impl Record for rprof_module {}
 // SAFETY: As above.
 unsafe impl Record for rprof_sample_stack {}
 
-// SAFETY: `miss_res` holds raw `struct path`s only between
-// `rprof_resolve_user_frames` and the loop right after it in
-// `Drain::stack_with`, which takes each reference out into a `PathRef`
-// (or leaves none: the helper fills a path only with RESOLVE_FILE); in
-// between, the drain lock keeps every access on one thread.  The rest is
-// plain data.  The drain, and these buffers with it, move between the
-// workers that hold the lock.
+// `miss_res` holds raw `struct path`s only between the call of
+// `rprof_resolve_user_frames` and the loop after it in `Drain::stack_with`,
+// which moves each reference into a `PathRef`; the rest is plain data.
+// The drain lock keeps every access on one thread at a time.
+// SAFETY: So the buffers may move between the workers that take the lock.
 unsafe impl Send for Chains {}
 
 impl Chains {

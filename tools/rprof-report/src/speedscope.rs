@@ -1,8 +1,9 @@
 //! speedscope's JSON file format
 //! (<https://www.speedscope.app/file-format-schema.json>): one "sampled"
-//! profile per comm, most samples first.  Each stack is
-//! `[comm, shared object, symbol]` (root first, as speedscope wants),
-//! weighted by its sample count.
+//! profile per comm, most samples first.  A stack with a call chain is its
+//! frames, root first (as speedscope wants), the leaf last; without one it
+//! is `[comm, shared object, symbol]`.  Each is weighted by its sample
+//! count.
 
 use crate::Row;
 use serde_json::{json, Value};
@@ -27,13 +28,19 @@ pub fn document(rows: &[Row], name: &str) -> Value {
         i
     };
     // comm -> stack -> weight.
-    let mut by_comm: BTreeMap<&str, BTreeMap<[usize; 3], u64>> = BTreeMap::new();
+    let mut by_comm: BTreeMap<&str, BTreeMap<Vec<usize>, u64>> = BTreeMap::new();
     for r in rows {
-        let stack = [
-            frame(&r.comm, ""),
-            frame(&r.frame.dso, ""),
-            frame(&r.frame.symbol, &r.frame.path),
-        ];
+        let stack = if r.chain {
+            let mut s: Vec<usize> = r.callers.iter().rev().map(|f| frame(&f.symbol, &f.path)).collect();
+            s.push(frame(&r.frame.symbol, &r.frame.path));
+            s
+        } else {
+            vec![
+                frame(&r.comm, ""),
+                frame(&r.frame.dso, ""),
+                frame(&r.frame.symbol, &r.frame.path),
+            ]
+        };
         *by_comm
             .entry(&r.comm)
             .or_default()

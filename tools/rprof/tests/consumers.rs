@@ -506,4 +506,31 @@ fn chains_in_pprof_and_folded() {
         assert!(text.contains(&format!("<title>{n} (")), "{n} not in the SVG");
     }
     assert!(text.contains(",0)\""), "no kernel-coloured frame in the SVG");
+
+    // speedscope: valid by the published schema, and the two stacks root
+    // first, as speedscope reads them.
+    let json = tmp("chains.speedscope.json");
+    rprof(&["export", "-f", "speedscope", "-i", &data.to_string_lossy(), "-o", &json.to_string_lossy()]);
+    json_schema_check(&json, &speedscope_schema()).unwrap_or_else(|e| panic!("speedscope schema: {e}"));
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let names: Vec<&str> =
+        doc["shared"]["frames"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
+    let profile = &doc["profiles"][0];
+    let mut stacks: Vec<(Vec<&str>, u64)> = profile["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(profile["weights"].as_array().unwrap())
+        .map(|(s, w)| {
+            let s = s.as_array().unwrap().iter().map(|i| names[i.as_u64().unwrap() as usize]).collect();
+            (s, w.as_u64().unwrap())
+        })
+        .collect();
+    stacks.sort();
+    let mut want = vec![
+        (vec![main.as_str(), a.as_str(), b.as_str(), hot.as_str()], 30),
+        (vec![main.as_str(), x.as_str(), hot.as_str()], 10),
+    ];
+    want.sort();
+    assert_eq!(stacks, want);
 }
