@@ -158,9 +158,27 @@ impl Stress {
                 )
             };
         } else {
-            let _ = self.rings[cpu as usize].push(RingRecord::new(sample, src as u16).into());
+            // Bare rings get records of 1 to 4 slots (0 to 22 frames,
+            // each derived from the record's checksum), so that nested
+            // multi-slot reservations race in every context.
+            let mut rec = RingRecord::new(sample, src as u16);
+            let frames = seq % 23;
+            rec.nk = frames as u8;
+            let extra = frames.div_ceil(sampler::SLOT_WORDS as u64);
+            let _ = self.rings[cpu as usize].push_multi_with(extra, || rec.into(), |i| {
+                let mut w = [0u64; sampler::SLOT_WORDS];
+                for (j, x) in w.iter_mut().enumerate() {
+                    *x = frame_word(sample.ip, i * sampler::SLOT_WORDS as u64 + j as u64);
+                }
+                sampler::RingSlot { words: w }
+            });
         }
     }
+}
+
+/// Frame `k` of a stress record whose checksum is `sum`.
+fn frame_word(sum: u64, k: u64) -> u64 {
+    sum.rotate_left(k as u32 + 1) ^ k
 }
 
 unsafe extern "C" fn stress_writer(ctx: *mut c_void, cpu: u32, src: u32) {
@@ -288,10 +306,15 @@ unsafe extern "C" fn ring_drain_thread(ctx: *mut c_void) {
     let d = unsafe { &mut *(ctx as *mut RingDrain<'_>) };
     loop {
         let done = d.stress.writers_done.load(Ordering::Acquire);
+        let mut frames = [0u64; 32];
         for r in d.stress.rings.iter() {
             // SAFETY: This thread is the only consumer.
-            while let Some(rec) = unsafe { sampler::pop(r, &mut []) } {
+            while let Some(rec) = unsafe { sampler::pop(r, &mut frames) } {
                 d.seen.check(rec.sample.cpu, rec.sample.tid, rec.sample.time_ns, rec.sample.ip);
+                let n = rec.nk as u64;
+                if n != rec.sample.time_ns % 23 || (0..n).any(|k| frames[k as usize] != frame_word(rec.sample.ip, k)) {
+                    d.seen.bad_payload += 1;
+                }
             }
         }
         if done {
@@ -340,6 +363,8 @@ fn ring_stress_all_contexts(t: &mut Test) {
     let seen = &drain.seen;
     pr_info!("ring stress: {} written, {} read, {} dropped\n", attempts, seen.records, lost);
     kassert_eq!(t, attempts, seen.records + lost);
+    // Records of 1 to 4 slots: the rings count records, not slots.
+    kassert_eq!(t, stress.rings.iter().map(|r| r.stored()).sum::<u64>(), seen.records);
     kassert_eq!(t, seen.bad_payload, 0);
     kassert_eq!(t, seen.out_of_order, 0);
     // Every context wrote: the task writers alone wrote TASK_RECORDS each.

@@ -95,16 +95,25 @@ def has_chain(all_traces, chain):
     return any(t[i:i + n] == chain for t in all_traces for i in range(len(t) - n + 1))
 
 
-def check_chains(path, spec):
-    """(ok, message): every chain of `spec` (`a>b>c,d>e`) in -traces."""
+def go_pprof(mode, path):
+    """(stdout, None) of `go tool pprof MODE -symbolize=none PATH`, or
+    (None, why it failed)."""
     try:
-        r = subprocess.run(["go", "tool", "pprof", "-traces", "-symbolize=none", path],
+        r = subprocess.run(["go", "tool", "pprof", mode, "-symbolize=none", path],
                            capture_output=True, text=True, timeout=120)
     except (OSError, subprocess.TimeoutExpired) as e:
-        return False, f"cannot run go tool pprof: {e}"
+        return None, f"cannot run go tool pprof: {e}"
     if r.returncode != 0:
-        return False, f"go tool pprof -traces exited {r.returncode}: {r.stderr.strip()[:300]}"
-    found = traces(r.stdout)
+        return None, f"go tool pprof {mode} exited {r.returncode}: {r.stderr.strip()[:300]}"
+    return r.stdout, None
+
+
+def check_chains(path, spec):
+    """(ok, message): every chain of `spec` (`a>b>c,d>e`) in -traces."""
+    out, err = go_pprof("-traces", path)
+    if err:
+        return False, err
+    found = traces(out)
     missing = [c for c in spec.split(",") if not has_chain(found, c.split(">"))]
     if missing:
         return False, f"go tool pprof -traces has no trace with {', '.join(missing)}"
@@ -113,14 +122,10 @@ def check_chains(path, spec):
 
 def check_file(path, want):
     """(ok, message) for one file read by `go tool pprof -raw`."""
-    try:
-        r = subprocess.run(["go", "tool", "pprof", "-raw", "-symbolize=none", path],
-                           capture_output=True, text=True, timeout=120)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return False, f"cannot run go tool pprof: {e}"
-    if r.returncode != 0:
-        return False, f"go tool pprof -raw exited {r.returncode}: {r.stderr.strip()[:300]}"
-    total, count = raw_samples(r.stdout)
+    out, err = go_pprof("-raw", path)
+    if err:
+        return False, err
+    total, count = raw_samples(out)
     what = f"go tool pprof -raw read {total} samples in {count} stacks"
     if count == 0 or total == 0:
         return False, what

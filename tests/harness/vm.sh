@@ -91,9 +91,15 @@ for v in RPROF_FUZZ_SEED RPROF_FUZZ_CALLS RPROF_FUZZ_SECONDS RPROF_FUZZ_EXCLUDE;
 done
 
 msg "booting the guest ($MODE; console: $OUT/console.log)"
+# -cpu max without LA57: with 5-level paging the KASAN test kernel now and
+# then reports "wild-memory-access in rcu_is_watching" from an interrupt
+# during identify_cpu at early boot, before rprof is loaded (the access is
+# to the 5-level direct map, ff11...).  Seen in 1 of 18 quiet boots with
+# LA57 and in none of 24 without; the cause is not pinned down, and 4-level
+# paging is what most machines run.
 set +e
 timeout -k 10 "$TIMEOUT" nice -n "$QEMU_NICE" qemu-system-x86_64 -name rprof,debug-threads=on \
-	-machine q35 -cpu max -m 1024 -smp 2 ${RPROF_QEMU_EXTRA:-} \
+	-machine q35 -cpu max,la57=off -m 1024 -smp 2 ${RPROF_QEMU_EXTRA:-} \
 	-display none -monitor none -no-reboot \
 	-serial "file:$OUT/console.log" -serial "file:$OUT/results.log" \
 	-kernel "$KDIR/arch/x86/boot/bzImage" -initrd "$OUT/initramfs.cpio.gz" \
