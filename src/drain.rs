@@ -259,6 +259,13 @@ impl Drain {
     ///
     /// The caller is the ring's only reader (holds the drain lock).
     pub(crate) unsafe fn take(&mut self, buf: &EventBuffer, cpu: usize, ring: &SampleRing, reserve: u64) -> bool {
+        if self.chains.is_none() {
+            // Without chains no record has frames: the path of old.
+            // SAFETY: The only reader (contract).
+            let Some(rec) = (unsafe { sampler::pop(ring, &mut []) }) else { return false };
+            self.process(buf, cpu, &rec, &[], reserve);
+            return true;
+        }
         let mut frames = core::mem::take(&mut self.frames);
         // SAFETY: The only reader (contract).
         let rec = unsafe { sampler::pop(ring, &mut frames) };

@@ -65,6 +65,9 @@ pub(crate) struct MapCache {
     len: usize,
     /// The entry the next new mapping replaces once all are used.
     next: usize,
+    /// The entry of the last hit, tried first (below `ENTRIES`; an entry
+    /// at or past `len` has an empty range and matches nothing).
+    hot: usize,
 }
 
 // SAFETY: The `mm_count` reference may be dropped from any process
@@ -76,16 +79,21 @@ impl MapCache {
     pub(crate) const fn new() -> Self {
         const EMPTY: (VmaRange, Target) =
             (VmaRange { start: 0, end: 0, pgoff_bytes: 0, mm_seq: 0, reserved: 0 }, Target::Anon);
-        Self { mm: core::ptr::null_mut(), seq: 0, entries: [EMPTY; ENTRIES], len: 0, next: 0 }
+        Self { mm: core::ptr::null_mut(), seq: 0, entries: [EMPTY; ENTRIES], len: 0, next: 0, hot: 0 }
     }
 
     /// The cookie and offset of a sample of `mm` at `ip` with sequence
     /// `seq`, if the cached mapping answers for it (see the module doc).
-    pub(crate) fn get(&self, mm: *mut MmStruct, seq: u32, ip: u64) -> Option<(Target, u64)> {
+    #[inline]
+    pub(crate) fn get(&mut self, mm: *mut MmStruct, seq: u32, ip: u64) -> Option<(Target, u64)> {
         if mm.is_null() || mm != self.mm || seq != self.seq {
             return None;
         }
-        let (r, target) = self.entries[..self.len].iter().find(|(r, _)| ip >= r.start && ip < r.end)?;
+        let inside = |(r, _): &(VmaRange, Target)| ip >= r.start && ip < r.end;
+        if !inside(&self.entries[self.hot]) {
+            self.hot = self.entries[..self.len].iter().position(inside)?;
+        }
+        let (r, target) = &self.entries[self.hot];
         Some(match *target {
             Target::File(cookie) => (Target::File(cookie), r.pgoff_bytes + (ip - r.start)),
             Target::Anon => (Target::Anon, ip),
@@ -111,8 +119,7 @@ impl MapCache {
             self.mm = mm;
         }
         if seq != self.seq {
-            self.len = 0;
-            self.next = 0;
+            self.forget_entries();
             self.seq = seq;
         }
         // INVARIANT: `mm` is grabbed; every entry comes from its lookups
@@ -134,8 +141,19 @@ impl MapCache {
             unsafe { helpers::rprof_mm_drop(self.mm) };
             self.mm = core::ptr::null_mut();
         }
+        self.forget_entries();
+    }
+}
+
+impl MapCache {
+    /// Empties every entry (empty ranges match nothing, `hot` included).
+    fn forget_entries(&mut self) {
+        const EMPTY: (VmaRange, Target) =
+            (VmaRange { start: 0, end: 0, pgoff_bytes: 0, mm_seq: 0, reserved: 0 }, Target::Anon);
+        self.entries = [EMPTY; ENTRIES];
         self.len = 0;
         self.next = 0;
+        self.hot = 0;
     }
 }
 

@@ -189,8 +189,11 @@ impl<T: Copy, S: Deref<Target = [Slot<T>]>> Ring<T, S> {
     /// say) that a dropped record would have to give back, which NMI
     /// context could not do.  `make` runs with the slot reserved and
     /// unpublished; it must be NMI-safe too if the caller is.
+    #[inline(always)]
     pub fn push_with<F: FnOnce() -> T>(&self, make: F) -> Push {
-        self.push_n(0, make, None, true)
+        // No continuation: `None` of a function type, which the compiler
+        // removes with everything that depends on it.
+        self.push_n::<F, fn(u64) -> T>(0, make, None, true)
     }
 
     /// Like [`Ring::push_with`], for a record of `1 + extra` slots: the
@@ -203,9 +206,9 @@ impl<T: Copy, S: Deref<Target = [Slot<T>]>> Ring<T, S> {
         &self,
         extra: u64,
         make: F,
-        mut rest: G,
+        rest: G,
     ) -> Push {
-        self.push_n(extra, make, Some(&mut rest), true)
+        self.push_n(extra, make, Some(rest), true)
     }
 
     /// [`Ring::push_multi_with`] that does not count a record that did not
@@ -215,9 +218,9 @@ impl<T: Copy, S: Deref<Target = [Slot<T>]>> Ring<T, S> {
         &self,
         extra: u64,
         make: F,
-        mut rest: G,
+        rest: G,
     ) -> Push {
-        self.push_n(extra, make, Some(&mut rest), false)
+        self.push_n(extra, make, Some(rest), false)
     }
 
     /// Counts one record dropped for want of room (after a
@@ -228,11 +231,12 @@ impl<T: Copy, S: Deref<Target = [Slot<T>]>> Ring<T, S> {
 
     /// Reserves `1 + extra` positions and writes them (`rest` makes the
     /// continuation slots; `None` only with `extra == 0`).
-    fn push_n<F: FnOnce() -> T>(
+    #[inline(always)]
+    fn push_n<F: FnOnce() -> T, G: FnMut(u64) -> T>(
         &self,
         extra: u64,
         make: F,
-        rest: Option<&mut dyn FnMut(u64) -> T>,
+        rest: Option<G>,
         count_lost: bool,
     ) -> Push {
         let extra = if rest.is_some() { extra } else { 0 };
@@ -273,7 +277,7 @@ impl<T: Copy, S: Deref<Target = [Slot<T>]>> Ring<T, S> {
             // records, not positions.
             self.continued.fetch_add(extra, Relaxed);
         }
-        if let Some(rest) = rest {
+        if let Some(mut rest) = rest {
             for i in 0..extra {
                 // SAFETY: Positions `head + 1 ..= head + extra` are ours,
                 // as `head` is (below).
@@ -303,6 +307,7 @@ impl<T: Copy, S: Deref<Target = [Slot<T>]>> Ring<T, S> {
     /// # Safety
     ///
     /// The caller reserved `pos` and has not published it.
+    #[inline(always)]
     unsafe fn write(&self, pos: u64, value: T) {
         let slot = &self.slots[(pos & self.mask) as usize];
         #[cfg(not(loom))]
@@ -321,6 +326,7 @@ impl<T: Copy, S: Deref<Target = [Slot<T>]>> Ring<T, S> {
     ///
     /// `pos` belongs to a record the reader has seen published and not yet
     /// consumed.
+    #[inline(always)]
     unsafe fn read(&self, pos: u64) -> T {
         let slot = &self.slots[(pos & self.mask) as usize];
         #[cfg(not(loom))]
@@ -344,6 +350,7 @@ impl<T: Copy, S: Deref<Target = [Slot<T>]>> Ring<T, S> {
     /// No other `pop` or `pop_multi` on this ring may run concurrently, and
     /// `extra(first)` must be what the record's writer passed (for a
     /// record from [`Ring::push_with`], 0).
+    #[inline(always)]
     pub unsafe fn pop_multi<R>(
         &self,
         extra: impl FnOnce(&T) -> u64,

@@ -102,6 +102,7 @@ pub(crate) fn ring_bytes(records: u32) -> u64 {
 ///
 /// The caller is the ring's only reader (the drain lock, or a test's own
 /// ring).
+#[inline(always)]
 pub(crate) unsafe fn pop(ring: &SampleRing, frames: &mut [u64]) -> Option<RingRecord> {
     // SAFETY: The caller is the only reader; every record's first slot
     // holds `rec` (`RingSlot` invariant), and its writer reserved
@@ -184,27 +185,12 @@ pub(crate) unsafe extern "C" fn rprof_on_sample(ctx: *mut c_void, sample: *const
     // The address-space reference is taken only once a slot is reserved,
     // so a full ring never has to give one back (which NMI context could
     // not do).
-    let make = |nk: u32, nu: u32, chain: u8| {
-        let mut mm_seq = 0;
-        // SAFETY: NMI-safe: an atomic increment on current's mm, if any.
-        let mm = unsafe { helpers::rprof_current_mm_get(&mut mm_seq) };
-        RingSlot {
-            rec: RingRecord {
-                sample,
-                event: ctx.event as u8,
-                nk: nk as u8,
-                nu: nu as u8,
-                chain,
-                mm_seq,
-                mm: MmRef(mm),
-            },
-        }
-    };
     let pushed = if (ctx.max_kernel | ctx.max_user) == 0 || regs.is_null() {
-        ring.push_with(|| make(0, 0, 0))
+        // Without chains, as before chains existed: one slot.
+        ring.push_with(|| record(ctx, &sample, 0, 0, 0))
     } else {
         // SAFETY: `regs` are the sampled registers (caller); NMI context.
-        unsafe { push_chain(ring, ctx, regs, make) }
+        unsafe { push_chain(ring, ctx, &sample, regs) }
     };
     let kick = match pushed {
         Push::Stored(fill) => fill >= ctx.kick_at,
@@ -217,6 +203,26 @@ pub(crate) unsafe extern "C" fn rprof_on_sample(ctx: *mut c_void, sample: *const
     }
 }
 
+/// The ring record of `sample`, with a counted reference on current's
+/// address space.  NMI context: called only once a slot is reserved.
+#[inline(always)]
+fn record(ctx: &HandlerCtx, sample: &RawSample, nk: u32, nu: u32, chain: u8) -> RingSlot {
+    let mut mm_seq = 0;
+    // SAFETY: NMI-safe: an atomic increment on current's mm, if any.
+    let mm = unsafe { helpers::rprof_current_mm_get(&mut mm_seq) };
+    RingSlot {
+        rec: RingRecord {
+            sample: *sample,
+            event: ctx.event as u8,
+            nk: nk as u8,
+            nu: nu as u8,
+            chain,
+            mm_seq,
+            mm: MmRef(mm),
+        },
+    }
+}
+
 /// Takes the sample's call chain and pushes the record with it, or
 /// without it (flagged `RPROF_STACK_CUT`) when the ring has no room for
 /// the chain but has for the sample.  NMI context.
@@ -224,12 +230,9 @@ pub(crate) unsafe extern "C" fn rprof_on_sample(ctx: *mut c_void, sample: *const
 /// # Safety
 ///
 /// `regs` are the sampled registers; the caller is the overflow handler.
-unsafe fn push_chain(
-    ring: &SampleRing,
-    ctx: &HandlerCtx,
-    regs: *mut c_void,
-    make: impl Fn(u32, u32, u8) -> RingSlot,
-) -> Push {
+#[inline(never)]
+unsafe fn push_chain(ring: &SampleRing, ctx: &HandlerCtx, sample: &RawSample, regs: *mut c_void) -> Push {
+    let make = |nk: u32, nu: u32, chain: u8| record(ctx, sample, nk, nu, chain);
     // SAFETY: This CPU's scratch of our context level: no other handler
     // uses it until we return (`rprof_chain_scratch`'s contract).
     let ips = unsafe { helpers::rprof_chain_scratch() };
