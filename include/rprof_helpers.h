@@ -170,6 +170,8 @@ __u32 rprof_callchain(struct pt_regs *regs, __u64 *ips, __u32 max_k,
 typedef bool (*rprof_read_frame_fn)(void *ctx, __u64 addr, __u64 frame[2]);
 __u32 rprof_walk_fp(__u64 fp, __u64 *ips, __u32 max, __u32 *n,
 		    rprof_read_frame_fn read, void *ctx, __u64 lo, __u64 hi);
+/* The user side's reader: copy_from_user_nmi() of current's memory. */
+bool rprof_read_user_frame(void *ctx, __u64 addr, __u64 frame[2]);
 
 /* perf_event kernel counters. */
 struct rprof_counter_attr {
@@ -249,6 +251,11 @@ struct rprof_test_thread;
 struct rprof_test_thread *rprof_test_spawn(void (*fn)(void *ctx), void *ctx);
 void rprof_test_join(struct rprof_test_thread *th);
 struct mm_struct *rprof_test_user_mm(void);
+struct kunit;
+__u64 rprof_test_user_map(struct kunit *test, __u64 len);
+bool rprof_test_user_write(__u64 addr, const void *src, __u64 len);
+void rprof_test_user_regs(struct pt_regs *regs, __u64 ip, __u64 sp, __u64 bp);
+__u64 rprof_test_pt_regs_size(void);
 void rprof_test_cpu_relax(void);
 int rprof_test_kern_path(const char *name, struct path *path);
 unsigned int rprof_test_dentry_count(const struct path *path);

@@ -23,6 +23,7 @@
 #include <linux/irq_work.h>
 #include <linux/miscdevice.h>
 #include <linux/mm.h>
+#include <linux/mman.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/perf_event.h>
@@ -319,7 +320,7 @@ u32 rprof_walk_fp(u64 fp, u64 *ips, u32 max, u32 *n,
 }
 
 /* copy_from_user_nmi(): access_ok, nmi_uaccess_okay and no page faults. */
-static bool rprof_read_user_frame(void *ctx, u64 addr, u64 frame[2])
+bool rprof_read_user_frame(void *ctx, u64 addr, u64 frame[2])
 {
 	return !copy_from_user_nmi(frame, (const void __user *)addr, 2 * sizeof(u64));
 }
@@ -1190,6 +1191,46 @@ struct mm_struct *rprof_test_user_mm(void)
 	mm = get_task_mm(init);
 	put_task_struct(init);
 	return mm;
+}
+
+/*
+ * A user mapping of @len bytes for the calling test: KUnit gives the test's
+ * kthread an address space of its own (kthread_use_mm) and unmaps it when
+ * the test ends.  0 on failure.
+ */
+u64 rprof_test_user_map(struct kunit *test, u64 len)
+{
+	unsigned long addr = kunit_vm_mmap(test, NULL, 0, len,
+					   PROT_READ | PROT_WRITE,
+					   MAP_ANONYMOUS | MAP_PRIVATE, 0);
+
+	return IS_ERR_VALUE(addr) ? 0 : addr;
+}
+
+/* copy_to_user() for tests: faults the pages in, as a user store would. */
+bool rprof_test_user_write(u64 addr, const void *src, u64 len)
+{
+	return !copy_to_user((void __user *)addr, src, len);
+}
+
+/*
+ * Registers of a 64-bit user task interrupted at @ip with @sp and @bp, as
+ * the overflow handler would get them from a sample taken in user mode.
+ */
+void rprof_test_user_regs(struct pt_regs *regs, u64 ip, u64 sp, u64 bp)
+{
+	memset(regs, 0, sizeof(*regs));
+	regs->ip = ip;
+	regs->sp = sp;
+	regs->bp = bp;
+	regs->cs = __USER_CS;
+	regs->ss = __USER_DS;
+	regs->flags = X86_EFLAGS_FIXED | X86_EFLAGS_IF;
+}
+
+u64 rprof_test_pt_regs_size(void)
+{
+	return sizeof(struct pt_regs);
 }
 #endif
 

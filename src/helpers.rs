@@ -245,6 +245,10 @@ extern "C" {
         hi: u64,
     ) -> u32;
     pub(crate) fn rprof_test_cpu_relax();
+    pub(crate) fn rprof_test_user_map(test: *mut bindings::kunit, len: u64) -> u64;
+    pub(crate) fn rprof_test_user_write(addr: u64, src: *const c_void, len: u64) -> bool;
+    pub(crate) fn rprof_test_user_regs(regs: *mut c_void, ip: u64, sp: u64, bp: u64);
+    pub(crate) fn rprof_test_pt_regs_size() -> u64;
     pub(crate) fn rprof_test_kern_path(name: *const c_char, path: *mut bindings::path) -> c_int;
     pub(crate) fn rprof_test_dentry_count(path: *const bindings::path) -> c_uint;
 }

@@ -52,6 +52,12 @@ impl Test {
         Self { ptr }
     }
 
+    /// The running case's `struct kunit`, for KUnit's resource helpers
+    /// (valid while the case runs: type invariant).
+    pub(crate) fn raw(&self) -> *mut bindings::kunit {
+        self.ptr
+    }
+
     /// Marks the case failed with a message naming `file:line`.
     pub(crate) fn fail(&mut self, file: &'static core::ffi::CStr, line: u32, args: fmt::Arguments<'_>) {
         // SAFETY: `ptr` is the running case (type invariant); `file` is a C

@@ -106,7 +106,7 @@ pub(crate) fn ring_bytes(records: u32) -> u64 {
 pub(crate) unsafe fn pop(ring: &SampleRing, frames: &mut [u64]) -> Option<RingRecord> {
     // SAFETY: The caller is the only reader; every record's first slot
     // holds `rec` (`RingSlot` invariant), and its writer reserved
-    // `extra_slots()` continuation slots (`push_chain`).
+    // `extra_slots()` continuation slots (`push_frames`).
     unsafe {
         ring.pop_multi(
             |first| first.rec.extra_slots(),
@@ -223,16 +223,14 @@ fn record(ctx: &HandlerCtx, sample: &RawSample, nk: u32, nu: u32, chain: u8) -> 
     }
 }
 
-/// Takes the sample's call chain and pushes the record with it, or
-/// without it (flagged `RPROF_STACK_CUT`) when the ring has no room for
-/// the chain but has for the sample.  NMI context.
+/// Takes the sample's call chain and pushes the record with it.  NMI
+/// context.
 ///
 /// # Safety
 ///
 /// `regs` are the sampled registers; the caller is the overflow handler.
 #[inline(never)]
 unsafe fn push_chain(ring: &SampleRing, ctx: &HandlerCtx, sample: &RawSample, regs: *mut c_void) -> Push {
-    let make = |nk: u32, nu: u32, chain: u8| record(ctx, sample, nk, nu, chain);
     // SAFETY: This CPU's scratch of our context level: no other handler
     // uses it until we return (`rprof_chain_scratch`'s contract).
     let ips = unsafe { helpers::rprof_chain_scratch() };
@@ -244,6 +242,25 @@ unsafe fn push_chain(ring: &SampleRing, ctx: &HandlerCtx, sample: &RawSample, re
     let total = (nk as usize + nu as usize).min(helpers::CHAIN_WORDS);
     // SAFETY: rprof_callchain wrote `total` words at `ips`, ours (above).
     let words = unsafe { core::slice::from_raw_parts(ips, total) };
+    push_frames(ring, words, nk, nu, flags, |nk, nu, chain| record(ctx, sample, nk, nu, chain))
+}
+
+/// Pushes a sample with its chain `words` (`nk` kernel frames, then `nu`
+/// user frames, ended as `flags` say) as one record, or without the chain
+/// (flagged `RPROF_STACK_CUT`) when the ring has no room for the chain but
+/// has for the sample.  Only a ring without room for the sample loses it,
+/// counted once.  `make(nk, nu, chain)` builds the first slot and runs
+/// only once a slot is reserved.  NMI context.
+#[inline(always)]
+pub(crate) fn push_frames(
+    ring: &SampleRing,
+    words: &[u64],
+    nk: u32,
+    nu: u32,
+    flags: u32,
+    make: impl Fn(u32, u32, u8) -> RingSlot,
+) -> Push {
+    let total = words.len();
     let chain = CHAIN_TAKEN | (flags as u8 & 0x3f);
     let extra = total.div_ceil(SLOT_WORDS) as u64;
     let pushed = ring.try_push_multi_with(
@@ -259,9 +276,7 @@ unsafe fn push_chain(ring: &SampleRing, ctx: &HandlerCtx, sample: &RawSample, re
         },
     );
     match pushed {
-        Push::Full if extra > 0 => {
-            ring.push_with(|| make(0, 0, CHAIN_TAKEN | uapi::RPROF_STACK_CUT as u8))
-        }
+        Push::Full if extra > 0 => ring.push_with(|| make(0, 0, CHAIN_TAKEN | uapi::RPROF_STACK_CUT as u8)),
         Push::Full => {
             ring.count_lost();
             Push::Full

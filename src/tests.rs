@@ -868,7 +868,140 @@ fn ring_multi_slot_records(t: &mut Test) {
     kassert_eq!(t, ring.stored(), 40 + 61);
 }
 
-kunit_suite!(CHAIN_SUITE, "rprof-chains", [chain_walker_fabricated_stacks, ring_multi_slot_records]);
+/// A chain that does not fit keeps its sample, flagged CUT and without
+/// frames; only a ring without room for the sample loses it, counted once.
+fn chain_cut_keeps_the_sample(t: &mut Test) {
+    let Ok(ring) = sampler::new_ring(64) else {
+        kassert!(t, false, "ring allocation failed");
+        return;
+    };
+    let make = |i: u64| {
+        move |nk: u32, nu: u32, chain: u8| {
+            let mut r = RingRecord::new(RawSample { time_ns: i, ..Default::default() }, 0);
+            r.nk = nk as u8;
+            r.nu = nu as u8;
+            r.chain = chain;
+            r.into()
+        }
+    };
+    let words = [0x1234u64; 40];
+    // A chain that fits: 40 frames in continuation slots.
+    let pushed = sampler::push_frames(&ring, &words, 10, 30, 0, make(1));
+    kassert!(t, matches!(pushed, Push::Stored(_)));
+    let extra = words.len().div_ceil(sampler::SLOT_WORDS);
+    // Leave one free slot: the next chain cannot fit, its sample can.
+    for i in 0..(64 - (1 + extra) - 1) as u64 {
+        let _ = ring.push(RingRecord::new(RawSample { time_ns: 100 + i, ..Default::default() }, 0).into());
+    }
+    let lost = ring.lost();
+    let pushed = sampler::push_frames(&ring, &words, 10, 30, RPROF_STACK_USER_TRUNCATED, make(2));
+    kassert!(t, matches!(pushed, Push::Stored(64)), "{:?}", pushed);
+    kassert_eq!(t, ring.lost(), lost);
+    // Now full: the next sample is lost whole and counted once, with or
+    // without frames.
+    kassert_eq!(t, sampler::push_frames(&ring, &words, 10, 30, 0, make(3)), Push::Full);
+    kassert_eq!(t, sampler::push_frames(&ring, &[], 0, 0, 0, make(4)), Push::Full);
+    kassert_eq!(t, ring.lost(), lost + 2);
+    let mut frames = [0u64; 256];
+    let (mut first, mut cut, mut seen) = (false, false, 0);
+    // SAFETY: The only reader of this ring.
+    while let Some(rec) = unsafe { sampler::pop(&ring, &mut frames) } {
+        seen += 1;
+        match rec.sample.time_ns {
+            1 => {
+                first = (rec.nk, rec.nu) == (10, 30) && frames[..40].iter().all(|&w| w == 0x1234);
+            }
+            2 => {
+                cut = (rec.nk, rec.nu) == (0, 0)
+                    && rec.chain == sampler::CHAIN_TAKEN | RPROF_STACK_CUT as u8;
+            }
+            3 | 4 => kassert!(t, false, "a lost sample came out"),
+            _ => {}
+        }
+    }
+    kassert!(t, first, "the chain that fit came out wrong");
+    kassert!(t, cut, "the cut sample is missing or not flagged CUT without frames");
+    kassert_eq!(t, seen, 1 + (64 - (1 + extra) - 1) + 1);
+}
+
+/// The user side of `rprof_callchain` on a real user stack: a kthread
+/// with an address space of its own (KUnit's `kunit_vm_mmap`), read with
+/// `copy_from_user_nmi` as in the overflow handler.  A frame pointer into
+/// a mapped page never touched ends the chain with FAULT (the walk never
+/// faults a page in), one at a kernel address with BAD_FP.
+fn chain_user_walk_real_stack(t: &mut Test) {
+    const PAGE: u64 = 4096;
+    // SAFETY: `raw()` is the running case.
+    let base = unsafe { helpers::rprof_test_user_map(t.raw(), 2 * PAGE) };
+    kassert!(t, base != 0, "kunit_vm_mmap failed");
+    if base == 0 {
+        return;
+    }
+    let at = |i: u64| base + 8 * i;
+    // Frames at words 2, 6 and 10 of the first page: (next fp, return).
+    let mut words = [0u64; 16];
+    words[2] = at(6);
+    words[3] = 0x40_1111;
+    words[6] = at(10);
+    words[7] = 0x40_2222;
+    words[10] = 0;
+    words[11] = 0x40_3333;
+    // SAFETY: `words` is ours; the destination is our user mapping.
+    let ok = unsafe { helpers::rprof_test_user_write(base, words.as_ptr() as *const c_void, 128) };
+    kassert!(t, ok, "copy_to_user failed");
+    let mut regs = [0u64; 32];
+    // SAFETY: `regs` is larger than `struct pt_regs` (checked first).
+    let size_ok = unsafe { helpers::rprof_test_pt_regs_size() } as usize <= core::mem::size_of_val(&regs);
+    kassert!(t, size_ok);
+    if !size_ok {
+        return;
+    }
+    let mut chain = |bp: u64, max_u: u32| {
+        // SAFETY: `regs` has room for a `pt_regs` (above).
+        unsafe { helpers::rprof_test_user_regs(regs.as_mut_ptr() as *mut c_void, 0x40_0000, base, bp) };
+        let mut ips = [0u64; helpers::CHAIN_WORDS];
+        let (mut nk, mut nu) = (0u32, 0u32);
+        // SAFETY: `ips` holds CHAIN_WORDS words; `regs` are user registers
+        // of current, whose address space is the test's.
+        let flags = unsafe {
+            helpers::rprof_callchain(regs.as_mut_ptr() as *mut c_void, ips.as_mut_ptr(), 127, max_u, &mut nk, &mut nu)
+        };
+        let mut v = KVec::new();
+        let _ = v.extend_from_slice(&ips[..(nk + nu) as usize], GFP_KERNEL);
+        (flags, nk, v)
+    };
+    let (flags, nk, ips) = chain(at(2), 127);
+    kassert_eq!(t, (flags, nk), (0, 0));
+    kassert_eq!(t, &ips[..], &[0x40_1111u64, 0x40_2222, 0x40_3333][..]);
+    let (flags, _, ips) = chain(at(2), 2);
+    kassert_eq!(t, flags, RPROF_STACK_USER_TRUNCATED);
+    kassert_eq!(t, ips.len(), 2);
+    // The second frame's caller is in the second page, mapped but never
+    // touched.
+    words[6] = base + PAGE;
+    // SAFETY: As above.
+    let ok = unsafe { helpers::rprof_test_user_write(base, words.as_ptr() as *const c_void, 128) };
+    kassert!(t, ok);
+    let (flags, _, ips) = chain(at(2), 127);
+    kassert_eq!(t, flags, RPROF_STACK_USER_FAULT);
+    kassert_eq!(t, &ips[..], &[0x40_1111u64, 0x40_2222][..]);
+    words[6] = 0xffff_ffff_8100_0000;
+    // SAFETY: As above.
+    let ok = unsafe { helpers::rprof_test_user_write(base, words.as_ptr() as *const c_void, 128) };
+    kassert!(t, ok);
+    let (flags, _, ips) = chain(at(2), 127);
+    kassert_eq!(t, flags, RPROF_STACK_USER_BAD_FP);
+    kassert_eq!(t, ips.len(), 2);
+    // Past the mapping: unmapped user memory faults cleanly.
+    let (flags, _, ips) = chain(base + 4 * PAGE, 127);
+    kassert_eq!(t, (flags, ips.len()), (RPROF_STACK_USER_FAULT, 0));
+}
+
+kunit_suite!(
+    CHAIN_SUITE,
+    "rprof-chains",
+    [chain_walker_fabricated_stacks, ring_multi_slot_records, chain_cut_keeps_the_sample, chain_user_walk_real_stack]
+);
 
 #[cfg(rprof_inject_kunit_fail)]
 fn injected_failure(t: &mut Test) {
