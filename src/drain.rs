@@ -258,11 +258,19 @@ impl Drain {
     /// # Safety
     ///
     /// The caller is the ring's only reader (holds the drain lock).
+    #[inline(always)]
     pub(crate) unsafe fn take(&mut self, buf: &EventBuffer, cpu: usize, ring: &SampleRing, reserve: u64) -> bool {
         if self.chains.is_none() {
-            // Without chains no record has frames: the path of old.
+            // Without chains the handler pushes single-slot records only
+            // (`sampler::on_sample`): the single-slot pop of old.
             // SAFETY: The only reader (contract).
-            let Some(rec) = (unsafe { sampler::pop(ring, &mut []) }) else { return false };
+            let Some(slot) = (unsafe { ring.pop() }) else { return false };
+            // SAFETY: Every slot of a chainless session's ring is a
+            // record's first, which holds `rec` (`RingSlot` invariant):
+            // the handler and this drain take chains from one session's
+            // configuration, which has no depths without the flag
+            // (`Config::new`), and a session's rings are its own.
+            let rec = unsafe { slot.rec };
             self.process(buf, cpu, &rec, &[], reserve);
             return true;
         }
@@ -271,14 +279,22 @@ impl Drain {
         let rec = unsafe { sampler::pop(ring, &mut frames) };
         if let Some(rec) = &rec {
             let n = (rec.nk as usize + rec.nu as usize).min(frames.len());
-            self.process(buf, cpu, rec, &frames[..n], reserve);
+            self.process_with_chain(buf, cpu, rec, &frames[..n], reserve);
         }
         self.frames = frames;
         rec.is_some()
     }
 
+    /// [`Drain::process`] out of line, for records with chains: the
+    /// chainless path gets the inlined copy.
+    #[inline(never)]
+    fn process_with_chain(&mut self, buf: &EventBuffer, cpu: usize, rec: &RingRecord, frames: &[u64], reserve: u64) {
+        self.process(buf, cpu, rec, frames, reserve)
+    }
+
     /// Resolves, writes (or counts as lost) one ring record of `cpu` with
     /// its chain's `frames`, and drops the address-space reference it held.
+    #[inline(always)]
     pub(crate) fn process(&mut self, buf: &EventBuffer, cpu: usize, rec: &RingRecord, frames: &[u64], reserve: u64) {
         #[cfg(rprof_bench)]
         let _timer = crate::bench::Timer::start(crate::bench::Stage::Record);
@@ -286,21 +302,7 @@ impl Drain {
             // Nothing goes before START.
             Err(BUFFER)
         } else {
-            self.resolve(rec).and_then(|w| {
-                let stack = if rec.chain & CHAIN_TAKEN != 0 && self.chains.is_some() {
-                    Some(self.stack(buf, rec, frames, reserve)?)
-                } else {
-                    None
-                };
-                if self.emit(buf, cpu, rec, &w, stack, reserve) {
-                    if stack.is_some() {
-                        self.count_chain(rec);
-                    }
-                    Ok(())
-                } else {
-                    Err(BUFFER)
-                }
-            })
+            self.deliver(buf, cpu, rec, frames, reserve)
         };
         match ok {
             Ok(()) => self.cpus[cpu].delivered += 1,
@@ -314,6 +316,26 @@ impl Drain {
         }
     }
 
+    /// Resolves `rec` (and its chain) and writes its records; the loss
+    /// cause if it could not.
+    #[inline(always)]
+    fn deliver(&mut self, buf: &EventBuffer, cpu: usize, rec: &RingRecord, frames: &[u64], reserve: u64) -> Result<(), usize> {
+        let w = self.resolve(rec)?;
+        let stack = if rec.chain & CHAIN_TAKEN != 0 && self.chains.is_some() {
+            Some(self.stack(buf, rec, frames, reserve)?)
+        } else {
+            None
+        };
+        if !self.emit(buf, cpu, rec, &w, stack, reserve) {
+            return Err(BUFFER);
+        }
+        if stack.is_some() {
+            self.count_chain(rec);
+        }
+        Ok(())
+    }
+
+    #[inline(always)]
     fn resolve(&mut self, rec: &RingRecord) -> Result<Where, usize> {
         #[cfg(rprof_bench)]
         let _timer = crate::bench::Timer::start(if rec.sample.flags & RAW_USER != 0 {
@@ -604,6 +626,7 @@ impl Drain {
 
     /// Writes the context records `rec` needs, then its SAMPLE (naming
     /// `stack`, if any).
+    #[inline(always)]
     fn emit(&mut self, buf: &EventBuffer, cpu: usize, rec: &RingRecord, w: &Where, stack: Option<u64>, reserve: u64) -> bool {
         let s = &rec.sample;
         let task = TaskKey { cpu: cpu as u32, pid: s.pid, tid: s.tid, mm: rec.mm.0 as usize, comm: s.comm };

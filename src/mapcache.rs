@@ -84,20 +84,35 @@ impl MapCache {
 
     /// The cookie and offset of a sample of `mm` at `ip` with sequence
     /// `seq`, if the cached mapping answers for it (see the module doc).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn get(&mut self, mm: *mut MmStruct, seq: u32, ip: u64) -> Option<(Target, u64)> {
         if mm.is_null() || mm != self.mm || seq != self.seq {
             return None;
         }
-        let inside = |(r, _): &(VmaRange, Target)| ip >= r.start && ip < r.end;
-        if !inside(&self.entries[self.hot]) {
-            self.hot = self.entries[..self.len].iter().position(inside)?;
+        // The entry of the last hit answers most samples: tried inline,
+        // the others out of line.  `hot` is below ENTRIES (invariant).
+        let (r, target) = &self.entries[self.hot % ENTRIES];
+        if ip >= r.start && ip < r.end {
+            return Some(Self::answer(r, target, ip));
         }
+        self.get_other(ip)
+    }
+
+    /// [`MapCache::get`] past the entry of the last hit.
+    #[inline(never)]
+    fn get_other(&mut self, ip: u64) -> Option<(Target, u64)> {
+        let len = self.len.min(ENTRIES);
+        self.hot = self.entries[..len].iter().position(|(r, _)| ip >= r.start && ip < r.end)?;
         let (r, target) = &self.entries[self.hot];
-        Some(match *target {
-            Target::File(cookie) => (Target::File(cookie), r.pgoff_bytes + (ip - r.start)),
+        Some(Self::answer(r, target, ip))
+    }
+
+    #[inline(always)]
+    fn answer(r: &VmaRange, target: &Target, ip: u64) -> (Target, u64) {
+        match *target {
+            Target::File(cookie) => (Target::File(cookie), r.pgoff_bytes.wrapping_add(ip.wrapping_sub(r.start))),
             Target::Anon => (Target::Anon, ip),
-        })
+        }
     }
 
     /// Remembers what a lookup for a sample with sequence `seq` found, if
