@@ -158,13 +158,17 @@ pub(crate) enum Stage {
     NewCookie = 4,
     /// One drain pass (`Core::drain_now`), records included.
     Pass = 5,
+    /// A chain's frames resolved to cookie+offset (`Drain::stack_with`).
+    ChainResolve = 6,
+    /// A resolved chain looked up in the stack table (hash and compare).
+    ChainIntern = 7,
 }
 
 // `RPROF_BENCH_STAGE_HANDLER` in `include/rprof_helpers.h`.
 const _: () = assert!(Stage::Handler as u32 == 0);
 
-const NR_STAGES: usize = 6;
-const STAGE_NAMES: [&str; NR_STAGES] = ["handler", "drain_record", "resolve_user", "resolve_kernel", "new_cookie", "drain_pass"];
+const NR_STAGES: usize = 8;
+const STAGE_NAMES: [&str; NR_STAGES] = ["handler", "drain_record", "resolve_user", "resolve_kernel", "new_cookie", "drain_pass", "chain_resolve", "chain_intern"];
 
 /// Per stage: (nanoseconds, count).  Global atomics: the handlers of all
 /// CPUs add to them, which costs a shared cache line, outside the timed

@@ -510,6 +510,8 @@ impl Drain {
         frames: &[u64],
         reserve: u64,
     ) -> Result<u64, usize> {
+        #[cfg(rprof_bench)]
+        let resolve_timer = crate::bench::Timer::start(crate::bench::Stage::ChainResolve);
         let nk = (rec.nk as usize).min(frames.len());
         stacks::clear_copy(&mut ch.resolved);
         stacks::clear_copy(&mut ch.miss_ips);
@@ -581,6 +583,10 @@ impl Drain {
                 };
             }
         }
+        #[cfg(rprof_bench)]
+        drop(resolve_timer);
+        #[cfg(rprof_bench)]
+        let intern_timer = crate::bench::Timer::start(crate::bench::Stage::ChainIntern);
         let unresolved_now = ch.resolved[nk..].iter().filter(|f| f.cookie == RPROF_COOKIE_UNRESOLVED as u64).count();
         let flags = u16::from(rec.chain & 0x3f);
         let h = stacks::hash(&ch.resolved, flags);
@@ -588,6 +594,8 @@ impl Drain {
             self.chain_stats.unresolved += unresolved_now as u64;
             return Ok(id);
         }
+        #[cfg(rprof_bench)]
+        drop(intern_timer);
         for f in ch.resolved.iter() {
             if !self.announce(buf, f.cookie, reserve) {
                 return Err(BUFFER);

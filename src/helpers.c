@@ -287,8 +287,15 @@ u64 *rprof_chain_scratch(void)
 	return (*this_cpu_ptr(rprof_chain_bufs))[interrupt_context_level()];
 }
 
-u32 rprof_walk_fp(u64 fp, u64 *ips, u32 max, u32 *n,
-		  rprof_read_frame_fn read, void *ctx, u64 lo, u64 hi)
+/*
+ * The frame-pointer walk, with the reader inlined where it is a constant:
+ * the user walk below reads each frame with two __get_user() calls inside
+ * one pagefault_disable() section, as perf_callchain_user() does, instead
+ * of a copy_from_user_nmi() (and its checks) per frame.
+ */
+static __always_inline u32 rprof_walk_fp_with(u64 fp, u64 *ips, u32 max, u32 *n,
+					      rprof_read_frame_fn read, void *ctx,
+					      u64 lo, u64 hi)
 {
 	u64 frame[2], prev = 0;
 	u32 i = 0, flags = 0;
@@ -319,10 +326,53 @@ u32 rprof_walk_fp(u64 fp, u64 *ips, u32 max, u32 *n,
 	return flags;
 }
 
-/* copy_from_user_nmi(): access_ok, nmi_uaccess_okay and no page faults. */
+u32 rprof_walk_fp(u64 fp, u64 *ips, u32 max, u32 *n,
+		  rprof_read_frame_fn read, void *ctx, u64 lo, u64 hi)
+{
+	return rprof_walk_fp_with(fp, ips, max, n, read, ctx, lo, hi);
+}
+
+/* copy_from_user_nmi(): access_ok, nmi_uaccess_okay and no page faults.
+ * Also the reader of KUnit's real-stack test of rprof_walk_fp(). */
 bool rprof_read_user_frame(void *ctx, u64 addr, u64 frame[2])
 {
 	return !copy_from_user_nmi(frame, (const void __user *)addr, 2 * sizeof(u64));
+}
+
+/*
+ * One frame of current's user stack for rprof_walk_user(), inside its
+ * pagefault_disable() section: __get_user() fails instead of faulting a
+ * page in.  The first frame goes through copy_from_user_nmi(), whose
+ * success also says that current's address space is the one loaded on
+ * this CPU (nmi_uaccess_okay(), which modules cannot call); that cannot
+ * change before the handler returns (no mm switch runs under it), so the
+ * later frames need only __get_user().  The walker has checked that
+ * addr + 16 lies below TASK_SIZE_MAX (its hi bound): __access_ok()'s test.
+ */
+static __always_inline bool rprof_get_user_frame(void *ctx, u64 addr, u64 frame[2])
+{
+	bool *checked = ctx;
+	const u64 __user *p = (const u64 __user *)addr;
+
+	if (!*checked) {
+		*checked = rprof_read_user_frame(NULL, addr, frame);
+		return *checked;
+	}
+	return !__get_user(frame[0], p) && !__get_user(frame[1], p + 1);
+}
+
+/* The user side of a chain, NMI-safe, with page faults disabled once for
+ * the whole walk, as perf_callchain_user() does. */
+static u32 rprof_walk_user(u64 fp, u64 *ips, u32 max, u32 *n, u64 sp)
+{
+	bool checked = false;
+	u32 flags;
+
+	pagefault_disable();
+	flags = rprof_walk_fp_with(fp, ips, max, n, rprof_get_user_frame,
+				   &checked, sp, TASK_SIZE_MAX);
+	pagefault_enable();
+	return flags;
 }
 
 static u32 rprof_kernel_chain(struct pt_regs *regs, u64 *ips, u32 max, u32 *n)
@@ -378,9 +428,8 @@ u32 rprof_callchain(struct pt_regs *regs, u64 *ips, u32 max_k, u32 max_u,
 	/* 64-bit user code only: no VM86, no compat segments. */
 	if (uregs && user_64bit_mode(uregs) && !(uregs->flags & X86_VM_MASK)) {
 		if (max_u)
-			flags |= rprof_walk_fp(uregs->bp, ips + k + u, max_u, &w,
-					       rprof_read_user_frame, NULL,
-					       uregs->sp, TASK_SIZE_MAX);
+			flags |= rprof_walk_user(uregs->bp, ips + k + u, max_u,
+						 &w, uregs->sp);
 		else if (want_u && uregs->bp)
 			flags |= RPROF_STACK_USER_TRUNCATED;
 	}

@@ -15,8 +15,9 @@ build() {
 	local kdir=$1 mod=$OUT/floor
 	mkdir -p "$OUT" "$mod"
 	# Static: no loader or libraries to carry; -O2, the loop stays a loop
-	# (see the asm barrier in work.c).
-	gcc -O2 -static -Wall -Wextra -o "$OUT/work" "$SRC/work.c"
+	# (see the asm barrier in work.c); frame pointers, for the call-chain
+	# figures (perf -g and rprof -g walk them).
+	gcc -O2 -fno-omit-frame-pointer -static -Wall -Wextra -o "$OUT/work" "$SRC/work.c"
 	rm -f "$mod"/*.o "$mod"/*.ko "$mod"/.*.cmd
 	cp "$SRC/floor/rprof_floor.c" "$SRC/floor/Kbuild" "$mod/"
 	kmake -s -C "$kdir" M="$mod" modules >"$mod/build.log" 2>&1 || {

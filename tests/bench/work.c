@@ -11,7 +11,11 @@
  * POSIX CPU-time clocks; the event costs the reader a little at each of
  * its context switches).
  *
- *   work COPIES ITERATIONS
+ *   work COPIES ITERATIONS [DEPTH]
+ *
+ * With DEPTH, each copy runs the loop DEPTH calls deep (a recursion with
+ * frame pointers), so that a sampled user call chain has DEPTH frames
+ * more than without: the call-chain figures of `make bench`.
  *
  * prints one line:
  *   work copies=N iterations=I ns=NS0,NS1,... span_ns=S reader_cpu_ns=R check=X
@@ -70,7 +74,7 @@ static int64_t read_counter(int fd)
 }
 
 /* The work: Knuth's MMIX LCG, one multiply and one add a step. */
-static uint64_t lcg(uint64_t iterations)
+__attribute__((noinline)) static uint64_t lcg(uint64_t iterations)
 {
 	uint64_t x = 1;
 
@@ -82,7 +86,20 @@ static uint64_t lcg(uint64_t iterations)
 	return x;
 }
 
-static void copy(int cpu, int go, uint64_t iterations, struct result *out)
+/* The loop `depth` calls down: the code after the call keeps each frame
+ * (no tail call), and the recursion is not unrolled. */
+__attribute__((noinline)) static uint64_t deep(int depth, uint64_t iterations)
+{
+	uint64_t x;
+
+	if (depth <= 0)
+		return lcg(iterations);
+	x = deep(depth - 1, iterations);
+	__asm__ volatile("" : "+r"(x));
+	return x;
+}
+
+static void copy(int cpu, int go, uint64_t iterations, int depth, struct result *out)
 {
 	cpu_set_t set;
 	char c;
@@ -95,21 +112,22 @@ static void copy(int cpu, int go, uint64_t iterations, struct result *out)
 	if (read(go, &c, 1) < 0)
 		_exit(1);
 	out->start = ns_of(CLOCK_MONOTONIC);
-	out->check = lcg(iterations);
+	out->check = depth > 0 ? deep(depth, iterations) : lcg(iterations);
 	out->end = ns_of(CLOCK_MONOTONIC);
 	_exit(0);
 }
 
 int main(int argc, char **argv)
 {
-	if (argc != 3) {
-		fprintf(stderr, "usage: work COPIES ITERATIONS\n");
+	if (argc != 3 && argc != 4) {
+		fprintf(stderr, "usage: work COPIES ITERATIONS [DEPTH]\n");
 		return 2;
 	}
 	int copies = atoi(argv[1]);
 	uint64_t iterations = strtoull(argv[2], NULL, 0);
+	int depth = argc == 4 ? atoi(argv[3]) : 0;
 
-	if (copies < 1 || copies > MAX_COPIES || iterations == 0) {
+	if (copies < 1 || copies > MAX_COPIES || iterations == 0 || depth < 0 || depth > 1000) {
 		fprintf(stderr, "work: bad arguments\n");
 		return 2;
 	}
@@ -130,7 +148,7 @@ int main(int argc, char **argv)
 		}
 		if (pid == 0) {
 			close(go[1]);
-			copy(i, go[0], iterations, &res[i]);
+			copy(i, go[0], iterations, depth, &res[i]);
 		}
 	}
 	close(go[0]);

@@ -10,6 +10,9 @@
 #   SCENARIOS   "one" (one copy, on CPU 0) and/or "all" (one copy per CPU)
 #   STAGE_FREQS frequencies of the per-stage runs (bench module, CPU 0
 #               alone)
+#   CHAIN_HZ, CHAIN_DEPTHS  the call-chain runs: perf -g against rprof -g
+#               (bench module, CPU 0 alone) with the workload's loop that
+#               many calls deep
 . /tests/bench.conf
 WORK=/tests/bin/work
 PERF=/usr/bin/perf
@@ -29,24 +32,27 @@ copies_of() { # scenario
 }
 
 # Prints the workload's line with the profiler's figures appended.
-# Usage: run_one PROFILER HZ COPIES
+# Usage: run_one PROFILER HZ COPIES [DEPTH]
 run_one() {
-	prof=$1 hz=$2 copies=$3 samples=0 lost=0 out=
+	prof=$1 hz=$2 copies=$3 samples=0 lost=0 out= frames= stacks=
+	set -- "$copies" "$ITERATIONS" ${4:+"$4"}
 	online=$(grep -c '^processor' /proc/cpuinfo)
 	dmesg -c >/dev/null
 	case $prof in
 	none)
-		out=$($WORK "$copies" "$ITERATIONS")
+		out=$($WORK "$@")
 		;;
 	floor)
 		insmod /lib/rprof_floor.ko freq="$hz" || echo "B error insmod rprof_floor" >&2
-		out=$($WORK "$copies" "$ITERATIONS")
+		out=$($WORK "$@")
 		rmmod rprof_floor
 		samples=$(dmesg | sed -n 's/.*rprof_floor: \([0-9]*\) samples.*/\1/p' | tail -n 1)
 		;;
-	perf)
-		out=$($PERF record -a -e cpu-clock -F "$hz" -o /tmp/perf.data -- \
-			$WORK "$copies" "$ITERATIONS" 2>/tmp/prof.err)
+	perf | perf-g)
+		g=
+		[ "$prof" = perf ] || g=-g
+		out=$($PERF record -a $g -e cpu-clock -F "$hz" -o /tmp/perf.data -- \
+			$WORK "$@" 2>/tmp/prof.err)
 		samples=$(sed -n 's/.*(\([0-9]*\) samples).*/\1/p' /tmp/prof.err | tail -n 1)
 		# perf record says nothing of samples its rings dropped; the LOST
 		# records in its file do (after the span: not part of the figures).
@@ -54,9 +60,15 @@ run_one() {
 			sed -n 's/^ *LOST events: *\([0-9]*\).*/\1/p' | head -n 1)
 		rm -f /tmp/perf.data
 		;;
-	rprof)
-		out=$(rprof record -a -F "$hz" -o /tmp/rprof.data -- \
-			$WORK "$copies" "$ITERATIONS" 2>/tmp/prof.err)
+	rprof | rprof-g)
+		g=
+		[ "$prof" = rprof ] || g=-g
+		out=$(rprof record -a $g -F "$hz" -o /tmp/rprof.data -- \
+			$WORK "$@" 2>/tmp/prof.err)
+		# User frames per chain, from the module's chain counters.
+		frames=$(sed -n 's/.*rprof: chains: \([0-9]*\), frames: kernel [0-9]*, user \([0-9]*\);.*/\1 \2/p' /tmp/prof.err |
+			awk '$1 > 0 { printf "%.1f", $2 / $1 }')
+		stacks=$(sed -n 's/.*rprof: chains: .*distinct stacks \([0-9]*\).*/\1/p' /tmp/prof.err)
 		samples=$(sed -n 's/.*module: samples \([0-9]*\),.*/\1/p' /tmp/prof.err | tail -n 1)
 		lost=$(sed -n 's/.*module: samples [0-9]*, delivered [0-9]*, lost \([0-9]*\).*/\1/p' /tmp/prof.err | tail -n 1)
 		rm -f /tmp/rprof.data
@@ -71,7 +83,7 @@ run_one() {
 		} >&2
 		;;
 	esac
-	echo "$out cpus=$online samples=${samples:-0} lost=${lost:-0} max_rate=$(cat /proc/sys/kernel/perf_event_max_sample_rate) uptime=$(cut -d" " -f1 /proc/uptime)"
+	echo "$out cpus=$online samples=${samples:-0} lost=${lost:-0} user_frames=${frames:-0} stacks=${stacks:-0} max_rate=$(cat /proc/sys/kernel/perf_event_max_sample_rate) uptime=$(cut -d" " -f1 /proc/uptime)"
 }
 
 cpus_online() { # 0|1: every CPU but CPU 0 off or on
@@ -120,6 +132,19 @@ for run in 1 2 3; do
 				while read -r name runs ns; do
 					echo "B stage hz=$hz name=$name runs=$runs ns=$ns"
 				done
+		done
+		# 2b. Call chains: perf -g and rprof -g with the loop DEPTH
+		# calls deep, against the floor at the same rate.
+		for depth in $CHAIN_DEPTHS; do
+			for prof in floor perf-g rprof-g; do
+				line=$(run_one "$prof" "$CHAIN_HZ" 1 "$depth")
+				echo "B chain prof=$prof hz=$CHAIN_HZ depth=$depth ${line#work }"
+				[ "$prof" = rprof-g ] || continue
+				dmesg | sed -n 's/.*rprof: bench: stage \([a-z_]*\): \([0-9]*\) runs, \([0-9]*\) ns.*/\1 \2 \3/p' |
+					while read -r name runs ns; do
+						echo "B chainstage hz=$CHAIN_HZ depth=$depth name=$name runs=$runs ns=$ns"
+					done
+			done
 		done
 	fi
 	rmmod rprof

@@ -18,7 +18,8 @@
 # Settings (environment): RPROF_BENCH_ITERATIONS (LCG steps of one
 # workload copy), RPROF_BENCH_ROUNDS, RPROF_BENCH_FREQS,
 # RPROF_BENCH_SCENARIOS, RPROF_BENCH_STAGE_FREQS, RPROF_BENCH_SHIFT (the
-# -icount shift).  Figures, never a pass/fail test.
+# -icount shift), RPROF_BENCH_CHAIN_HZ and RPROF_BENCH_CHAIN_DEPTHS (the
+# call-chain runs: recursion depths of the workload, "" for none).  Figures, never a pass/fail test.
 . "$(dirname "$0")/../../scripts/common.sh"
 
 started=$(date +%s)
@@ -29,6 +30,10 @@ ROUNDS=${RPROF_BENCH_ROUNDS:-3}
 FREQS=${RPROF_BENCH_FREQS:-1000 4000 10000}
 SCENARIOS=${RPROF_BENCH_SCENARIOS:-one all}
 STAGE_FREQS=${RPROF_BENCH_STAGE_FREQS:-$FREQS}
+CHAIN_HZ=${RPROF_BENCH_CHAIN_HZ:-4000}
+# Recursion depths that give user chains of 16 and 64 frames (the loop's
+# callers in the static workload add 6: see tests/bench/README.md).
+CHAIN_DEPTHS=${RPROF_BENCH_CHAIN_DEPTHS-10 58}
 # 2^0 ns of guest time per instruction: a 1 GHz, one-instruction-a-cycle
 # CPU (see tests/bench/README.md).
 SHIFT=${RPROF_BENCH_SHIFT:-0}
@@ -59,6 +64,8 @@ ROUNDS=$ROUNDS
 FREQS="$FREQS"
 SCENARIOS="$SCENARIOS"
 STAGE_FREQS="$STAGE_FREQS"
+CHAIN_HZ=$CHAIN_HZ
+CHAIN_DEPTHS="$CHAIN_DEPTHS"
 EOF
 built=$(date +%s)
 

@@ -45,9 +45,10 @@ def parse(path):
                 runs.append(kv)
             elif kind == "micro":
                 micro.append(kv)
-            elif kind == "stage":
+            elif kind in ("stage", "chainstage"):
+                # Call-chain runs carry their recursion depth.
                 stages.append(kv)
-            elif kind == "solo":
+            elif kind in ("solo", "chain"):
                 solo.append(kv)
             elif kind == "error":
                 errors.append(line)
@@ -135,6 +136,11 @@ def compute(info, runs, micro, stages, solo):
     if ring is not None and ftrace:
         fig.add("micro.ratio_rprof_ring_ftrace", ring / ftrace, "ratio")
 
+    chains = [r for r in solo if "depth" in r]
+    chain_stages = [st for st in stages if "depth" in st]
+    solo = [r for r in solo if "depth" not in r]
+    stages = [st for st in stages if "depth" not in st]
+
     # The per-stage cost model: CPU 0 alone, the bench module.
     none = [r for r in solo if r["prof"] == "none"]
     if none:
@@ -173,6 +179,36 @@ def compute(info, runs, micro, stages, solo):
             fig.add(f"{pre}.stage.drain_records_per_pass", recs / max(passes, 1), "records")
             handler = by["handler"][1] / by["handler"][0]
             fig.add(f"{pre}.stage.sum_ns_per_sample", handler + rec_ns / max(recs, 1) + overhead + reader, "ns/sample")
+
+    # Call chains: perf -g and rprof -g (bench module) against the floor,
+    # the workload's loop `depth` calls deep; per stage against the
+    # chainless run at the same rate, if there was one.
+    for depth in sorted({int(r["depth"]) for r in chains}):
+        pre = f"chain.{depth}deep"
+        of = lambda prof: [r for r in chains if int(r["depth"]) == depth and r["prof"] == prof]
+        floor, perf, rp = of("floor"), of("perf-g"), of("rprof-g")
+        if not (floor and rp):
+            continue
+        hz = int(rp[0]["hz"])
+        tf = work_ns(floor[0])
+        fig.add(f"{pre}.hz", hz, "Hz")
+        fig.add(f"{pre}.user_frames", float(rp[0].get("user_frames", 0)), "user frames per chain (mean)")
+        costs = {}
+        for prof, rs in (("perf", perf), ("rprof", rp)):
+            if rs:
+                t = work_ns(rs[0])
+                costs[prof] = (t - tf) / window(hz, rs, t)
+                fig.add(f"{pre}.{prof}.cost_above_floor_ns_per_sample", costs[prof], "ns/sample")
+        if costs.get("perf"):
+            fig.add(f"{pre}.ratio_rprof_perf", costs["rprof"] / costs["perf"], "ratio")
+        by = {st["name"]: (int(st["runs"]), int(st["ns"])) for st in chain_stages if int(st["depth"]) == depth}
+        for name, (n, ns) in by.items():
+            fig.add(f"{pre}.stage.{name}_ns_each", ns / n, "ns")
+        flat_rec = fig.get(f"solo.{hz}hz.stage.drain_record_ns_each")
+        frames = fig.get(f"{pre}.user_frames")
+        if "drain_record" in by and flat_rec is not None and frames:
+            rec = by["drain_record"][1] / by["drain_record"][0]
+            fig.add(f"{pre}.stage.drain_ns_per_frame", (rec - flat_rec) / frames, "ns/frame")
     return fig
 
 
@@ -236,6 +272,24 @@ def markdown(fig, meta, info):
                 f"{fmt(g('stage.resolve_user_ns_each'), 0)} / {fmt(g('stage.resolve_kernel_ns_each'), 0)} | "
                 f"{fmt(g('stage.drain_pass_overhead_ns_per_record'), 0)} | {fmt(g('stage.reader_ns_per_sample'), 0)} | "
                 f"{fmt(g('stage.sum_ns_per_sample'), 0)} | {fmt(g('stage.new_cookie_ns_each'), 0)} |"
+            )
+    depths = sorted({int(k.split(".")[1][:-4]) for k in d if re.match(r"^chain\.\d+deep\.", k)})
+    if depths:
+        lines.append("")
+        lines.append("Call chains, CPU 0 alone: `perf record -g` (frame pointers) and `rprof record -g` (bench build) with the "
+                     "workload's loop called through a recursion; ns per sample above the floor at the same rate, rprof's stages "
+                     "per sample (per record for the drain; per frame: the drain's record cost above the chainless run's, "
+                     "divided by the user frames):")
+        lines.append("")
+        lines.append("| Hz | user frames per chain | perf -g above floor | rprof -g above floor | rprof/perf | rprof handler | drain /record | drain per frame |")
+        lines.append("|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for depth in depths:
+            g = lambda k: fig.get(f"chain.{depth}deep.{k}")
+            lines.append(
+                f"| {fmt(g('hz'), 0)} | {fmt(g('user_frames'), 1)} | {fmt(g('perf.cost_above_floor_ns_per_sample'), 0)} | "
+                f"{fmt(g('rprof.cost_above_floor_ns_per_sample'), 0)} | {fmt(g('ratio_rprof_perf'), 2)} | "
+                f"{fmt(g('stage.handler_ns_each'), 0)} | {fmt(g('stage.drain_record_ns_each'), 0)} | "
+                f"{fmt(g('stage.drain_ns_per_frame'), 1)} |"
             )
     return "\n".join(lines) + "\n"
 

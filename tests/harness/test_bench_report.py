@@ -57,6 +57,34 @@ class Report(unittest.TestCase):
         self.assertEqual(fig.get("micro.rprof_ring_push_ns"), 71.0)
         self.assertAlmostEqual(fig.get("micro.ratio_rprof_ring_ftrace"), 71 / 400, places=2)
 
+    def test_chain_figures(self):
+        # CPU 0 alone at 1000 Hz: the chainless bench run's drain takes
+        # 500 ns a record; with chains of 20 user frames perf -g costs 3 us
+        # a sample above the floor, rprof -g 1.5 us, its drain 700 ns a
+        # record: 10 ns a frame more.
+        log = (
+            "B solo prof=none hz=0 copies=1 ns=1000000000 span_ns=1000000000 cpus=1\n"
+            "B solo prof=floor hz=1000 copies=1 ns=1001000000 span_ns=1001000000 cpus=1\n"
+            "B solo prof=rprof-bench hz=1000 copies=1 ns=1002000000 span_ns=1002000000 reader_cpu_ns=0 cpus=1\n"
+            "B stage hz=1000 name=drain_record runs=1000 ns=500000\n"
+            "B chain prof=floor hz=1000 depth=14 copies=1 ns=1001000000 span_ns=1001000000 cpus=1\n"
+            "B chain prof=perf-g hz=1000 depth=14 copies=1 ns=1004000000 span_ns=1004000000 cpus=1\n"
+            "B chain prof=rprof-g hz=1000 depth=14 copies=1 ns=1002500000 span_ns=1002500000 cpus=1 user_frames=20.0\n"
+            "B chainstage hz=1000 depth=14 name=drain_record runs=1000 ns=700000\n"
+            "B chainstage hz=1000 depth=14 name=handler runs=1000 ns=900000\n"
+        )
+        _, fig = self.figures(log)
+        self.assertAlmostEqual(fig.get("chain.14deep.perf.cost_above_floor_ns_per_sample"), 3e6 / 1004, places=1)
+        self.assertAlmostEqual(fig.get("chain.14deep.rprof.cost_above_floor_ns_per_sample"), 1.5e6 / 1002.5, places=1)
+        self.assertAlmostEqual(fig.get("chain.14deep.ratio_rprof_perf"), (1.5e6 / 1002.5) / (3e6 / 1004), places=3)
+        self.assertAlmostEqual(fig.get("chain.14deep.stage.drain_ns_per_frame"), 10.0, places=3)
+        self.assertEqual(fig.get("chain.14deep.stage.handler_ns_each"), 900.0)
+        # The chain runs' floor and stages stay out of the chainless figures.
+        self.assertEqual(fig.get("solo.1000hz.stage.drain_record_ns_each"), 500.0)
+        self.assertAlmostEqual(fig.get("solo.1000hz.floor.cost_ns_per_sample"), 1e6 / 1001, places=1)
+        table = bench_report.markdown(fig, {}, {})
+        self.assertIn("| 1000 | 20.0 | 2988 | 1496 | 0.50 | 900 | 700 | 10.0 |", table)
+
     def test_an_unfinished_guest_is_marked_and_the_readme_kept(self):
         log = write_log(LOG.format(r=1))
         out = tempfile.mkdtemp()

@@ -273,6 +273,21 @@ fn record(
         t.lost_no_cookie,
         scan.lost
     );
+    let c = &stats.chains;
+    if c.chains > 0 {
+        eprintln!(
+            "rprof: chains: {}, frames: kernel {}, user {}; truncated {}, user fault {}, user bad fp {}, cut for space {}, unresolved frames {}, distinct stacks {}",
+            c.chains,
+            c.kernel_frames,
+            c.user_frames,
+            c.truncated,
+            c.user_fault,
+            c.user_bad_fp,
+            c.cut_space,
+            c.unresolved,
+            c.stacks
+        );
+    }
     let mut status = 0;
     if let Some(s) = child_status {
         if !s.success() {
