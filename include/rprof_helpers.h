@@ -106,6 +106,8 @@ void rprof_resolve_user_frames(struct mm_struct *mm, __u32 seq,
 			       struct rprof_frame_res *out);
 /* mm_count references (the mm_struct stays, not its mappings). */
 void rprof_mm_grab(struct mm_struct *mm);
+/* Counts module loads and unloads (COMING and GOING notifications). */
+__u32 rprof_module_generation(void);
 void rprof_mm_drop(struct mm_struct *mm);
 /* The executable of mm, with a reference; false if none. */
 bool rprof_mm_exe_path(struct mm_struct *mm, struct path *path);

@@ -49,7 +49,7 @@ use crate::evbuf::{EventBuffer, Producer, Record};
 use crate::helpers::{self, FrameRes, ModInfo, VmaRange, RESOLVE_ANON, RESOLVE_FILE, RAW_THROTTLED, RAW_USER};
 use crate::mapcache::{MapCache, Target};
 use crate::sampler::CHAIN_TAKEN;
-use crate::stacks::{self, Stacks};
+use crate::stacks::{self, RawChains, Stacks};
 use crate::sampler::{self, RingRecord, SampleRing};
 use crate::uapi::*;
 use core::mem::size_of;
@@ -91,6 +91,7 @@ impl Chains {
         }
         Ok(Self {
             stacks: Stacks::new()?,
+            raw: RawChains::new()?,
             resolved: KVec::with_capacity(helpers::CHAIN_WORDS, GFP_KERNEL)?,
             miss_ips: KVec::with_capacity(RPROF_MAX_FRAMES as usize, GFP_KERNEL)?,
             miss_at: KVec::with_capacity(RPROF_MAX_FRAMES as usize, GFP_KERNEL)?,
@@ -154,6 +155,8 @@ pub(crate) struct Drain {
 /// What the drain needs for call chains, allocated once per session.
 struct Chains {
     stacks: Stacks,
+    /// Raw chains seen, to their stack ids.
+    raw: RawChains,
     /// The resolved frames of the chain being processed.
     resolved: KVec<rprof_frame>,
     /// `rprof_resolve_user_frames`' input and output.
@@ -510,9 +513,41 @@ impl Drain {
         frames: &[u64],
         reserve: u64,
     ) -> Result<u64, usize> {
+        let nk = (rec.nk as usize).min(frames.len());
+        // A raw chain seen before in the same unchanged address space:
+        // its id, without resolving a frame (src/stacks.rs).
+        #[cfg(rprof_bench)]
+        let intern_timer = crate::bench::Timer::start(crate::bench::Stage::ChainIntern);
+        // SAFETY: The record holds a reference on `mm` (or it is null);
+        // process context.
+        let tag = unsafe { ch.raw.tag(rec.mm.0, rec.mm_seq) };
+        let raw_flags = u16::from(rec.chain & 0x3f) | (nk as u16) << 8;
+        let raw_hash = stacks::hash_raw(frames, tag, raw_flags);
+        if let Some((id, unresolved)) = ch.raw.find(raw_hash, tag, raw_flags, frames) {
+            self.chain_stats.unresolved += unresolved;
+            return Ok(id);
+        }
+        #[cfg(rprof_bench)]
+        drop(intern_timer);
+        let id = self.resolve_chain(ch, buf, rec, frames, nk, reserve)?;
+        ch.raw.insert(raw_hash, tag, raw_flags, frames, id.0, id.1);
+        Ok(id.0)
+    }
+
+    /// Resolves `rec`'s chain and returns its id (writing its STACK record
+    /// unless the resolved chain is in the table) and its count of
+    /// unresolved user frames.
+    fn resolve_chain(
+        &mut self,
+        ch: &mut Chains,
+        buf: &EventBuffer,
+        rec: &RingRecord,
+        frames: &[u64],
+        nk: usize,
+        reserve: u64,
+    ) -> Result<(u64, u64), usize> {
         #[cfg(rprof_bench)]
         let resolve_timer = crate::bench::Timer::start(crate::bench::Stage::ChainResolve);
-        let nk = (rec.nk as usize).min(frames.len());
         stacks::clear_copy(&mut ch.resolved);
         stacks::clear_copy(&mut ch.miss_ips);
         stacks::clear_copy(&mut ch.miss_at);
@@ -585,17 +620,13 @@ impl Drain {
         }
         #[cfg(rprof_bench)]
         drop(resolve_timer);
-        #[cfg(rprof_bench)]
-        let intern_timer = crate::bench::Timer::start(crate::bench::Stage::ChainIntern);
         let unresolved_now = ch.resolved[nk..].iter().filter(|f| f.cookie == RPROF_COOKIE_UNRESOLVED as u64).count();
         let flags = u16::from(rec.chain & 0x3f);
         let h = stacks::hash(&ch.resolved, flags);
         if let Some(id) = ch.stacks.find(h, &ch.resolved, flags) {
             self.chain_stats.unresolved += unresolved_now as u64;
-            return Ok(id);
+            return Ok((id, unresolved_now as u64));
         }
-        #[cfg(rprof_bench)]
-        drop(intern_timer);
         for f in ch.resolved.iter() {
             if !self.announce(buf, f.cookie, reserve) {
                 return Err(BUFFER);
@@ -629,7 +660,7 @@ impl Drain {
         ch.stacks.insert(h, &ch.resolved, flags);
         self.chain_stats.stacks += 1;
         self.chain_stats.unresolved += unresolved_now as u64;
-        Ok(id)
+        Ok((id, unresolved_now as u64))
     }
 
     /// Writes the context records `rec` needs, then its SAMPLE (naming

@@ -340,37 +340,50 @@ bool rprof_read_user_frame(void *ctx, u64 addr, u64 frame[2])
 }
 
 /*
- * One frame of current's user stack for rprof_walk_user(), inside its
- * pagefault_disable() section: __get_user() fails instead of faulting a
- * page in.  The first frame goes through copy_from_user_nmi(), whose
- * success also says that current's address space is the one loaded on
- * this CPU (nmi_uaccess_okay(), which modules cannot call); that cannot
- * change before the handler returns (no mm switch runs under it), so the
- * later frames need only __get_user().  The walker has checked that
- * addr + 16 lies below TASK_SIZE_MAX (its hi bound): __access_ok()'s test.
+ * One frame of current's user stack, inside rprof_walk_user()'s
+ * user_access_begin() section with page faults disabled: a read that
+ * faults fails instead of faulting a page in.  Calls nothing (objtool's
+ * uaccess rule).
  */
 static __always_inline bool rprof_get_user_frame(void *ctx, u64 addr, u64 frame[2])
 {
-	bool *checked = ctx;
 	const u64 __user *p = (const u64 __user *)addr;
 
-	if (!*checked) {
-		*checked = rprof_read_user_frame(NULL, addr, frame);
-		return *checked;
-	}
-	return !__get_user(frame[0], p) && !__get_user(frame[1], p + 1);
+	unsafe_get_user(frame[0], p, fault);
+	unsafe_get_user(frame[1], p + 1, fault);
+	return true;
+fault:
+	return false;
 }
 
-/* The user side of a chain, NMI-safe, with page faults disabled once for
- * the whole walk, as perf_callchain_user() does. */
+/*
+ * The user side of a chain, NMI-safe, as perf_callchain_user() but with
+ * one user-access section for the whole walk.  The walk reads only frame
+ * records between the stack pointer and TASK_SIZE_MAX (its bounds), the
+ * range user_access_begin() checks.  A first read through
+ * copy_from_user_nmi() also checks nmi_uaccess_okay() (current's address
+ * space is the one loaded on this CPU), which modules cannot call; that
+ * cannot change before the handler returns (no mm switch runs under it).
+ */
 static u32 rprof_walk_user(u64 fp, u64 *ips, u32 max, u32 *n, u64 sp)
 {
-	bool checked = false;
+	u64 probe[2];
 	u32 flags;
 
+	*n = 0;
+	if (sp >= TASK_SIZE_MAX)
+		return RPROF_STACK_USER_BAD_FP;
+	if (fp && !(fp & 7) && fp >= sp && fp <= TASK_SIZE_MAX - 16 &&
+	    !rprof_read_user_frame(NULL, fp, probe))
+		return RPROF_STACK_USER_FAULT;
 	pagefault_disable();
-	flags = rprof_walk_fp_with(fp, ips, max, n, rprof_get_user_frame,
-				   &checked, sp, TASK_SIZE_MAX);
+	if (!user_access_begin((const void __user *)sp, TASK_SIZE_MAX - sp)) {
+		pagefault_enable();
+		return RPROF_STACK_USER_FAULT;
+	}
+	flags = rprof_walk_fp_with(fp, ips, max, n, rprof_get_user_frame, NULL,
+				   sp, TASK_SIZE_MAX);
+	user_access_end();
 	pagefault_enable();
 	return flags;
 }
@@ -759,9 +772,20 @@ out:
 
 static void *rprof_modnotify_ctx;
 
+/* Module loads and unloads so far: what kernel addresses resolve to may
+ * have changed since a caller last looked (the drain's raw-chain table). */
+static atomic_t rprof_module_changes = ATOMIC_INIT(0);
+
+u32 rprof_module_generation(void)
+{
+	return atomic_read(&rprof_module_changes);
+}
+
 static int rprof_module_event(struct notifier_block *nb, unsigned long action,
 			      void *data)
 {
+	if (action == MODULE_STATE_COMING || action == MODULE_STATE_GOING)
+		atomic_inc(&rprof_module_changes);
 	if (action == MODULE_STATE_GOING)
 		rprof_module_going(rprof_modnotify_ctx, data);
 	return NOTIFY_OK;

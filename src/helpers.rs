@@ -188,6 +188,7 @@ extern "C" {
     ) -> c_int;
     pub(crate) fn rprof_resolve_user_frames(mm: *mut MmStruct, seq: u32, ips: *const u64, n: u32, out: *mut FrameRes);
     pub(crate) fn rprof_mm_grab(mm: *mut MmStruct);
+    pub(crate) fn rprof_module_generation() -> u32;
     pub(crate) fn rprof_mm_drop(mm: *mut MmStruct);
     pub(crate) fn rprof_mm_exe_path(mm: *mut MmStruct, path: *mut bindings::path) -> bool;
     pub(crate) fn rprof_current_root(root: *mut bindings::path);

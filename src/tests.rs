@@ -11,6 +11,7 @@ use crate::params::{self, Params};
 use crate::ring::{Push, Ring, Slot};
 use crate::sampler::{self, HandlerCtx, RingRecord, SampleRing};
 use crate::session::Session;
+use crate::stacks::{self, RawChains};
 use crate::uapi::*;
 use core::ffi::c_void;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -997,10 +998,57 @@ fn chain_user_walk_real_stack(t: &mut Test) {
     kassert_eq!(t, (flags, ips.len()), (RPROF_STACK_USER_FAULT, 0));
 }
 
+/// The raw-chain table: a raw chain maps to its stack id only in the
+/// same address space at the same sequence, with the same end flags and
+/// kernel-frame count, and word for word.
+fn raw_chains_match_only_same_space_and_words(t: &mut Test) {
+    // SAFETY: Process context; a counted reference on init's mm.
+    let mm = unsafe { helpers::rprof_test_user_mm() };
+    if mm.is_null() {
+        kassert!(t, false, "init has no address space");
+        return;
+    }
+    let Ok(mut raw) = RawChains::new() else {
+        kassert!(t, false, "allocation failed");
+        // SAFETY: The reference rprof_test_user_mm took.
+        unsafe { helpers::rprof_mm_put(mm) };
+        return;
+    };
+    // SAFETY: We hold a reference on `mm`; process context.
+    let (tag, again, later) = unsafe { (raw.tag(mm, 7), raw.tag(mm, 7), raw.tag(mm, 8)) };
+    kassert_eq!(t, tag, again);
+    kassert!(t, tag != later, "a new sequence kept the tag");
+    // SAFETY: Null: no address space.
+    let none = unsafe { raw.tag(core::ptr::null_mut(), 7) };
+    kassert!(t, none != tag, "no address space and init's share a tag");
+    let chain = [0x40_1000u64, 0x40_2000, 0x40_3000];
+    let h = stacks::hash_raw(&chain, tag, 0x100);
+    kassert_eq!(t, raw.find(h, tag, 0x100, &chain), None);
+    raw.insert(h, tag, 0x100, &chain, 42, 2);
+    kassert_eq!(t, raw.find(h, tag, 0x100, &chain), Some((42, 2)));
+    kassert_eq!(t, raw.find(stacks::hash_raw(&chain, later, 0x100), later, 0x100, &chain), None);
+    kassert_eq!(t, raw.find(stacks::hash_raw(&chain, tag, 0x101), tag, 0x101, &chain), None);
+    kassert_eq!(t, raw.find(stacks::hash_raw(&chain[..2], tag, 0x100), tag, 0x100, &chain[..2]), None);
+    let other = [0x40_1000u64, 0x40_2000, 0x40_3008];
+    kassert_eq!(t, raw.find(stacks::hash_raw(&other, tag, 0x100), tag, 0x100, &other), None);
+    // The same hash with other words (a collision) does not match either.
+    kassert_eq!(t, raw.find(h, tag, 0x100, &other), None);
+    drop(raw);
+    // SAFETY: The reference rprof_test_user_mm took (the table dropped its
+    // own `mm_count` one).
+    unsafe { helpers::rprof_mm_put(mm) };
+}
+
 kunit_suite!(
     CHAIN_SUITE,
     "rprof-chains",
-    [chain_walker_fabricated_stacks, ring_multi_slot_records, chain_cut_keeps_the_sample, chain_user_walk_real_stack]
+    [
+        chain_walker_fabricated_stacks,
+        ring_multi_slot_records,
+        chain_cut_keeps_the_sample,
+        chain_user_walk_real_stack,
+        raw_chains_match_only_same_space_and_words
+    ]
 );
 
 #[cfg(rprof_inject_kunit_fail)]

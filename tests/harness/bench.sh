@@ -31,9 +31,9 @@ FREQS=${RPROF_BENCH_FREQS:-1000 4000 10000}
 SCENARIOS=${RPROF_BENCH_SCENARIOS:-one all}
 STAGE_FREQS=${RPROF_BENCH_STAGE_FREQS:-$FREQS}
 CHAIN_HZ=${RPROF_BENCH_CHAIN_HZ:-4000}
-# Recursion depths that give user chains of 16 and 64 frames (the loop's
-# callers in the static workload add 6: see tests/bench/README.md).
-CHAIN_DEPTHS=${RPROF_BENCH_CHAIN_DEPTHS-10 58}
+# Recursion depths that give the workload user chains of 16 and 64 frames
+# (its loop's callers add about 4: see tests/bench/README.md).
+CHAIN_DEPTHS=${RPROF_BENCH_CHAIN_DEPTHS-12 60}
 # 2^0 ns of guest time per instruction: a 1 GHz, one-instruction-a-cycle
 # CPU (see tests/bench/README.md).
 SHIFT=${RPROF_BENCH_SHIFT:-0}

@@ -281,12 +281,12 @@ def markdown(fig, meta, info):
                      "per sample (per record for the drain; per frame: the drain's record cost above the chainless run's, "
                      "divided by the user frames):")
         lines.append("")
-        lines.append("| Hz | user frames per chain | perf -g above floor | rprof -g above floor | rprof/perf | rprof handler | drain /record | drain per frame |")
-        lines.append("|---:|---:|---:|---:|---:|---:|---:|---:|")
+        lines.append("| Hz | workload's recursion depth | mean user frames per chain | perf -g above floor | rprof -g above floor | rprof/perf | rprof handler | drain /record | drain per frame |")
+        lines.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for depth in depths:
             g = lambda k: fig.get(f"chain.{depth}deep.{k}")
             lines.append(
-                f"| {fmt(g('hz'), 0)} | {fmt(g('user_frames'), 1)} | {fmt(g('perf.cost_above_floor_ns_per_sample'), 0)} | "
+                f"| {fmt(g('hz'), 0)} | {depth} | {fmt(g('user_frames'), 1)} | {fmt(g('perf.cost_above_floor_ns_per_sample'), 0)} | "
                 f"{fmt(g('rprof.cost_above_floor_ns_per_sample'), 0)} | {fmt(g('ratio_rprof_perf'), 2)} | "
                 f"{fmt(g('stage.handler_ns_each'), 0)} | {fmt(g('stage.drain_record_ns_each'), 0)} | "
                 f"{fmt(g('stage.drain_ns_per_frame'), 1)} |"

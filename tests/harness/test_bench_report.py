@@ -83,7 +83,7 @@ class Report(unittest.TestCase):
         self.assertEqual(fig.get("solo.1000hz.stage.drain_record_ns_each"), 500.0)
         self.assertAlmostEqual(fig.get("solo.1000hz.floor.cost_ns_per_sample"), 1e6 / 1001, places=1)
         table = bench_report.markdown(fig, {}, {})
-        self.assertIn("| 1000 | 20.0 | 2988 | 1496 | 0.50 | 900 | 700 | 10.0 |", table)
+        self.assertIn("| 1000 | 14 | 20.0 | 2988 | 1496 | 0.50 | 900 | 700 | 10.0 |", table)
 
     def test_an_unfinished_guest_is_marked_and_the_readme_kept(self):
         log = write_log(LOG.format(r=1))
