@@ -342,6 +342,31 @@ impl Symbolizer {
         }
     }
 
+    /// The inlined functions at each of `vaddrs` in the file of `cookie`
+    /// ([`rprof_symbols::dwarf::Lines::frames`]; empty where DWARF says
+    /// nothing).
+    pub fn source_frames(
+        &mut self,
+        cookie: u64,
+        vaddrs: &[u64],
+        names: &Resolver,
+    ) -> Vec<Vec<rprof_symbols::dwarf::InlineFrame>> {
+        let none = || vec![Vec::new(); vaddrs.len()];
+        if self.image(cookie, names).is_none() {
+            return none();
+        }
+        let Some(CookieName::File { path, .. }) = names.name(cookie) else {
+            return none();
+        };
+        let Ok(data) = rprof_symbols::elf::read_file(&self.host_path(path)) else {
+            return none();
+        };
+        match rprof_symbols::dwarf::Lines::parse(&data) {
+            Some(lines) => vaddrs.iter().map(|v| lines.frames(*v)).collect(),
+            None => none(),
+        }
+    }
+
     fn compute(&mut self, cookie: u64, offset: u64, names: &Resolver) -> Frame {
         use rprof_abi::{RPROF_COOKIE_ANON, RPROF_COOKIE_KERNEL};
         let unknown = |dso: &str, path: &str, kind: FrameKind, symbol: String| Frame {

@@ -48,6 +48,42 @@ impl<'a> Lines<'a> {
         let loc = self.ctx.find_location(vaddr).ok()??;
         Some((loc.file?.to_string(), loc.line?))
     }
+
+    /// The functions inlined at `vaddr`, innermost first, ending with the
+    /// function that holds the code: each with its name (demangled) and
+    /// the source file and line it is at there (for an outer function,
+    /// the call site of the inner one).  Empty if DWARF does not cover
+    /// `vaddr`.
+    pub fn frames(&self, vaddr: u64) -> Vec<InlineFrame> {
+        let mut out = Vec::new();
+        let Ok(mut iter) = self.ctx.find_frames(vaddr).skip_all_loads() else {
+            return out;
+        };
+        while let Ok(Some(f)) = iter.next() {
+            let function = f
+                .function
+                .as_ref()
+                .and_then(|n| n.raw_name().ok())
+                .map(|n| crate::demangle::demangle(&n).into_owned());
+            let (file, line) = match &f.location {
+                Some(l) => (l.file.map(str::to_string), l.line.unwrap_or(0)),
+                None => (None, 0),
+            };
+            out.push(InlineFrame { function, file, line });
+        }
+        out
+    }
+}
+
+/// One function of [`Lines::frames`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InlineFrame {
+    /// Its name, if DWARF has one.
+    pub function: Option<String>,
+    /// The source file the address is at in it.
+    pub file: Option<String>,
+    /// The line the address is at in it (0: unknown).
+    pub line: u32,
 }
 
 #[cfg(test)]

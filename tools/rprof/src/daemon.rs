@@ -67,8 +67,10 @@ fn now_unix() -> Duration {
         .unwrap_or_default()
 }
 
-/// Writes one interval's profile and rotates; returns its path.
-fn write_profile(
+/// Writes one interval's profile (what `sink` counted since its counts
+/// were last cleared; call chains through the stacks it has seen in the
+/// whole session) and rotates; returns its path.
+pub fn write_profile(
     dir: &Path,
     seq: u64,
     sink: &mut live::AggregateSink,

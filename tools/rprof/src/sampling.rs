@@ -75,10 +75,7 @@ pub struct CallGraphArgs {
 impl CallGraphArgs {
     /// The (kernel, user) depths asked for, if any.
     pub fn depths(&self) -> Result<Option<(u16, u16)>, Error> {
-        let mode = match &self.call_graph {
-            Some(m) => Some(m.split(',').next().unwrap_or("").to_string()),
-            None => None,
-        };
+        let mode = self.call_graph.as_ref().map(|m| m.split(',').next().unwrap_or("").to_string());
         match mode.as_deref() {
             None | Some("fp") => {}
             Some(m @ ("dwarf" | "lbr")) => {

@@ -534,3 +534,194 @@ fn chains_in_pprof_and_folded() {
     want.sort();
     assert_eq!(stacks, want);
 }
+
+/// `go tool pprof -tree` on the chain recording: `a`'s block has `main`
+/// as its caller and `b` as its callee, `x`'s has `main` and `hot`.
+#[test]
+fn chains_in_pprof_tree() {
+    let (data, [hot, b, a, x, main]) = chain_recording();
+    let pb = tmp("chains-tree.pb.gz");
+    export_pprof(&data, &pb);
+    let tree = go_pprof(&["-tree"], &pb);
+    // One block per function between dashed lines: callers ("|   name")
+    // above the function's own line ("| name"), callees below.
+    let block_of = |f: &str| -> (Vec<String>, Vec<String>) {
+        for block in tree.split("+-------------") {
+            let lines: Vec<&str> = block.lines().filter(|l| l.contains('|')).collect();
+            let name_of = |l: &str| l.rsplit('|').next().unwrap_or("").to_string();
+            let Some(own) = lines.iter().position(|l| {
+                let n = name_of(l);
+                n.starts_with(' ') && !n.starts_with("   ") && n.trim() == f
+            }) else {
+                continue;
+            };
+            let names = |ls: &[&str]| ls.iter().map(|l| name_of(l).trim().to_string()).collect::<Vec<_>>();
+            return (names(&lines[..own]), names(&lines[own + 1..]));
+        }
+        panic!("no block for {f} in\n{tree}");
+    };
+    assert_eq!(block_of(&a), (vec![main.clone()], vec![b.clone()]), "{tree}");
+    assert_eq!(block_of(&x), (vec![main.clone()], vec![hot.clone()]), "{tree}");
+    let (callers, callees) = block_of(&hot);
+    assert!(callers.contains(&b) && callers.contains(&x) && callees.is_empty(), "{tree}");
+}
+
+/// A program whose hot loop is a function inlined into another: an
+/// address inside the inlined body, exported to pprof, is one location
+/// with two lines, the inlined function first; `go tool pprof -traces`
+/// shows both, `inner` marked inline, at the lines GNU addr2line gives.
+#[test]
+fn inlined_functions_in_pprof() {
+    let dir = tmp("inline-symfs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("inl.c");
+    std::fs::write(
+        &src,
+        "volatile unsigned long sink;\n\
+         static inline __attribute__((always_inline)) void inner(unsigned long n)\n\
+         {\n\
+         \tfor (unsigned long i = 0; i < n; i++)\n\
+         \t\tsink += i * 3;\n\
+         }\n\
+         __attribute__((noinline)) void outer(unsigned long n)\n\
+         {\n\
+         \tinner(n);\n\
+         \tsink ^= n;\n\
+         }\n\
+         int main(int argc, char **argv)\n\
+         {\n\
+         \touter((unsigned long)argc * 1000);\n\
+         \treturn 0;\n\
+         }\n",
+    )
+    .unwrap();
+    let bin = dir.join("prog");
+    let cc = Command::new("cc").args(["-O2", "-g", "-o"]).arg(&bin).arg(&src).status().unwrap();
+    assert!(cc.success(), "cc failed");
+    // outer's range, from the symbol table.
+    let nm = Command::new("nm").args(["-S", "--defined-only"]).arg(&bin).output().unwrap();
+    let nm = String::from_utf8_lossy(&nm.stdout).into_owned();
+    let (start, size) = nm
+        .lines()
+        .find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() == 4 && f[3] == "outer")
+                .then(|| (u64::from_str_radix(f[0], 16).unwrap(), u64::from_str_radix(f[1], 16).unwrap()))
+        })
+        .expect("outer in nm");
+    // An address where addr2line -i says inner is inlined into outer.
+    let addrs: Vec<String> = (start..start + size).map(|a| format!("{a:#x}")).collect();
+    let out = Command::new("addr2line").args(["-a", "-i", "-f", "-e"]).arg(&bin).args(&addrs).output().unwrap();
+    let out = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut found = None;
+    for chunk in out.split("\n0x").skip(1).chain(out.strip_prefix("0x").map(|s| s.split("\n0x").next().unwrap())) {
+        let lines: Vec<&str> = chunk.lines().collect();
+        // "ADDR", then function / file:line pairs, innermost first.
+        if lines.len() == 5 && lines[1] == "inner" && lines[3] == "outer" {
+            let line_of = |s: &str| s.rsplit(':').next().unwrap().split_whitespace().next().unwrap().to_string();
+            found = Some((u64::from_str_radix(lines[0].trim_start_matches("0x"), 16).unwrap(), line_of(lines[2]), line_of(lines[4])));
+            break;
+        }
+    }
+    let (vaddr, inner_line, outer_line) = found.unwrap_or_else(|| panic!("no inlined address in outer:\n{out}"));
+    // The file offset of that address: its PT_LOAD (readelf -lW).
+    let re = Command::new("readelf").args(["-lW"]).arg(&bin).output().unwrap();
+    let re = String::from_utf8_lossy(&re.stdout).into_owned();
+    let offset = re
+        .lines()
+        .filter(|l| l.trim_start().starts_with("LOAD"))
+        .find_map(|l| {
+            let f: Vec<u64> = l.split_whitespace().skip(1).take(5).map(|x| u64::from_str_radix(x.trim_start_matches("0x"), 16).unwrap()).collect();
+            let (off, va, memsz) = (f[0], f[1], f[4]);
+            (vaddr >= va && vaddr < va + memsz).then(|| vaddr - va + off)
+        })
+        .expect("a PT_LOAD holds the address");
+
+    let mut d = DataFile::read(&fixture()).unwrap();
+    let config = d.config;
+    let mut r = vec![
+        Record::Start { time_ns: 1, config },
+        Record::Task { cpu: 0, pid: 9, tid: 9, exe_cookie: 0, comm: "prog".into() },
+        Record::Cookie { cookie: 77, flags: 0, dev: 0, ino: 0, path: "/prog".into() },
+        Record::Switch { cookie: 77 },
+    ];
+    for _ in 0..5 {
+        let flags = rprof_abi::RPROF_SAMPLE_USER as u16;
+        r.push(Record::Sample { flags, time_ns: 2, offset, period: 1_000_000, stack: None });
+    }
+    r.push(Record::Stop { time_ns: 3, config });
+    let mut stream = Vec::new();
+    for rec in &r {
+        rec.encode(&mut stream);
+    }
+    d.stream = stream;
+    let data = tmp("inline.data");
+    std::fs::write(&data, d.to_bytes()).unwrap();
+    let pb = tmp("inline.pb.gz");
+    rprof(&[
+        "export", "-f", "pprof", "-i", &data.to_string_lossy(), "--symfs", &dir.to_string_lossy(), "-o",
+        &pb.to_string_lossy(),
+    ]);
+    let traces = go_pprof(&["-traces", "-lines"], &pb);
+    let inner_at = traces.lines().find(|l| l.contains(" inner ")).unwrap_or_else(|| panic!("no inner in\n{traces}"));
+    assert!(inner_at.contains("(inline)"), "inner not marked inline:\n{traces}");
+    assert!(inner_at.contains(&format!("inl.c:{inner_line}")), "inner not at line {inner_line}:\n{traces}");
+    let below = traces.lines().skip_while(|l| !l.contains(" inner ")).nth(1).unwrap_or("");
+    assert!(below.contains(" outer ") && below.contains(&format!("inl.c:{outer_line}")), "outer at {outer_line} not under inner:\n{traces}");
+}
+
+/// The daemon's profiles carry the call chains: interval one's samples
+/// arrive with their STACK records, interval two's name the same stacks
+/// without them (the kernel interns a chain once a session); both
+/// profiles, read by `go tool pprof -traces`, have the 4-frame stack 30
+/// times and the 3-frame one 10 times.
+#[test]
+fn daemon_profiles_carry_chains() {
+    use rprof::session::Sink;
+    let (data, _) = chain_recording();
+    let d = DataFile::read(&data).unwrap();
+    let mut records = Vec::new();
+    Decoder::new(&d.stream).for_each(|r| records.push(r.unwrap()));
+    let samples: Vec<&Record> = records.iter().filter(|r| matches!(r, Record::Sample { .. })).collect();
+    let encode = |rs: &[&Record]| {
+        let mut out = Vec::new();
+        for r in rs {
+            r.encode(&mut out);
+        }
+        out
+    };
+    let dir = tmp("daemon-chains");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut sink = rprof::live::AggregateSink::new();
+    // Interval one: the whole recording but its STOP.
+    let first: Vec<&Record> = records.iter().filter(|r| !matches!(r, Record::Stop { .. })).collect();
+    sink.feed(&encode(&first)).unwrap();
+    let start = std::time::Duration::from_secs(1);
+    let one = rprof::daemon::write_profile(&dir, 0, &mut sink, &d.config, start, 10).unwrap();
+    sink.agg.clear_counts();
+    // Interval two: the same samples again, no STACK, TASK or SWITCH.
+    sink.feed(&encode(&samples)).unwrap();
+    let two = rprof::daemon::write_profile(&dir, 1, &mut sink, &d.config, start, 10).unwrap();
+    for pb in [one, two] {
+        let traces = go_pprof(&["-traces"], &pb);
+        let mut depths: Vec<(usize, String)> = traces
+            .split("-----------+")
+            // The header before the first block is not a trace.
+            .skip(1)
+            .filter_map(|block| {
+                let frames: Vec<&str> = block
+                    .lines()
+                    .filter(|l| !l.split_whitespace().next().is_some_and(|w| w.ends_with(':')))
+                    .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('-'))
+                    .collect();
+                let value = frames.first()?.split_whitespace().next()?.to_string();
+                Some((frames.len(), value))
+            })
+            .collect();
+        depths.sort();
+        assert_eq!(depths.len(), 2, "{}:\n{traces}", pb.display());
+        assert!(depths[0].0 == 3 && depths[0].1.starts_with("10"), "{}:\n{traces}", pb.display());
+        assert!(depths[1].0 == 4 && depths[1].1.starts_with("30"), "{}:\n{traces}", pb.display());
+    }
+}

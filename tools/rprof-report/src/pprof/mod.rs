@@ -28,7 +28,10 @@
 //!   `has_functions` only if all its locations were symbolized (others
 //!   have no line, so that pprof may symbolize them from the binary), and
 //!   `has_filenames`/`has_line_numbers` only if all of them have a source
-//!   line.
+//!   line.  Where DWARF says functions were inlined at an address, its
+//!   location has one line per function, the inlined ones first (pprof's
+//!   order), each at its own source line, and the mapping has
+//!   `has_inline_frames`.
 //! - A sample with a call chain has its real stack, leaf first: one
 //!   location per frame, callers at their call sites (return addresses one
 //!   byte back).  A sample without one has `[address, shared object,
@@ -43,6 +46,7 @@ use crate::symbolize::{FrameKind, MappingKey};
 use crate::{Aggregate, Filter, Symbolizer};
 use flate2::write::GzEncoder;
 use profile::{Function, Label, Line, Location, Mapping, Profile, Sample, ValueType};
+use rprof_symbols::dwarf::InlineFrame;
 use prost::Message;
 use rprof_abi::rprof_config;
 use std::collections::{BTreeMap, HashMap};
@@ -284,13 +288,21 @@ pub fn build(
             v.push(s.frame.addr);
         }
     }
+    // Per address, the functions inlined there, innermost first; the last
+    // is the function that holds the code, with the address's line in it.
     let mut source: HashMap<(u64, u64), (String, u32)> = HashMap::new();
+    let mut inlined: HashMap<(u64, u64), Vec<InlineFrame>> = HashMap::new();
     for (cookie, mut vaddrs) in wanted {
         vaddrs.sort_unstable();
         vaddrs.dedup();
-        for (v, line) in vaddrs.iter().zip(sym.source_lines(cookie, &vaddrs, names)) {
-            if let Some(line) = line {
-                source.insert((cookie, *v), line);
+        for (v, frames) in vaddrs.iter().zip(sym.source_frames(cookie, &vaddrs, names)) {
+            if let Some(InlineFrame { file: Some(file), line, .. }) = frames.last() {
+                if *line > 0 {
+                    source.insert((cookie, *v), (file.clone(), *line));
+                }
+            }
+            if frames.len() > 1 {
+                inlined.insert((cookie, *v), frames);
             }
         }
     }
@@ -397,6 +409,20 @@ pub fn build(
                     let here = source.get(&(site.cookie, site.place.address));
                     let mut line = Vec::new();
                     if f.resolved {
+                        // Inlined functions first, as pprof wants them.
+                        let inner = inlined
+                            .get(&(site.cookie, site.place.address))
+                            .map_or(&[][..], |v| &v[..v.len() - 1]);
+                        for i in inner {
+                            let name = i.function.as_deref().unwrap_or("[inlined]");
+                            let file = i.file.as_deref().unwrap_or("");
+                            let fid = function(&mut p, &mut strings, name, file, &f.path, 0);
+                            line.push(Line {
+                                function_id: fid,
+                                line: i64::from(i.line),
+                                column: 0,
+                            });
+                        }
                         let start = source.get(&(site.cookie, f.addr));
                         let file = start.or(here).map_or("", |(file, _)| file.as_str());
                         let start_line = start.map_or(0, |(_, l)| i64::from(*l));
@@ -412,6 +438,7 @@ pub fn build(
                         .checked_sub(1)
                         .and_then(|i| p.mapping.get_mut(i as usize))
                     {
+                        m.has_inline_frames |= line.len() > 1;
                         m.has_functions &= f.resolved;
                         m.has_filenames &= f.resolved && here.is_some();
                         m.has_line_numbers &= f.resolved && here.is_some();
