@@ -91,11 +91,22 @@ check "... and the LOST records make the invariant hold" invariant
 # stalled and the drain's worker starved by a SCHED_FIFO spinner on every
 # CPU: both the rings and the buffer overflow, and the accounting must
 # still be exact (an empty or loss-free session would prove nothing).
-/tests/bin/fifo_spin 2 &
-spin=$!
-rprof dump -e cpu-clock:10000 -d 1 --ring-records 64 --drain-interval-ms 1000 --stall --quiet --summary-json >$J
-wait $spin
-diag "spinner status $?: $(cat $J)"
+# The session starts first; then for one second, with the kernel's RT
+# throttling off, no ordinary task (the drain's worker included) runs on
+# any CPU while the hrtimers of sampling still fire: the rings overflow
+# whatever the drain's speed (with throttling on, the worker's 5% share
+# was enough for a fast drain to keep 64 slots from filling).
+rt=/proc/sys/kernel/sched_rt_runtime_us
+old_rt=$(cat $rt)
+rprof dump -e cpu-clock:10000 -d 3 --ring-records 64 --drain-interval-ms 1000 --stall --quiet --summary-json >$J &
+dump=$!
+sleep 1
+echo -1 >$rt
+/tests/bin/fifo_spin 1
+spin_rc=$?
+echo "$old_rt" >$rt
+wait $dump
+diag "spinner status $spin_rc: $(cat $J)"
 check "100 kHz, 64-slot rings, one-page buffer, drain starved: exact accounting with ring and buffer losses" \
 	sh -c "rprof-e2e lost-invariant --require-loss ring --require-loss buffer <$J"
 unload
