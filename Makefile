@@ -13,7 +13,7 @@ RUSTC ?= /usr/bin/rustc
 BINDGEN ?= $(firstword $(wildcard $(or $(RPROF_CACHE),$(HOME)/.cache/rprof)/bindgen-*/bin/bindgen) bindgen)
 export RPROF_CACHE
 
-.PHONY: all modules clean help vm-kernel vm-module check demo bench fuzz tools host-test clean-cache
+.PHONY: all modules clean help vm-kernel vm-module check check-distro distro demo bench fuzz tools host-test clean-cache
 
 all: modules
 
@@ -40,6 +40,14 @@ host-test:
 
 check:
 	tests/harness/check.sh
+
+# The end-to-end suite on Debian sid's own Rust-enabled kernel.
+check-distro:
+	tests/harness/check-distro.sh
+
+# rprof.ko for Debian sid's kernel, from a cached chroot (build/distro/).
+distro:
+	scripts/distro.sh
 
 demo:
 	tests/harness/demo.sh

@@ -14,7 +14,6 @@ use crate::sized;
 use crate::uapi::*;
 use core::mem::size_of;
 use kernel::prelude::*;
-use kernel::uaccess::UserSlice;
 
 /// The fastest frequency an event may ask for, in Hz.
 pub(crate) const FREQ_MAX: u64 = 100_000;
@@ -51,7 +50,7 @@ impl Config {
         let bytes = unsafe {
             core::slice::from_raw_parts_mut(&mut raw as *mut rprof_config as *mut u8, known)
         };
-        UserSlice::new(arg, size).reader().read_slice(&mut bytes[..size.min(known)])?;
+        crate::compat::user_slice(arg, size).reader().read_slice(&mut bytes[..size.min(known)])?;
         sized::check_unknown_zero(arg, known, size).inspect_err(|_| {
             pr_debug!("SET_CONFIG: non-zero bytes past the known size {}\n", known);
         })?;

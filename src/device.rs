@@ -26,7 +26,7 @@ use crate::waitq::WaitQueue;
 use kernel::{new_mutex, new_spinlock};
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex, SpinLock};
-use kernel::uaccess::{UserSlice, UserSliceWriter};
+use kernel::uaccess::UserSliceWriter;
 
 /// Which file owns which session: what every file operation asks first.
 ///
@@ -128,18 +128,20 @@ pub(crate) struct Rprof {
     params: Params,
     waitq: Arc<WaitQueue>,
     #[pin]
-    slot: Mutex<Slot>,
+    sessions: Mutex<Slot>,
     #[pin]
     current: SpinLock<Current>,
 }
 
 impl Rprof {
     pub(crate) fn new(params: Params) -> Result<Arc<Self>> {
-        let slot = Slot { counters: KVec::new(), stopping: false, last: None };
-        let current = Current { owner: 0, session: None };
+        // Not named like the fields: 7.x's pin_init! binds initialised
+        // fields to locals of their names (src/compat.rs).
+        let first_slot = Slot { counters: KVec::new(), stopping: false, last: None };
+        let no_session = Current { owner: 0, session: None };
         let waitq = Arc::new(WaitQueue::new()?, GFP_KERNEL)?;
         Arc::pin_init(
-            pin_init!(Self { params, waitq, slot <- new_mutex!(slot), current <- new_spinlock!(current) }),
+            pin_init!(Self { params, waitq, sessions <- new_mutex!(first_slot), current <- new_spinlock!(no_session) }),
             GFP_KERNEL,
         )
     }
@@ -199,13 +201,13 @@ impl Rprof {
     fn set_config(&self, file: usize, arg: usize) -> Result {
         // Copy from userspace before taking `slot` (lock order).
         let config = Config::from_user(arg, &self.params, self.buffer_bytes())?;
-        self.may_configure(&self.slot.lock(), file)?;
+        self.may_configure(&self.sessions.lock(), file)?;
         // Allocated without `slot` (up to 256 MiB of rings): a CPU hotplug
         // callback waiting for `slot` holds the hotplug lock for writing,
         // which would stall every cpus_read_lock() in the system meanwhile.
         let session = Session::new(config, self.params.buffer_pages, self.params.max_cookies, self.waitq.clone())?;
         let (old, new) = {
-            let mut slot = self.slot.lock();
+            let mut slot = self.sessions.lock();
             match self.may_configure(&slot, file) {
                 // The state changed while we allocated: drop ours below.
                 Err(e) => (Err(e), Some(session)),
@@ -221,7 +223,7 @@ impl Rprof {
     fn start(&self, file: usize) -> Result {
         // Lock order: the CPU hotplug lock, then `slot` (as in `cpu_up`).
         let _cpus = CpusReadGuard::new();
-        let mut slot = self.slot.lock();
+        let mut slot = self.sessions.lock();
         let session = self.owned(file)?;
         // Not while running or stopping, nor while the previous run's STOP
         // is still waiting for room in the buffer: its records must not
@@ -243,7 +245,7 @@ impl Rprof {
             let _cpus = CpusReadGuard::new();
             let counters;
             let session = {
-                let mut slot = self.slot.lock();
+                let mut slot = self.sessions.lock();
                 let session = self.owned(file)?;
                 if slot.stopping || session.phase() != Phase::Running {
                     return Err(EINVAL);
@@ -261,7 +263,7 @@ impl Rprof {
         // The drain lock is not ordered against the hotplug lock: drain
         // without it.
         session.finish();
-        self.slot.lock().stopping = false;
+        self.sessions.lock().stopping = false;
         Ok(())
     }
 
@@ -278,7 +280,7 @@ impl Rprof {
         // bytes form a valid value, and every byte is initialised.
         let req_bytes =
             unsafe { core::slice::from_raw_parts_mut(&mut req as *mut uapi::rprof_stats as *mut u8, known) };
-        UserSlice::new(arg, len).reader().read_slice(&mut req_bytes[..len])?;
+        crate::compat::user_slice(arg, len).reader().read_slice(&mut req_bytes[..len])?;
         if req.reserved.iter().any(|&r| r != 0) {
             return Err(EINVAL);
         }
@@ -291,14 +293,14 @@ impl Rprof {
         // and nothing is copied to userspace under either.
         let stats = match self.session() {
             Some(s) => Some(Stats::of(&s, want)?),
-            None => match &self.slot.lock().last {
+            None => match &self.sessions.lock().last {
                 Some(last) => Some(last.copy(want)?),
                 None => None,
             },
         };
         req.nr_cpus = nr;
         if let Some(st) = stats {
-            let mut w = UserSlice::new(req.cpus as usize, want * size_of::<uapi::rprof_cpu_stats>()).writer();
+            let mut w = crate::compat::user_slice(req.cpus as usize, want * size_of::<uapi::rprof_cpu_stats>()).writer();
             for c in st.cpus.iter() {
                 w.write(c)?;
             }
@@ -317,14 +319,14 @@ impl Rprof {
         // SAFETY: As above.
         let req_bytes =
             unsafe { core::slice::from_raw_parts(&req as *const uapi::rprof_stats as *const u8, known) };
-        UserSlice::new(arg, len).writer().write_slice(&req_bytes[..len])?;
+        crate::compat::user_slice(arg, len).writer().write_slice(&req_bytes[..len])?;
         Ok(())
     }
 
     /// `LOOKUP_COOKIE`: the name of a cookie of `file`'s session.
     fn lookup_cookie(&self, file: usize, arg: usize) -> Result {
         let size = size_of::<uapi::rprof_cookie_lookup>();
-        let mut req: uapi::rprof_cookie_lookup = UserSlice::new(arg, size).reader().read()?;
+        let mut req: uapi::rprof_cookie_lookup = crate::compat::user_slice(arg, size).reader().read()?;
         let session = self.owned(file)?;
         let (name, flags, dev, ino) = session.lookup_cookie(req.cookie)?;
         let need = name.len() + 1;
@@ -334,11 +336,11 @@ impl Rprof {
         req.dev = dev;
         req.ino = ino;
         if fits {
-            let mut w = UserSlice::new(req.path as usize, need).writer();
+            let mut w = crate::compat::user_slice(req.path as usize, need).writer();
             w.write_slice(&name)?;
             w.write_slice(&[0])?;
         }
-        UserSlice::new(arg, size).writer().write(&req)?;
+        crate::compat::user_slice(arg, size).writer().write(&req)?;
         if fits {
             Ok(())
         } else {
@@ -355,7 +357,7 @@ impl Rprof {
 
     /// A CPU came online: a running session samples it too.
     pub(crate) fn cpu_up(&self, cpu: u32) {
-        let mut slot = self.slot.lock();
+        let mut slot = self.sessions.lock();
         let Some(session) = self.session() else { return };
         if slot.stopping || session.phase() != Phase::Running {
             return;
@@ -379,7 +381,7 @@ impl Rprof {
     /// it holds until the next drain; the session's counts stay exact.
     pub(crate) fn cpu_down(&self, cpu: u32) {
         let counters = {
-            let mut slot = self.slot.lock();
+            let mut slot = self.sessions.lock();
             match slot.counters.get_mut(cpu as usize) {
                 Some(list) => core::mem::take(list),
                 None => return,
@@ -396,7 +398,7 @@ impl Rprof {
             let _ = self.stop(file);
         }
         let old = {
-            let mut slot = self.slot.lock();
+            let mut slot = self.sessions.lock();
             if self.owned(file).is_err() {
                 return;
             }
@@ -407,7 +409,7 @@ impl Rprof {
             // SAFETY: Reads a boot-time constant.
             let nr = unsafe { helpers::rprof_nr_cpu_ids() } as usize;
             let last = Stats::of(&s, nr).ok();
-            self.slot.lock().last = last;
+            self.sessions.lock().last = last;
             drop(s);
         }
     }
@@ -480,7 +482,7 @@ impl FileOps for RprofFile {
         };
         match cmd {
             uapi::IOC_GET_VERSION => {
-                let mut w = UserSlice::new(arg, size_of::<u32>()).writer();
+                let mut w = crate::compat::user_slice(arg, size_of::<u32>()).writer();
                 w.write(&uapi::RPROF_ABI_VERSION)?;
             }
             uapi::IOC_SET_CONFIG => self.dev.set_config(me, arg)?,

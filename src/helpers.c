@@ -268,11 +268,17 @@ static void rprof_overflow(struct perf_event *event,
 /* Task, softirq, hardirq, NMI: interrupt_context_level()'s range. */
 #define RPROF_CHAIN_LEVELS 4
 
-static u64 (__percpu *rprof_chain_bufs)[RPROF_CHAIN_LEVELS][RPROF_CHAIN_WORDS];
+/* A struct, not an array type: __percpu is a named address space on
+ * newer kernels and cannot qualify a pointer to an array declarator. */
+struct rprof_chain_buf {
+	u64 words[RPROF_CHAIN_LEVELS][RPROF_CHAIN_WORDS];
+};
+
+static struct rprof_chain_buf __percpu *rprof_chain_bufs;
 
 int rprof_chain_alloc(void)
 {
-	rprof_chain_bufs = alloc_percpu(typeof(*rprof_chain_bufs));
+	rprof_chain_bufs = alloc_percpu(struct rprof_chain_buf);
 	return rprof_chain_bufs ? 0 : -ENOMEM;
 }
 
@@ -284,7 +290,7 @@ void rprof_chain_free(void)
 
 u64 *rprof_chain_scratch(void)
 {
-	return (*this_cpu_ptr(rprof_chain_bufs))[interrupt_context_level()];
+	return this_cpu_ptr(rprof_chain_bufs)->words[interrupt_context_level()];
 }
 
 /*

@@ -23,7 +23,7 @@ use core::marker::PhantomData;
 use kernel::bindings;
 use kernel::prelude::*;
 use kernel::sync::Arc;
-use kernel::uaccess::{UserSlice, UserSliceWriter};
+use kernel::uaccess::UserSliceWriter;
 
 /// A borrowed `struct file` inside a file operation.
 ///
@@ -219,7 +219,7 @@ unsafe extern "C" fn read_callback<T: FileOps>(
 ) -> isize {
     // SAFETY: We are inside a file operation of an open file.
     let state = unsafe { file_state::<T>(file) };
-    let out = UserSlice::new(buf as usize, len).writer();
+    let out = crate::compat::user_slice(buf as usize, len).writer();
     match state.read(&file_ref(file), out) {
         Ok(n) => n as isize,
         Err(e) => e.to_errno() as isize,

@@ -13,6 +13,7 @@ use kernel::c_str;
 use kernel::error::to_result;
 use kernel::prelude::*;
 
+mod compat;
 mod config;
 mod cookies;
 mod counter;
@@ -42,10 +43,21 @@ mod kunit;
 #[cfg(rprof_kunit)]
 mod tests;
 
+// `author` became `authors` after 6.12 (src/compat.rs).
+#[cfg(rprof_kapi_6_12)]
 module! {
     type: RprofModule,
     name: "rprof",
     author: "rprof developers",
+    description: "rprof system-wide statistical profiler",
+    license: "GPL",
+}
+
+#[cfg(not(rprof_kapi_6_12))]
+module! {
+    type: RprofModule,
+    name: "rprof",
+    authors: ["rprof developers"],
     description: "rprof system-wide statistical profiler",
     license: "GPL",
 }

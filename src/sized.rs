@@ -9,15 +9,14 @@
 //! `SET_CONFIG` and `GET_STATS`.
 
 use kernel::prelude::*;
-use kernel::uaccess::{UserPtr, UserSlice};
 
 /// The largest structure size accepted at all.
 pub(crate) const SIZE_MAX: usize = 4096;
 
 /// Reads the leading `size` of the structure at `arg` and checks it against
 /// `[min, SIZE_MAX]` (`EINVAL` below, `E2BIG` above).
-pub(crate) fn read_size(arg: UserPtr, min: usize) -> Result<usize> {
-    let size: u32 = UserSlice::new(arg, 4).reader().read()?;
+pub(crate) fn read_size(arg: usize, min: usize) -> Result<usize> {
+    let size: u32 = crate::compat::user_slice(arg, 4).reader().read()?;
     let size = size as usize;
     if size < min {
         return Err(EINVAL);
@@ -31,11 +30,11 @@ pub(crate) fn read_size(arg: UserPtr, min: usize) -> Result<usize> {
 /// Checks that the bytes `[known, size)` of the structure at `arg`, those a
 /// newer userspace knows and this module does not, are all zero (`E2BIG`
 /// otherwise).
-pub(crate) fn check_unknown_zero(arg: UserPtr, known: usize, size: usize) -> Result {
+pub(crate) fn check_unknown_zero(arg: usize, known: usize, size: usize) -> Result {
     if size <= known {
         return Ok(());
     }
-    let mut r = UserSlice::new(arg.wrapping_add(known), size - known).reader();
+    let mut r = crate::compat::user_slice(arg.wrapping_add(known), size - known).reader();
     let mut rest = size - known;
     let mut chunk = [0u8; 64];
     while rest > 0 {

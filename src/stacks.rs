@@ -148,8 +148,7 @@ impl<T: Word> Table<T> {
         for e in self.slots.iter_mut() {
             *e = Entry::default();
         }
-        // SAFETY: 0 is within the capacity; `T: Copy` has no destructor.
-        unsafe { self.arena.set_len(0) };
+        crate::compat::clear_vec(&mut self.arena);
         self.used = 0;
     }
 }
@@ -167,9 +166,7 @@ pub(crate) struct Stacks {
 
 /// Empties `v` (6.12's `KVec` has no `clear`), keeping its capacity.
 pub(crate) fn clear_copy<T: Copy>(v: &mut KVec<T>) {
-    // SAFETY: 0 is within the capacity, and `T: Copy` has no destructor
-    // that dropping the elements would have to run.
-    unsafe { v.set_len(0) };
+    crate::compat::clear_vec(v);
 }
 
 /// FNV-1a over the frames and the flags.

@@ -47,9 +47,9 @@ const _: () = assert!(core::mem::size_of::<rprof_stats>() == RPROF_STATS_SIZE_VE
 macro_rules! plain_old_data {
     ($($t:ty),*) => {$(
         // SAFETY: See above.
-        unsafe impl kernel::types::FromBytes for $t {}
+        unsafe impl crate::compat::FromBytes for $t {}
         // SAFETY: See above.
-        unsafe impl kernel::types::AsBytes for $t {}
+        unsafe impl crate::compat::AsBytes for $t {}
     )*};
 }
 plain_old_data!(rprof_config, rprof_event_config, rprof_stats, rprof_cpu_stats, rprof_cookie_lookup);

@@ -12,6 +12,8 @@ Inputs (any may be repeated):
   --require-boot WHAT
                    a console start-up line that must be there: kasan or
                    lockdep (the checkers the run claims to have had)
+  --no-kunit       the guest's kernel has no KUnit (make check-distro): the
+                   console is read for kernel reports only
 
 Every test that ran counts once, as passed, failed or skipped.  Besides
 the tests themselves, these count as failures:
@@ -514,6 +516,7 @@ def main(argv=None):
                     help="NAME=RC of a step; non-zero fails it")
     ap.add_argument("--expected", help="file listing the suites that must run")
     ap.add_argument("--require-boot", action="append", default=[], choices=sorted(BOOT_LINES))
+    ap.add_argument("--no-kunit", action="store_true")
     ap.add_argument("--json")
     args = ap.parse_args(argv)
 
@@ -525,8 +528,9 @@ def main(argv=None):
     for kind, paths, parsers in (
         ("cargo", args.cargo, [parse_cargo]),
         ("python", args.unittest, [parse_unittest]),
-        ("kunit", args.console, [parse_ktap, parse_kernel_log,
-                                 lambda t, s: parse_boot(t, s, args.require_boot)]),
+        ("kunit" if not args.no_kunit else "console", args.console,
+         ([] if args.no_kunit else [parse_ktap])
+         + [parse_kernel_log, lambda t, s: parse_boot(t, s, args.require_boot)]),
         ("e2e", args.results, [parse_results]),
     ):
         for p in paths:

@@ -192,6 +192,19 @@ ok 1 rprof-empty
         (_, f, _), _ = run(console="[ 0.1] Linux version 6.12\n")
         self.assertEqual(f, 1)
 
+    def test_no_kunit_kernel_needs_no_suite_but_still_fails_an_oops(self):
+        # make check-distro: a kernel without KUnit; its console is read
+        # for kernel reports only.
+        with tempfile.TemporaryDirectory() as d:
+            console = os.path.join(d, "console.log")
+            with open(console, "w") as f:
+                f.write("[ 0.1] Linux version 7.2.13\n")
+            self.assertEqual(quiet_main(["--console", console, "--no-kunit"]), 0)
+            self.assertNotEqual(quiet_main(["--console", console]), 0)
+            with open(console, "a") as f:
+                f.write("[ 9.0] Oops: int3: 0000 [#1] SMP NOPTI\n")
+            self.assertNotEqual(quiet_main(["--console", console, "--no-kunit"]), 0)
+
     def test_injected_kunit_failure_fails(self):
         # RPROF_INJECT=kunit-fail: one more suite with a failing case.
         log = KTAP_OK.replace("] 1..1", "] 1..2") + """\

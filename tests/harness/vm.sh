@@ -26,7 +26,13 @@ MODE=${1:?mode}
 OUT=${2:?outdir}
 TIMEOUT=${RPROF_VM_TIMEOUT:-1800}
 GRACE=${RPROF_VM_GRACE:-60}
-KDIR=$(kernel_dir)
+# RPROF_VM_KERNEL and RPROF_VM_MODULE boot another kernel image with
+# another build of the module (make check-distro); no KUnit module then.
+if [ -n "${RPROF_VM_KERNEL:-}" ]; then
+	IMAGE=$RPROF_VM_KERNEL
+else
+	IMAGE=$(kernel_dir)/arch/x86/boot/bzImage
+fi
 TOOLS=$RPROF_TOP/tools/target/x86_64-unknown-linux-gnu/release
 
 root=$OUT/initramfs
@@ -34,8 +40,9 @@ rm -rf "$root"
 mkdir -p "$root"/{bin,sbin,lib,proc,sys,dev,tmp,etc,tests/e2e}
 cp /bin/busybox "$root/bin/busybox"
 cp "$RPROF_TOP/tests/harness/guest-init.sh" "$root/init"
-cp "$RPROF_BUILD/module/rprof.ko" "$root/lib/rprof.ko"
-[ ! -f "$RPROF_BUILD/module-kunit/rprof.ko" ] || cp "$RPROF_BUILD/module-kunit/rprof.ko" "$root/lib/rprof-kunit.ko"
+cp "${RPROF_VM_MODULE:-$RPROF_BUILD/module/rprof.ko}" "$root/lib/rprof.ko"
+[ -n "${RPROF_VM_MODULE:-}" ] || [ ! -f "$RPROF_BUILD/module-kunit/rprof.ko" ] ||
+	cp "$RPROF_BUILD/module-kunit/rprof.ko" "$root/lib/rprof-kunit.ko"
 for b in rprof rprof-e2e; do
 	cp "$TOOLS/$b" "$root/bin/$b"
 done
@@ -45,6 +52,8 @@ cp "$RPROF_TOP"/tests/harness/demo-guest.sh "$root/tests/demo.sh"
 cp "$RPROF_TOP"/tests/harness/bench-guest.sh "$root/tests/bench.sh"
 # Workload programs, their shared libraries and the busy test module.
 "$RPROF_TOP/scripts/workloads.sh" install "$root"
+# The busy test module built for RPROF_VM_KERNEL (make check-distro).
+[ -z "${RPROF_VM_BUSY_MODULE:-}" ] || cp "$RPROF_VM_BUSY_MODULE" "$root/lib/rprof_busy.ko"
 echo 'root:x:0:0:root:/:/bin/sh' >"$root/etc/passwd"
 echo 'nobody:x:65534:65534:nobody:/:/bin/sh' >>"$root/etc/passwd"
 chmod +x "$root/init"
@@ -102,7 +111,7 @@ timeout -k 10 "$TIMEOUT" nice -n "$QEMU_NICE" qemu-system-x86_64 -name rprof,deb
 	-machine q35 -cpu max,la57=off -m 1024 -smp 2 ${RPROF_QEMU_EXTRA:-} \
 	-display none -monitor none -no-reboot \
 	-serial "file:$OUT/console.log" -serial "file:$OUT/results.log" \
-	-kernel "$KDIR/arch/x86/boot/bzImage" -initrd "$OUT/initramfs.cpio.gz" \
+	-kernel "$IMAGE" -initrd "$OUT/initramfs.cpio.gz" \
 	-append "$append" </dev/null 2>"$OUT/qemu.log" &
 runner=$!
 for _ in $(seq 50); do

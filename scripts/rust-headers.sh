@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Makes a distribution kernel's headers usable for out-of-tree Rust modules
+# such as rprof, on the machine that runs that kernel (or in a chroot of
+# its distribution: scripts/distro.sh).  Also DKMS's pre-build step.
+#
+#   scripts/rust-headers.sh [KERNELRELEASE]     (default: uname -r)
+#
+# Debian's linux-headers packages carry no Rust metadata (rust/*.rmeta,
+# libmacros.so, scripts/target.json).  They are made here from the
+# kernel's own source package (linux-source-MAJOR.MINOR, its tarball in
+# /usr/src): configured with the headers' .config, `make prepare
+# modules_prepare`, then copied into /usr/src/linux-headers-RELEASE.
+# The module's Rust symbol names depend on the exact rustc, so rustc must
+# be the one named in the kernel's CONFIG_RUSTC_VERSION_TEXT; this script
+# stops and says which otherwise.  Nothing is done when the metadata is
+# already there.  About 3 minutes on 2 cores.
+set -euo pipefail
+
+KREL=${1:-$(uname -r)}
+H=/usr/src/linux-headers-$KREL
+die() { printf 'rust-headers: %s\n' "$*" >&2; exit 1; }
+say() { printf 'rust-headers: %s\n' "$*" >&2; }
+
+[ -f "$H/.config" ] || die "no $H: install linux-headers-$KREL"
+grep -q '^CONFIG_RUST=y' "$H/.config" ||
+	die "$KREL was built without Rust (CONFIG_RUST is off): no Rust module can load into it; use a Rust-enabled kernel (Debian sid's 7.2 is one)"
+[ -f "$H/rust/libkernel.rmeta" ] && [ -f "$H/scripts/target.json" ] && exit 0
+
+want=$(sed -n 's/^CONFIG_RUSTC_VERSION_TEXT="\(.*\)"$/\1/p' "$H/.config")
+have=$(rustc --version 2>/dev/null || echo "no rustc")
+[ "$want" = "$have" ] ||
+	die "$KREL was built with '$want', this system has '$have': install that rustc and rust-src (on Debian: apt-get install rustc rust-src from the distribution that built the kernel)"
+command -v bindgen >/dev/null || die "no bindgen: apt-get install bindgen"
+
+series=$(echo "$KREL" | cut -d. -f1-2)
+tarball=/usr/src/linux-source-$series.tar.xz
+[ -f "$tarball" ] || die "no $tarball: apt-get install linux-source-$series"
+
+work=$(mktemp -d /var/tmp/rprof-rust-headers.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+say "making the Rust metadata of $KREL from $tarball (about 3 minutes)"
+tar -C "$work" -xf "$tarball"
+src=$work/linux-source-$series
+cp "$H/.config" "$src/.config"
+[ ! -f "$H/Module.symvers" ] || cp "$H/Module.symvers" "$src/Module.symvers"
+make -s -C "$src" KERNELRELEASE="$KREL" olddefconfig
+# The same configuration, or the metadata would describe another kernel
+# (a missing tool, openssl say, can turn options off).
+grep '^CONFIG' "$H/.config" | sort >"$work/want.cfg"
+grep '^CONFIG' "$src/.config" | sort >"$work/have.cfg"
+if ! cmp -s "$work/want.cfg" "$work/have.cfg"; then
+	diff "$work/want.cfg" "$work/have.cfg" >&2 || true
+	die "the source's configuration differs from $KREL's (above): install what the differing options need (openssl, libelf-dev, ...)"
+fi
+make -s -C "$src" -j"$(nproc)" KERNELRELEASE="$KREL" prepare modules_prepare
+mkdir -p "$H/rust"
+cp "$src"/rust/*.rmeta "$src"/rust/*.so "$H/rust/"
+cp "$src/scripts/target.json" "$H/scripts/"
+say "done: $H can build Rust modules"
