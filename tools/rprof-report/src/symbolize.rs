@@ -317,31 +317,6 @@ impl Symbolizer {
         }
     }
 
-    /// The source file and line of each of `vaddrs` (virtual addresses
-    /// of file cookie `cookie`), from the file's DWARF; all `None` if the
-    /// file is not usable or has no line tables.
-    pub fn source_lines(
-        &mut self,
-        cookie: u64,
-        vaddrs: &[u64],
-        names: &Resolver,
-    ) -> Vec<Option<(String, u32)>> {
-        let none = || vec![None; vaddrs.len()];
-        if self.image(cookie, names).is_none() {
-            return none();
-        }
-        let Some(CookieName::File { path, .. }) = names.name(cookie) else {
-            return none();
-        };
-        let Ok(data) = rprof_symbols::elf::read_file(&self.host_path(path)) else {
-            return none();
-        };
-        match rprof_symbols::dwarf::Lines::parse(&data) {
-            Some(lines) => vaddrs.iter().map(|v| lines.line(*v)).collect(),
-            None => none(),
-        }
-    }
-
     /// The inlined functions at each of `vaddrs` in the file of `cookie`
     /// ([`rprof_symbols::dwarf::Lines::frames`]; empty where DWARF says
     /// nothing).
