@@ -76,13 +76,26 @@ make_root() {
 	echo "${PACKAGES[*]}" >"$ROOT/.rprof-ready"
 }
 
+# What the chroot holds, for the record: $BASE/versions, and one line.
+record_versions() {
+	in_root dpkg-query -W -f '${Package} ${Version}\n' rustc rust-src bindgen gcc \
+		"$KSRC" "linux-headers-$KREL" >"$BASE/versions" 2>/dev/null || true
+	msg "chroot: $(tr '\n' ' ' <"$BASE/versions")"
+}
+
 # The Rust metadata of the headers tree (once): scripts/rust-headers.sh
 # in the chroot, which also checks rustc against the kernel's.
 prepare_headers() {
 	cp "$RPROF_TOP/scripts/rust-headers.sh" "$ROOT/rprof-rust-headers.sh"
-	in_root bash /rprof-rust-headers.sh "$KREL" >"$BASE/prepare.log" 2>&1 ||
-		{ tail -n 5 "$BASE/prepare.log" >&2; die "preparing the headers of $KREL failed (see $BASE/prepare.log)"; }
-	msg "$(grep -m1 . "$BASE/prepare.log" || echo "the headers of $KREL have their Rust metadata")"
+	local err
+	if ! in_root bash /rprof-rust-headers.sh "$KREL" >"$BASE/prepare.log" 2>&1; then
+		# Its own verdict in one line (rustc not the kernel's, ...), or
+		# the end of the kernel build's output.
+		err=$(sed -n 's/^rust-headers: error: //p' "$BASE/prepare.log" | tail -n 1)
+		[ -n "$err" ] || tail -n 5 "$BASE/prepare.log" >&2
+		die "${err:-preparing the headers of $KREL failed} (see $BASE/prepare.log)"
+	fi
+	sed -n 's/^rust-headers: /[rprof] /p' "$BASE/prepare.log" >&2
 }
 
 build_module() {
@@ -144,6 +157,7 @@ t0=$SECONDS
 mkdir -p "$OUTD"
 make_root
 mount_root
+record_versions
 prepare_headers
 [ "${1:-}" = --prepare ] && exit 0
 if [ "${1:-}" = --dkms ]; then

@@ -18,19 +18,21 @@ set -euo pipefail
 
 KREL=${1:-$(uname -r)}
 H=/usr/src/linux-headers-$KREL
-die() { printf 'rust-headers: %s\n' "$*" >&2; exit 1; }
+die() { printf 'rust-headers: error: %s\n' "$*" >&2; exit 1; }
 say() { printf 'rust-headers: %s\n' "$*" >&2; }
 
 [ -f "$H/.config" ] || die "no $H: install linux-headers-$KREL"
 grep -q '^CONFIG_RUST=y' "$H/.config" ||
 	die "$KREL was built without Rust (CONFIG_RUST is off): no Rust module can load into it; use a Rust-enabled kernel (Debian sid's 7.2 is one)"
-[ -f "$H/rust/libkernel.rmeta" ] && [ -f "$H/scripts/target.json" ] && exit 0
-
+# Checked on every run, metadata or not: a module built by another rustc
+# has Rust symbol names the kernel does not export, and will not load.
 want=$(sed -n 's/^CONFIG_RUSTC_VERSION_TEXT="\(.*\)"$/\1/p' "$H/.config")
 have=$(rustc --version 2>/dev/null || echo "no rustc")
 [ "$want" = "$have" ] ||
 	die "$KREL was built with '$want', this system has '$have': install that rustc and rust-src (on Debian: apt-get install rustc rust-src from the distribution that built the kernel)"
 command -v bindgen >/dev/null || die "no bindgen: apt-get install bindgen"
+say "$have is the kernel's rustc"
+[ -f "$H/rust/libkernel.rmeta" ] && [ -f "$H/scripts/target.json" ] && exit 0
 
 series=$(echo "$KREL" | cut -d. -f1-2)
 tarball=/usr/src/linux-source-$series.tar.xz
