@@ -19,9 +19,15 @@ all: modules
 
 modules:
 	@if ! [ -f "$(KDIR)/Makefile" ]; then \
-		echo "rprof: no kernel build tree at KDIR=$(KDIR); build the test kernel with 'make vm-kernel' and use 'make check' / 'make demo', or pass KDIR=<a Rust-enabled 6.12 build tree>"; exit 1; fi
+		echo "rprof: no kernel build tree at KDIR=$(KDIR); build the test kernel with 'make vm-kernel' and use 'make check' / 'make demo', or pass KDIR=<a Rust-enabled 6.12 or 7.x build tree>"; exit 1; fi
 	@if ! grep -qs '^CONFIG_RUST=y' "$(KDIR)/.config"; then \
-		echo "rprof: the kernel at KDIR=$(KDIR) has no CONFIG_RUST=y; rprof needs a Rust-enabled 6.12 kernel ('make vm-kernel' builds one)"; exit 1; fi
+		echo "rprof: the kernel at KDIR=$(KDIR) has no CONFIG_RUST=y; rprof needs a Rust-enabled kernel (README: Running rprof on your kernel)"; exit 1; fi
+	@want=$$(sed -n 's/^CONFIG_RUSTC_VERSION_TEXT="\(.*\)"$$/\1/p' "$(KDIR)/.config"); \
+	have=$$($(RUSTC) --version 2>/dev/null); \
+	if [ -n "$$want" ] && [ "$$want" != "$$have" ]; then \
+		echo "rprof: the kernel at KDIR=$(KDIR) was built with '$$want', RUSTC=$(RUSTC) is '$$have': pass RUSTC=<that rustc> or install it"; exit 1; fi
+	@if ! [ -f "$(KDIR)/rust/libkernel.rmeta" ]; then \
+		echo "rprof: the kernel at KDIR=$(KDIR) has no Rust metadata (rust/libkernel.rmeta); for a distribution's headers run scripts/rust-headers.sh first"; exit 1; fi
 	$(MAKE) -C $(KDIR) M=$(CURDIR) RUSTC=$(RUSTC) BINDGEN=$(BINDGEN) $(if $(LLVM),LLVM=$(LLVM)) modules
 
 # The test kernel, built once into the cache ($(HOME)/.cache/rprof).
