@@ -45,7 +45,18 @@ tar -C "$work" -xf "$tarball"
 src=$work/linux-source-$series
 cp "$H/.config" "$src/.config"
 [ ! -f "$H/Module.symvers" ] || cp "$H/Module.symvers" "$src/Module.symvers"
-make -s -C "$src" KERNELRELEASE="$KREL" olddefconfig
+# The kernel's own compiler, by the name that built it: Debian's is
+# x86_64-linux-gnu-gcc-16, and plain `gcc` (the same compiler) would
+# still change CONFIG_CC_VERSION_TEXT.
+kmake=(make -s -C "$src" KERNELRELEASE="$KREL")
+if grep -q '^CONFIG_CC_IS_CLANG=y' "$H/.config"; then
+	kmake+=(LLVM=1)
+else
+	cc=$(sed -n 's/^CONFIG_CC_VERSION_TEXT="\([^" ]*\) .*/\1/p' "$H/.config")
+	command -v "$cc" >/dev/null || die "$KREL was built by $cc, which is not installed: install it (gcc-N)"
+	kmake+=(CC="$cc")
+fi
+"${kmake[@]}" olddefconfig
 # The same configuration, or the metadata would describe another kernel
 # (a missing tool, openssl say, can turn options off).
 grep '^CONFIG' "$H/.config" | sort >"$work/want.cfg"
@@ -54,7 +65,7 @@ if ! cmp -s "$work/want.cfg" "$work/have.cfg"; then
 	diff "$work/want.cfg" "$work/have.cfg" >&2 || true
 	die "the source's configuration differs from $KREL's (above): install what the differing options need (openssl, libelf-dev, ...)"
 fi
-make -s -C "$src" -j"$(nproc)" KERNELRELEASE="$KREL" prepare modules_prepare
+"${kmake[@]}" -j"$(nproc)" prepare modules_prepare
 mkdir -p "$H/rust"
 cp "$src"/rust/*.rmeta "$src"/rust/*.so "$H/rust/"
 cp "$src/scripts/target.json" "$H/scripts/"
