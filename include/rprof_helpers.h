@@ -105,6 +105,8 @@ void rprof_resolve_user_frames(struct mm_struct *mm, __u32 seq,
 			       const __u64 *ips, __u32 n,
 			       struct rprof_frame_res *out);
 /* mm_count references (the mm_struct stays, not its mappings). */
+/* current's mm_lock_seq now, 0 without an mm; NMI-safe. */
+__u32 rprof_current_mm_seq(void);
 void rprof_mm_grab(struct mm_struct *mm);
 /* Counts module loads and unloads (COMING and GOING notifications). */
 __u32 rprof_module_generation(void);

@@ -272,7 +272,7 @@ impl Drain {
             // record's first, which holds `rec` (`RingSlot` invariant):
             // the handler and this drain take chains from one session's
             // configuration, which has no depths without the flag
-            // (`Config::new`), and a session's rings are its own.
+            // (`Config::check`), and a session's rings are its own.
             let rec = unsafe { slot.rec };
             self.process(buf, cpu, &rec, &[], reserve);
             return true;

@@ -435,7 +435,10 @@ u32 rprof_callchain(struct pt_regs *regs, u64 *ips, u32 max_k, u32 max_u,
 		if (max_k)
 			flags |= rprof_kernel_chain(regs, ips, max_k, &k);
 		/* On behalf of a user task: the user side from its entry. */
-		if (current->mm && !(current->flags & PF_KTHREAD))
+		/* Not for kernel threads, nor for io_uring or vhost workers
+		 * (PF_USER_WORKER): their user registers were never user code's
+		 * (ip 0, a creator's stale frame pointer). */
+		if (current->mm && !(current->flags & (PF_KTHREAD | PF_USER_WORKER)))
 			uregs = task_pt_regs(current);
 		if (uregs && max_u) {
 			ips[k + u++] = uregs->ip;
@@ -534,6 +537,15 @@ long rprof_ptr_err(const void *ptr)
  * seqcount (per-VMA locking): rprof_resolve_user() uses it to refuse VMAs
  * created or changed after the sample.
  */
+/* current's address-space write-lock sequence now (0 without one).  NMI
+ * context: the chain path reads it at the sample, before the walk. */
+u32 rprof_current_mm_seq(void)
+{
+	struct mm_struct *mm = current->mm;
+
+	return mm ? READ_ONCE(mm->mm_lock_seq.sequence) : 0;
+}
+
 struct mm_struct *rprof_current_mm_get(u32 *seq)
 {
 	struct mm_struct *mm = current->mm;

@@ -170,6 +170,7 @@ extern "C" {
     ) -> c_int;
 
     pub(crate) fn rprof_current_mm_get(seq: *mut u32) -> *mut MmStruct;
+    pub(crate) fn rprof_current_mm_seq() -> u32;
     pub(crate) fn rprof_chain_alloc() -> c_int;
     pub(crate) fn rprof_chain_free();
     pub(crate) fn rprof_chain_scratch() -> *mut u64;

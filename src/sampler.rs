@@ -204,12 +204,24 @@ pub(crate) unsafe extern "C" fn rprof_on_sample(ctx: *mut c_void, sample: *const
 }
 
 /// The ring record of `sample`, with a counted reference on current's
-/// address space.  NMI context: called only once a slot is reserved.
+/// address space and its sequence now.  NMI context: called only once a
+/// slot is reserved.
 #[inline(always)]
 fn record(ctx: &HandlerCtx, sample: &RawSample, nk: u32, nu: u32, chain: u8) -> RingSlot {
+    record_at(ctx, sample, nk, nu, chain, None)
+}
+
+/// [`record`] with the address-space sequence read earlier, at the sample
+/// (`seq`), if given: a chain walk takes microseconds, and the drain
+/// accepts only mappings older than the sequence the record carries.
+#[inline(always)]
+fn record_at(ctx: &HandlerCtx, sample: &RawSample, nk: u32, nu: u32, chain: u8, seq: Option<u32>) -> RingSlot {
     let mut mm_seq = 0;
     // SAFETY: NMI-safe: an atomic increment on current's mm, if any.
     let mm = unsafe { helpers::rprof_current_mm_get(&mut mm_seq) };
+    // `current->mm` cannot change while the handler runs: the sequence read
+    // at the sample is this mm's.
+    let mm_seq = seq.unwrap_or(mm_seq);
     RingSlot {
         rec: RingRecord {
             sample: *sample,
@@ -231,6 +243,8 @@ fn record(ctx: &HandlerCtx, sample: &RawSample, nk: u32, nu: u32, chain: u8) -> 
 /// `regs` are the sampled registers; the caller is the overflow handler.
 #[inline(never)]
 unsafe fn push_chain(ring: &SampleRing, ctx: &HandlerCtx, sample: &RawSample, regs: *mut c_void) -> Push {
+    // SAFETY: NMI-safe: reads current's mm and its sequence.
+    let seq = unsafe { helpers::rprof_current_mm_seq() };
     // SAFETY: This CPU's scratch of our context level: no other handler
     // uses it until we return (`rprof_chain_scratch`'s contract).
     let ips = unsafe { helpers::rprof_chain_scratch() };
@@ -242,11 +256,11 @@ unsafe fn push_chain(ring: &SampleRing, ctx: &HandlerCtx, sample: &RawSample, re
     let total = (nk as usize + nu as usize).min(helpers::CHAIN_WORDS);
     // SAFETY: rprof_callchain wrote `total` words at `ips`, ours (above).
     let words = unsafe { core::slice::from_raw_parts(ips, total) };
-    push_frames(ring, words, nk, nu, flags, |nk, nu, chain| record(ctx, sample, nk, nu, chain))
+    push_frames(ring, words, nk, flags, |nk, nu, chain| record_at(ctx, sample, nk, nu, chain, Some(seq)))
 }
 
-/// Pushes a sample with its chain `words` (`nk` kernel frames, then `nu`
-/// user frames, ended as `flags` say) as one record, or without the chain
+/// Pushes a sample with its chain `words` (the first `nk` kernel frames,
+/// the rest user frames, ended as `flags` say) as one record, or without the chain
 /// (flagged `RPROF_STACK_CUT`) when the ring has no room for the chain but
 /// has for the sample.  Only a ring without room for the sample loses it,
 /// counted once.  `make(nk, nu, chain)` builds the first slot and runs
@@ -256,10 +270,15 @@ pub(crate) fn push_frames(
     ring: &SampleRing,
     words: &[u64],
     nk: u32,
-    nu: u32,
     flags: u32,
     make: impl Fn(u32, u32, u8) -> RingSlot,
 ) -> Push {
+    // The counts the record carries are the words the ring holds: the
+    // reader consumes `(nk + nu).div_ceil(SLOT_WORDS)` continuation slots
+    // (`pop`), and both must fit the record's u8 fields.
+    let words = &words[..words.len().min(2 * uapi::RPROF_MAX_FRAMES as usize)];
+    let nk = nk.min(words.len() as u32);
+    let nu = words.len() as u32 - nk;
     let total = words.len();
     let chain = CHAIN_TAKEN | (flags as u8 & 0x3f);
     let extra = total.div_ceil(SLOT_WORDS) as u64;

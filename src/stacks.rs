@@ -82,7 +82,9 @@ impl Word for rprof_frame {
 /// `slots.len() == SLOTS`; `used` slots have a non-zero value; each used
 /// slot's chain is `arena[start..start + len]`; `arena.len() <= cap`.
 struct Table<T: Word> {
-    slots: KVec<Entry>,
+    /// 8192 entries: vmalloc'd if need be (`KVVec`), not one high-order
+    /// kmalloc that a fragmented machine may refuse.
+    slots: KVVec<Entry>,
     arena: KVVec<T>,
     cap: usize,
     used: usize,
@@ -90,7 +92,7 @@ struct Table<T: Word> {
 
 impl<T: Word> Table<T> {
     fn new(cap: usize) -> Result<Self> {
-        let mut slots = KVec::new();
+        let mut slots = KVVec::new();
         slots.extend_with(SLOTS, Entry::default(), GFP_KERNEL)?;
         let arena = KVVec::with_capacity(cap, GFP_KERNEL)?;
         // INVARIANT: all slots empty, arena empty.

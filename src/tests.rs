@@ -887,7 +887,7 @@ fn chain_cut_keeps_the_sample(t: &mut Test) {
     };
     let words = [0x1234u64; 40];
     // A chain that fits: 40 frames in continuation slots.
-    let pushed = sampler::push_frames(&ring, &words, 10, 30, 0, make(1));
+    let pushed = sampler::push_frames(&ring, &words, 10, 0, make(1));
     kassert!(t, matches!(pushed, Push::Stored(_)));
     let extra = words.len().div_ceil(sampler::SLOT_WORDS);
     // Leave one free slot: the next chain cannot fit, its sample can.
@@ -895,13 +895,13 @@ fn chain_cut_keeps_the_sample(t: &mut Test) {
         let _ = ring.push(RingRecord::new(RawSample { time_ns: 100 + i, ..Default::default() }, 0).into());
     }
     let lost = ring.lost();
-    let pushed = sampler::push_frames(&ring, &words, 10, 30, RPROF_STACK_USER_TRUNCATED, make(2));
+    let pushed = sampler::push_frames(&ring, &words, 10, RPROF_STACK_USER_TRUNCATED, make(2));
     kassert!(t, matches!(pushed, Push::Stored(64)), "{:?}", pushed);
     kassert_eq!(t, ring.lost(), lost);
     // Now full: the next sample is lost whole and counted once, with or
     // without frames.
-    kassert_eq!(t, sampler::push_frames(&ring, &words, 10, 30, 0, make(3)), Push::Full);
-    kassert_eq!(t, sampler::push_frames(&ring, &[], 0, 0, 0, make(4)), Push::Full);
+    kassert_eq!(t, sampler::push_frames(&ring, &words, 10, 0, make(3)), Push::Full);
+    kassert_eq!(t, sampler::push_frames(&ring, &[], 0, 0, make(4)), Push::Full);
     kassert_eq!(t, ring.lost(), lost + 2);
     let mut frames = [0u64; 256];
     let (mut first, mut cut, mut seen) = (false, false, 0);
@@ -1039,6 +1039,40 @@ fn raw_chains_match_only_same_space_and_words(t: &mut Test) {
     unsafe { helpers::rprof_mm_put(mm) };
 }
 
+/// Counts that disagree with the words given cannot make a record whose
+/// continuation slots the reader would miscount: `push_frames` derives
+/// them from the words (a kernel count above them is cut to them).
+fn chain_counts_follow_the_words(t: &mut Test) {
+    let Ok(ring) = sampler::new_ring(64) else {
+        kassert!(t, false, "ring allocation failed");
+        return;
+    };
+    let make = |i: u64| {
+        move |nk: u32, nu: u32, chain: u8| {
+            let mut r = RingRecord::new(RawSample { time_ns: i, ..Default::default() }, 0);
+            r.nk = nk as u8;
+            r.nu = nu as u8;
+            r.chain = chain;
+            r.into()
+        }
+    };
+    // Nine words (one continuation slot), but 20 kernel frames claimed.
+    kassert!(t, matches!(sampler::push_frames(&ring, &[5; 9], 20, 0, make(1)), Push::Stored(_)));
+    // More words than any chain has: cut to 2 x RPROF_MAX_FRAMES.
+    let many = [6u64; 300];
+    kassert!(t, matches!(sampler::push_frames(&ring, &many, 1, 0, make(2)), Push::Stored(_)));
+    kassert!(t, matches!(ring.push(RingRecord::new(RawSample { time_ns: 3, ..Default::default() }, 0).into()), Push::Stored(_)));
+    let mut frames = [0u64; 256];
+    let mut seen = KVec::new();
+    // SAFETY: The only reader of this ring.
+    while let Some(rec) = unsafe { sampler::pop(&ring, &mut frames) } {
+        let _ = seen.push((rec.sample.time_ns, rec.nk, rec.nu), GFP_KERNEL);
+    }
+    let max = 2 * RPROF_MAX_FRAMES as u8;
+    kassert_eq!(t, &seen[..], &[(1u64, 9u8, 0u8), (2, 1, max - 1), (3, 0, 0)][..]);
+    kassert_eq!(t, ring.stored(), 3);
+}
+
 kunit_suite!(
     CHAIN_SUITE,
     "rprof-chains",
@@ -1047,7 +1081,8 @@ kunit_suite!(
         ring_multi_slot_records,
         chain_cut_keeps_the_sample,
         chain_user_walk_real_stack,
-        raw_chains_match_only_same_space_and_words
+        raw_chains_match_only_same_space_and_words,
+        chain_counts_follow_the_words
     ]
 );
 

@@ -109,7 +109,8 @@ struct rprof_cpu_stats {
 	__u64 lost_ring;        /* dropped: this CPU's ring was full */
 	__u64 lost_buffer;      /* dropped: the event buffer was full */
 	__u64 delivered;        /* put into the event buffer */
-	__u64 ring_high_water;  /* highest ring fill seen, in records */
+	__u64 ring_high_water;  /* highest ring fill seen, in slots (a
+				 * sample with a chain takes several) */
 	__u64 throttled;        /* times perf throttled a counter */
 	__u64 lost_no_mm;       /* user sample of a task without an mm */
 	__u64 lost_no_mapping;  /* user ip in no mapping (or one changed since) */
@@ -118,8 +119,9 @@ struct rprof_cpu_stats {
 
 /*
  * Call chains of a session with RPROF_CONFIG_CALLCHAIN, summed over CPUs.
- * A sample whose chain did not fit is delivered without it (or with the
- * part that fit) and counted in cut_space: chains never cost a sample.
+ * A sample whose chain did not fit the ring is delivered without it
+ * (flagged RPROF_SAMPLE_CHAIN_CUT) and counted in cut_space: a chain
+ * never costs its sample a ring slot.
  */
 struct rprof_chain_stats {
 	__u64 chains;        /* samples delivered with a chain */
@@ -278,7 +280,7 @@ struct rprof_record_header {
 #define RPROF_SAMPLE_USER (1U << 0)     /* taken in user mode */
 #define RPROF_SAMPLE_STACK (1U << 1)    /* has a stack: size covers .stack */
 #define RPROF_SAMPLE_CHAIN_CUT (1U << 2) /* the chain did not fit the ring:
-					  * cut short, or no stack at all */
+					  * the sample comes without it */
 #define RPROF_SAMPLE_EVENT_SHIFT 8      /* bits 8-10: index into events[] */
 #define RPROF_SAMPLE_EVENT_MASK (7U << RPROF_SAMPLE_EVENT_SHIFT)
 
@@ -362,7 +364,7 @@ struct rprof_module {
 #define RPROF_STACK_USER_BAD_FP (1U << 3) /* misaligned frame pointer, or
 					   * one not above the previous */
 #define RPROF_STACK_KERNEL_ERROR (1U << 4) /* the kernel unwinder failed */
-#define RPROF_STACK_CUT (1U << 5)  /* cut short for space in the ring */
+#define RPROF_STACK_CUT (1U << 5)  /* dropped for space in the ring */
 
 /* One frame of a chain, relative to a cookie as a sample is (a COOKIE or
  * MODULE record names it earlier in the stream). */
