@@ -154,7 +154,14 @@ dkms_check() {
 }
 
 t0=$SECONDS
-mkdir -p "$OUTD"
+mkdir -p "$OUTD" "$BASE"
+# One run at a time per chroot: it is shared by every checkout (and
+# worktree) on the machine, and runs share its /build and its mounts.
+exec 9>"$BASE/lock"
+flock -n 9 || {
+	msg "waiting for another scripts/distro.sh using $BASE"
+	flock 9
+}
 make_root
 mount_root
 record_versions
