@@ -50,6 +50,19 @@ unmount_root() {
 trap unmount_root EXIT
 in_root() { chroot "$ROOT" env LC_ALL=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"; }
 
+# kernel_moved prints one line, and succeeds, when the mirror no longer
+# has the kernel's headers or source package: what it has instead and
+# how to build for that.
+kernel_moved() {
+	local have src
+	in_root apt-cache show "linux-headers-$KREL" >/dev/null 2>&1 &&
+		in_root apt-cache show "$KSRC" >/dev/null 2>&1 && return 1
+	have=$(in_root apt-cache search --names-only '^linux-headers-[0-9][0-9.]*[+]deb[0-9]*-amd64$' |
+		sed 's/ .*//; s/^linux-headers-//' | sort -V | tail -n 1)
+	src=$(in_root apt-cache search --names-only '^linux-source-[0-9][0-9.]*$' | sed 's/ .*//' | sort -V | tail -n 1)
+	echo "$SUITE no longer has linux-headers-$KREL or $KSRC: the distribution moved on${have:+ to $have}; set RPROF_DISTRO_KREL=${have:-...} RPROF_DISTRO_KSRC=${src:-...} to build for it"
+}
+
 make_root() {
 	if [ -f "$ROOT/.rprof-ready" ]; then
 		# Packages added to the list since the chroot was made.
@@ -71,8 +84,10 @@ make_root() {
 		die "debootstrap failed (see $BASE/debootstrap.log)"
 	mount_root
 	in_root apt-get "${APT[@]}" update >"$BASE/apt.log" 2>&1 || die "apt-get update failed (see $BASE/apt.log)"
+	local moved
+	moved=$(kernel_moved) && die "$moved"
 	in_root apt-get "${APT[@]}" install -y --no-install-recommends "${PACKAGES[@]}" >>"$BASE/apt.log" 2>&1 ||
-		die "the $SUITE mirror no longer has ${PACKAGES[*]: -2}: the distribution moved on (set RPROF_DISTRO_KREL and RPROF_DISTRO_KSRC; see $BASE/apt.log)"
+		die "installing ${PACKAGES[*]} in the $SUITE chroot failed (see $BASE/apt.log)"
 	echo "${PACKAGES[*]}" >"$ROOT/.rprof-ready"
 }
 
@@ -154,7 +169,14 @@ dkms_check() {
 }
 
 t0=$SECONDS
-mkdir -p "$OUTD"
+mkdir -p "$OUTD" "$BASE"
+# One run at a time per chroot: it is shared by every checkout (and
+# worktree) on the machine, and runs share its /build and its mounts.
+exec 9>"$BASE/lock"
+flock -n 9 || {
+	msg "waiting for another scripts/distro.sh using $BASE"
+	flock 9
+}
 make_root
 mount_root
 record_versions
@@ -170,3 +192,5 @@ msg "done in $((SECONDS - t0)) s"
 echo "module $OUTD/rprof.ko"
 echo "busy $OUTD/busymod/rprof_busy.ko"
 echo "kernel $BASE/vmlinuz"
+echo "release $KREL"
+echo "config $ROOT$HEADERS/.config"

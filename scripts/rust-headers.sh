@@ -13,7 +13,7 @@
 # The module's Rust symbol names depend on the exact rustc, so rustc must
 # be the one named in the kernel's CONFIG_RUSTC_VERSION_TEXT; this script
 # stops and says which otherwise.  Nothing is done when the metadata is
-# already there.  About 3 minutes on 2 cores.
+# already there.  One to three minutes on 2 cores.
 set -euo pipefail
 
 KREL=${1:-$(uname -r)}
@@ -40,7 +40,7 @@ tarball=/usr/src/linux-source-$series.tar.xz
 
 work=$(mktemp -d /var/tmp/rprof-rust-headers.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-say "making the Rust metadata of $KREL from $tarball (about 3 minutes)"
+say "making the Rust metadata of $KREL from $tarball (a minute or two)"
 tar -C "$work" -xf "$tarball"
 src=$work/linux-source-$series
 cp "$H/.config" "$src/.config"

@@ -8,7 +8,7 @@
 //! | what | 6.12 | 7.x |
 //! |---|---|---|
 //! | plain-data marker traits | `kernel::types::{FromBytes, AsBytes}` | `kernel::transmute::{FromBytes, AsBytes}` |
-//! | `module!`'s author key | `author: "..."` | `authors: ["..."]` (in `rprof_main.rs`) |
+//! | `module!`'s author key | `author: "..."` | `authors: ["..."]` |
 //! | user pointers | `UserPtr = usize` | `UserPtr` a type of its own |
 //! | emptying a `Vec` | `set_len(0)` (no `clear`) | `clear()` (no `set_len`) |
 //!
@@ -16,6 +16,35 @@
 //! initialised to a local of the field's name, so the values fed to later
 //! fields must not be locals named like earlier fields, and no field may
 //! be called `slot`, the name of the macro's own pointer (`device.rs`).
+
+/// `module!` with the key for the author that the target's macro takes.
+#[cfg(rprof_kapi_6_12)]
+macro_rules! module_with_author {
+    (type: $t:ident, name: $n:tt, author: $a:tt, description: $d:tt, license: $l:tt $(,)?) => {
+        kernel::prelude::module! {
+            type: $t,
+            name: $n,
+            author: $a,
+            description: $d,
+            license: $l,
+        }
+    };
+}
+
+/// `module!` with the key for the author that the target's macro takes.
+#[cfg(not(rprof_kapi_6_12))]
+macro_rules! module_with_author {
+    (type: $t:ident, name: $n:tt, author: $a:tt, description: $d:tt, license: $l:tt $(,)?) => {
+        kernel::prelude::module! {
+            type: $t,
+            name: $n,
+            authors: [$a],
+            description: $d,
+            license: $l,
+        }
+    };
+}
+pub(crate) use module_with_author;
 
 #[cfg(rprof_kapi_6_12)]
 pub(crate) use kernel::types::{AsBytes, FromBytes};

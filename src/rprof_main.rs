@@ -43,21 +43,10 @@ mod kunit;
 #[cfg(rprof_kunit)]
 mod tests;
 
-// `author` became `authors` after 6.12 (src/compat.rs).
-#[cfg(rprof_kapi_6_12)]
-module! {
+compat::module_with_author! {
     type: RprofModule,
     name: "rprof",
     author: "rprof developers",
-    description: "rprof system-wide statistical profiler",
-    license: "GPL",
-}
-
-#[cfg(not(rprof_kapi_6_12))]
-module! {
-    type: RprofModule,
-    name: "rprof",
-    authors: ["rprof developers"],
     description: "rprof system-wide statistical profiler",
     license: "GPL",
 }

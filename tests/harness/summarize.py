@@ -14,6 +14,10 @@ Inputs (any may be repeated):
                    lockdep (the checkers the run claims to have had)
   --no-kunit       the guest's kernel has no KUnit (make check-distro): the
                    console is read for kernel reports only
+  --skip NAME=WHY  a suite that cannot run on this kernel (make
+                   check-distro: the KUnit suites, the checkers), counted
+                   as one skipped test with its reason, so that what was
+                   not tested shows in the summary
 
 Every test that ran counts once, as passed, failed or skipped.  Besides
 the tests themselves, these count as failures:
@@ -517,6 +521,8 @@ def main(argv=None):
     ap.add_argument("--expected", help="file listing the suites that must run")
     ap.add_argument("--require-boot", action="append", default=[], choices=sorted(BOOT_LINES))
     ap.add_argument("--no-kunit", action="store_true")
+    ap.add_argument("--skip", action="append", default=[],
+                    help="NAME=WHY: a suite not run on this kernel, and why")
     ap.add_argument("--json")
     args = ap.parse_args(argv)
 
@@ -524,6 +530,9 @@ def main(argv=None):
     for step in args.step:
         name, _, rc = step.partition("=")
         s.check("step:" + name, rc == "0", describe_status(rc))
+    for skip in args.skip:
+        name, _, why = skip.partition("=")
+        s.result(name, "skip", "not run: " + why)
     kinds = []
     for kind, paths, parsers in (
         ("cargo", args.cargo, [parse_cargo]),

@@ -205,6 +205,23 @@ ok 1 rprof-empty
                 f.write("[ 9.0] Oops: int3: 0000 [#1] SMP NOPTI\n")
             self.assertNotEqual(quiet_main(["--console", console, "--no-kunit"]), 0)
 
+    def test_skip_counts_a_suite_not_run_with_its_reason(self):
+        # make check-distro: the KUnit suites and the checkers a
+        # distribution's kernel lacks show as skipped, not as nothing.
+        with tempfile.TemporaryDirectory() as d:
+            console = os.path.join(d, "console.log")
+            with open(console, "w") as f:
+                f.write("[ 0.1] Linux version 7.2.13\n")
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                rc = summarize.main(["--console", console, "--no-kunit",
+                                     "--skip", "kunit:rprof-ring=no KUnit in this kernel"])
+            self.assertEqual(rc, 0)
+            text = out.getvalue()
+            self.assertIn("kunit:rprof-ring: 0 passed, 0 failed, 1 skipped", text)
+            self.assertIn("not run: no KUnit in this kernel", text)
+            self.assertTrue(text.rstrip().endswith("0 failed, 1 skipped"), text)
+
     def test_injected_kunit_failure_fails(self):
         # RPROF_INJECT=kunit-fail: one more suite with a failing case.
         log = KTAP_OK.replace("] 1..1", "] 1..2") + """\
