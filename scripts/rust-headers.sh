@@ -32,17 +32,34 @@ have=$(rustc --version 2>/dev/null || echo "no rustc")
 	die "$KREL was built with '$want', this system has '$have': install that rustc and rust-src (on Debian: apt-get install rustc rust-src from the distribution that built the kernel)"
 command -v bindgen >/dev/null || die "no bindgen: apt-get install bindgen"
 say "$have is the kernel's rustc"
-[ -f "$H/rust/libkernel.rmeta" ] && [ -f "$H/scripts/target.json" ] && exit 0
+# The metadata describes one configuration, symbol table and rustc: made
+# again when any of them changed (a rebuilt headers package keeps its
+# release name).
+stamp=$( { cat "$H/.config" "$H/Module.symvers" 2>/dev/null; echo "$have"; } | sha256sum | cut -c1-16)
+[ -f "$H/rust/libkernel.rmeta" ] && [ -f "$H/scripts/target.json" ] &&
+	[ "$(cat "$H/rust/.rprof-stamp" 2>/dev/null)" = "$stamp" ] && exit 0
 
 series=$(echo "$KREL" | cut -d. -f1-2)
 tarball=/usr/src/linux-source-$series.tar.xz
 [ -f "$tarball" ] || die "no $tarball: apt-get install linux-source-$series"
+# The source must be the kernel's own: metadata made from another release
+# would describe other structure layouts than the kernel has.
+if hv=$(dpkg-query -W -f='${Version}' "linux-headers-$KREL" 2>/dev/null) &&
+	sv=$(dpkg-query -W -f='${Version}' "linux-source-$series" 2>/dev/null); then
+	[ "$hv" = "$sv" ] ||
+		die "linux-source-$series is $sv but linux-headers-$KREL is $hv: install the matching source (apt-get install linux-source-$series=$hv)"
+fi
 
 work=$(mktemp -d /var/tmp/rprof-rust-headers.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 say "making the Rust metadata of $KREL from $tarball (a minute or two)"
 tar -C "$work" -xf "$tarball"
 src=$work/linux-source-$series
+kv=$(make -s -C "$src" kernelversion)
+case $KREL in
+"$kv" | "$kv"[!0-9]*) ;;
+*) die "$tarball holds Linux $kv, not the $KREL kernel's release: install the matching linux-source" ;;
+esac
 cp "$H/.config" "$src/.config"
 [ ! -f "$H/Module.symvers" ] || cp "$H/Module.symvers" "$src/Module.symvers"
 # The kernel's own compiler, by the name that built it: Debian's is
@@ -67,6 +84,8 @@ if ! cmp -s "$work/want.cfg" "$work/have.cfg"; then
 fi
 "${kmake[@]}" -j"$(nproc)" prepare modules_prepare
 mkdir -p "$H/rust"
+rm -f "$H"/rust/*.rmeta "$H"/rust/*.so "$H/rust/.rprof-stamp"
 cp "$src"/rust/*.rmeta "$src"/rust/*.so "$H/rust/"
 cp "$src/scripts/target.json" "$H/scripts/"
+echo "$stamp" >"$H/rust/.rprof-stamp"
 say "done: $H can build Rust modules"
