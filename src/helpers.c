@@ -295,9 +295,9 @@ u64 *rprof_chain_scratch(void)
 
 /*
  * The frame-pointer walk, with the reader inlined where it is a constant:
- * the user walk below reads each frame with two __get_user() calls inside
- * one pagefault_disable() section, as perf_callchain_user() does, instead
- * of a copy_from_user_nmi() (and its checks) per frame.
+ * the user walk below reads each frame with two unsafe_get_user() loads
+ * inside one user-access section with page faults disabled, instead of
+ * a copy_from_user_nmi() (and its checks) per frame.
  */
 static __always_inline u32 rprof_walk_fp_with(u64 fp, u64 *ips, u32 max, u32 *n,
 					      rprof_read_frame_fn read, void *ctx,
@@ -355,6 +355,10 @@ static __always_inline bool rprof_get_user_frame(void *ctx, u64 addr, u64 frame[
 {
 	const u64 __user *p = (const u64 __user *)addr;
 
+	/* The address came from user memory and passed only a branch on
+	 * its bounds: no speculative load through it (Spectre v1), as
+	 * __get_user()'s own barrier gives perf_callchain_user(). */
+	barrier_nospec();
 	unsafe_get_user(frame[0], p, fault);
 	unsafe_get_user(frame[1], p + 1, fault);
 	return true;
