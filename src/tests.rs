@@ -869,6 +869,17 @@ fn ring_multi_slot_records(t: &mut Test) {
     kassert_eq!(t, ring.stored(), 40 + 61);
 }
 
+/// `push_frames`' record maker for a test sample stamped `i`.
+fn chain_record(i: u64) -> impl Fn(u32, u32, u8) -> sampler::RingSlot {
+    move |nk, nu, chain| {
+        let mut r = RingRecord::new(RawSample { time_ns: i, ..Default::default() }, 0);
+        r.nk = nk as u8;
+        r.nu = nu as u8;
+        r.chain = chain;
+        r.into()
+    }
+}
+
 /// A chain that does not fit keeps its sample, flagged CUT and without
 /// frames; only a ring without room for the sample loses it, counted once.
 fn chain_cut_keeps_the_sample(t: &mut Test) {
@@ -876,15 +887,7 @@ fn chain_cut_keeps_the_sample(t: &mut Test) {
         kassert!(t, false, "ring allocation failed");
         return;
     };
-    let make = |i: u64| {
-        move |nk: u32, nu: u32, chain: u8| {
-            let mut r = RingRecord::new(RawSample { time_ns: i, ..Default::default() }, 0);
-            r.nk = nk as u8;
-            r.nu = nu as u8;
-            r.chain = chain;
-            r.into()
-        }
-    };
+    let make = chain_record;
     let words = [0x1234u64; 40];
     // A chain that fits: 40 frames in continuation slots.
     let pushed = sampler::push_frames(&ring, &words, 10, 0, make(1));
@@ -1047,15 +1050,7 @@ fn chain_counts_follow_the_words(t: &mut Test) {
         kassert!(t, false, "ring allocation failed");
         return;
     };
-    let make = |i: u64| {
-        move |nk: u32, nu: u32, chain: u8| {
-            let mut r = RingRecord::new(RawSample { time_ns: i, ..Default::default() }, 0);
-            r.nk = nk as u8;
-            r.nu = nu as u8;
-            r.chain = chain;
-            r.into()
-        }
-    };
+    let make = chain_record;
     // Nine words (one continuation slot), but 20 kernel frames claimed.
     kassert!(t, matches!(sampler::push_frames(&ring, &[5; 9], 20, 0, make(1)), Push::Stored(_)));
     // More words than any chain has: cut to 2 x RPROF_MAX_FRAMES.
