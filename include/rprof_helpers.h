@@ -107,6 +107,9 @@ void rprof_resolve_user_frames(struct mm_struct *mm, __u32 seq,
 /* mm_count references (the mm_struct stays, not its mappings). */
 /* current's mm_lock_seq now, 0 without an mm; NMI-safe. */
 __u32 rprof_current_mm_seq(void);
+/* Whether a process up current's parents has thread group tgid (current's
+ * own group is not looked at).  NMI-safe. */
+bool rprof_current_descends_from(pid_t tgid);
 void rprof_mm_grab(struct mm_struct *mm);
 /* Counts module loads and unloads (COMING and GOING notifications). */
 __u32 rprof_module_generation(void);
@@ -254,6 +257,9 @@ void rprof_test_stop(struct rprof_test *t);
 struct rprof_test_thread;
 struct rprof_test_thread *rprof_test_spawn(void (*fn)(void *ctx), void *ctx);
 void rprof_test_join(struct rprof_test_thread *th);
+int rprof_test_current_tgid(void);
+__u32 rprof_test_nmi_chain_counts(__u64 *chains, __u64 *frames, __u64 *ips);
+bool rprof_test_kernel_symbol(__u64 ip);
 struct mm_struct *rprof_test_user_mm(void);
 struct kunit;
 __u64 rprof_test_user_map(struct kunit *test, __u64 len);

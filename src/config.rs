@@ -114,6 +114,9 @@ impl Config {
         if raw.flags & RPROF_CONFIG_PID_FILTER == 0 && raw.pid != 0 {
             return bad("pid set without the pid filter flag");
         }
+        if raw.flags & RPROF_CONFIG_PID_DESCENDANTS != 0 && raw.flags & RPROF_CONFIG_PID_FILTER == 0 {
+            return bad("descendants without the pid filter flag");
+        }
         let both = RPROF_CONFIG_EXCLUDE_USER | RPROF_CONFIG_EXCLUDE_KERNEL;
         if raw.flags & both == both {
             return bad("excluding both user and kernel leaves nothing");

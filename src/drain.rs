@@ -521,10 +521,7 @@ impl Drain {
         // SAFETY: The record holds a reference on `mm` (or it is null);
         // process context.
         let tag = unsafe { ch.raw.tag(rec.mm.0, rec.mm_seq) };
-        // The mode too: a kernel sample's first user frame is the entry ip,
-        // a user sample's a return address (resolved one byte back).
-        let user = u16::from(rec.sample.flags & RAW_USER != 0);
-        let raw_flags = u16::from(rec.chain & 0x3f) | user << 6 | (nk as u16) << 8;
+        let raw_flags = stacks::raw_key_flags(rec.chain, rec.sample.flags & RAW_USER != 0, nk);
         let raw_hash = stacks::hash_raw(frames, tag, raw_flags);
         if let Some((id, unresolved)) = ch.raw.find(raw_hash, tag, raw_flags, frames) {
             self.chain_stats.unresolved += unresolved;

@@ -550,6 +550,39 @@ u32 rprof_current_mm_seq(void)
 	return mm ? READ_ONCE(mm->mm_lock_seq.sequence) : 0;
 }
 
+/* Deeper process trees than this are not followed (pid_max bounds any
+ * real one; a bound keeps the walk's time bounded in NMI context). */
+#define RPROF_MAX_ANCESTORS 128
+
+/*
+ * NMI context (the overflow handler's pid filter).  An RCU read-side
+ * section, which NMI handlers may enter: a task_struct is freed only after
+ * a grace period (delayed_put_task_struct), so every parent reached through
+ * rcu_dereference() stays valid until rcu_read_unlock(), even if it exits
+ * meanwhile.  Takes no lock, calls nothing that sleeps.
+ */
+bool rprof_current_descends_from(pid_t tgid)
+{
+	struct task_struct *t = current, *p;
+	bool found = false;
+	int i;
+
+	rcu_read_lock();
+	for (i = 0; i < RPROF_MAX_ANCESTORS; i++) {
+		p = rcu_dereference(t->real_parent);
+		/* init_task is its own parent; the idle tasks are pid 0. */
+		if (p == t || !p->pid)
+			break;
+		if (task_tgid_nr(p) == tgid) {
+			found = true;
+			break;
+		}
+		t = p;
+	}
+	rcu_read_unlock();
+	return found;
+}
+
 struct mm_struct *rprof_current_mm_get(u32 *seq)
 {
 	struct mm_struct *mm = current->mm;
@@ -1099,15 +1132,60 @@ struct rprof_test {
  */
 static struct rprof_test *rprof_test_nmi_owner;
 
+/* Call chains the NMI writer took with rprof_callchain(), as the overflow
+ * handler of a PMU counter does in NMI context: how many, their kernel
+ * frames, and the first one, kept for the test to check in process
+ * context (nothing that names a symbol is NMI-safe). */
+#define RPROF_TEST_CHAIN 16
+static atomic64_t rprof_test_nmi_chains, rprof_test_nmi_frames;
+static atomic_t rprof_test_nmi_kept;
+static u64 rprof_test_nmi_first[RPROF_TEST_CHAIN];
+static u32 rprof_test_nmi_first_n;
+
+/* The counts, and the first chain's frames into ips (RPROF_TEST_CHAIN
+ * words); returns how many.  After rprof_test_stop(). */
+u32 rprof_test_nmi_chain_counts(u64 *chains, u64 *frames, u64 *ips)
+{
+	*chains = atomic64_read(&rprof_test_nmi_chains);
+	*frames = atomic64_read(&rprof_test_nmi_frames);
+	if (atomic_read(&rprof_test_nmi_kept) != 2)
+		return 0;
+	memcpy(ips, rprof_test_nmi_first, sizeof(rprof_test_nmi_first));
+	return rprof_test_nmi_first_n;
+}
+
+/* Whether ip is in a function the kernel's symbol table names. */
+bool rprof_test_kernel_symbol(u64 ip)
+{
+	char buf[KSYM_SYMBOL_LEN];
+
+	sprint_symbol(buf, ip);
+	pr_info("rprof: NMI chain frame %pS\n", (void *)ip);
+	return !(buf[0] == '0' && buf[1] == 'x');
+}
+
 static int rprof_test_nmi(unsigned int type, struct pt_regs *regs)
 {
 	struct rprof_test *t = READ_ONCE(rprof_test_nmi_owner);
 	unsigned int cpu = smp_processor_id();
+	u64 ips[2 * RPROF_TEST_CHAIN];
+	u32 nk, nu;
 
 	if (!t || !atomic_xchg(&t->cpus[cpu].nmi_expected, 0))
 		return NMI_DONE;
 	WARN_ON_ONCE(!in_nmi());
 	t->fn(t->ctx, cpu, RPROF_TEST_SRC_NMI);
+	/* The NMI interrupted the timer's hard IRQ: a kernel chain through
+	 * the IRQ stack, walked by the kernel's unwinder in NMI context. */
+	rprof_callchain(regs, ips, RPROF_TEST_CHAIN, RPROF_TEST_CHAIN, &nk, &nu);
+	atomic64_inc(&rprof_test_nmi_chains);
+	atomic64_add(nk, &rprof_test_nmi_frames);
+	/* 0 -> 1: this NMI keeps its chain; 2: kept, readable. */
+	if (!atomic_cmpxchg(&rprof_test_nmi_kept, 0, 1)) {
+		memcpy(rprof_test_nmi_first, ips, sizeof(rprof_test_nmi_first));
+		rprof_test_nmi_first_n = min_t(u32, nk, RPROF_TEST_CHAIN);
+		atomic_set_release(&rprof_test_nmi_kept, 2);
+	}
 	return NMI_HANDLED;
 }
 
@@ -1164,6 +1242,9 @@ struct rprof_test *rprof_test_start(void (*fn)(void *, unsigned int, unsigned in
 	t->fn = fn;
 	t->ctx = ctx;
 	t->period_ns = period_ns;
+	atomic64_set(&rprof_test_nmi_chains, 0);
+	atomic64_set(&rprof_test_nmi_frames, 0);
+	atomic_set(&rprof_test_nmi_kept, 0);
 	/* One test at a time owns the NMI handler (KUnit runs cases one by one). */
 	if (!register_nmi_handler(NMI_LOCAL, rprof_test_nmi, 0, "rprof_test"))
 		WRITE_ONCE(rprof_test_nmi_owner, t);
@@ -1273,6 +1354,11 @@ unsigned int rprof_test_dentry_count(const struct path *path)
  * A user address space for tests, which run in kthreads (no mm of their
  * own): init's, with an mm_users reference (rprof_mm_put() drops it).
  */
+int rprof_test_current_tgid(void)
+{
+	return task_tgid_nr(current);
+}
+
 struct mm_struct *rprof_test_user_mm(void)
 {
 	struct pid *pid = find_get_pid(1);

@@ -171,6 +171,9 @@ extern "C" {
 
     pub(crate) fn rprof_current_mm_get(seq: *mut u32) -> *mut MmStruct;
     pub(crate) fn rprof_current_mm_seq() -> u32;
+    /// Whether a process up current's chain of parents has thread group
+    /// `tgid` (current's own group is not looked at).  NMI-safe.
+    pub(crate) fn rprof_current_descends_from(tgid: i32) -> bool;
     pub(crate) fn rprof_chain_alloc() -> c_int;
     pub(crate) fn rprof_chain_free();
     pub(crate) fn rprof_chain_scratch() -> *mut u64;
@@ -236,6 +239,9 @@ extern "C" {
     pub(crate) fn rprof_test_spawn(f: unsafe extern "C" fn(ctx: *mut c_void), ctx: *mut c_void) -> *mut c_void;
     pub(crate) fn rprof_test_join(th: *mut c_void);
     pub(crate) fn rprof_test_user_mm() -> *mut MmStruct;
+    pub(crate) fn rprof_test_current_tgid() -> i32;
+    pub(crate) fn rprof_test_nmi_chain_counts(chains: *mut u64, frames: *mut u64, ips: *mut u64) -> u32;
+    pub(crate) fn rprof_test_kernel_symbol(ip: u64) -> bool;
     pub(crate) fn rprof_walk_fp(
         fp: u64,
         ips: *mut u64,

@@ -159,6 +159,8 @@ pub(crate) struct HandlerCtx {
     pub(crate) max_user: u16,
     /// Only samples of this thread group, or all if negative.
     pub(crate) pid: i32,
+    /// With `pid`: the samples of its descendants too.
+    pub(crate) descendants: bool,
     /// Kick the drain when the ring holds at least this many records.
     pub(crate) kick_at: u64,
 }
@@ -178,7 +180,10 @@ pub(crate) unsafe extern "C" fn rprof_on_sample(ctx: *mut c_void, sample: *const
     // SAFETY: The C caller passes a sample on its stack.
     let sample = unsafe { *sample };
     if ctx.pid >= 0 && sample.pid != ctx.pid as u32 {
-        return;
+        // SAFETY: NMI-safe: an RCU walk up current's parents.
+        if !ctx.descendants || !unsafe { helpers::rprof_current_descends_from(ctx.pid) } {
+            return;
+        }
     }
     // SAFETY: `ring` outlives the counter (`HandlerCtx` invariant).
     let ring = unsafe { &*ctx.ring };

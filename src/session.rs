@@ -432,6 +432,7 @@ impl Session {
                 max_kernel: self.config.raw.max_kernel_frames,
                 max_user: self.config.raw.max_user_frames,
                 pid,
+                descendants: flags & RPROF_CONFIG_PID_DESCENDANTS != 0,
                 kick_at: ring.capacity() / 2,
             };
             match Counter::new(cpu as u32, &attr, ctx) {
@@ -647,6 +648,7 @@ impl Session {
             max_kernel: self.config.raw.max_kernel_frames,
             max_user: self.config.raw.max_user_frames,
             pid: -1,
+            descendants: false,
             kick_at: u64::MAX,
         })
     }

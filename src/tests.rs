@@ -375,6 +375,19 @@ fn ring_stress_all_contexts(t: &mut Test) {
     pr_info!("ring stress: timer {} irq_work {} nmi {} writes\n", timer, irq_work, nmi);
     kassert!(t, timer > 0 && irq_work > 0 && nmi > 0, "timer {} irq_work {} nmi {}", timer, irq_work, nmi);
     kassert!(t, attempts >= TASK_RECORDS);
+    // The NMI writer also took a call chain each time, with the kernel's
+    // unwinder from NMI context (through the timer's hard IRQ): at least
+    // two frames each, every frame of the first one a kernel function.
+    let (mut chains, mut frames, mut ips) = (0u64, 0u64, [0u64; 16]);
+    // SAFETY: Two locals and 16 words to write.
+    let n = unsafe { helpers::rprof_test_nmi_chain_counts(&mut chains, &mut frames, ips.as_mut_ptr()) } as usize;
+    pr_info!("ring stress: {} chains in NMI context, {} kernel frames\n", chains, frames);
+    kassert!(t, chains > 0 && frames >= 2 * chains, "{} chains of {} frames in NMI context", chains, frames);
+    kassert!(t, n >= 2, "the first NMI chain has {} frames", n);
+    for &ip in &ips[..n.min(16)] {
+        // SAFETY: Process context; any value may be looked up.
+        kassert!(t, unsafe { helpers::rprof_test_kernel_symbol(ip) }, "NMI chain frame {:#x} is no kernel symbol", ip);
+    }
 }
 
 // ---- the whole path: handler -> rings -> drain -> event buffer -> reader ---
@@ -565,10 +578,43 @@ fn exact_count_small_ring(t: &mut Test) {
     kassert_eq!(t, total.lost_ring, 1000 - 64);
 }
 
+/// The pid filter with descendants, through the handler: a sample of
+/// another thread group is kept only when the sampled task (this test's
+/// kthread, whose parent is kthreadd, pid 2) descends from the filter's
+/// pid and the session asked for descendants.  Init (pid 1) is no ancestor
+/// of a kthread, nor is a task its own.
+fn pid_filter_follows_descendants(t: &mut Test) {
+    let Ok(session) = test_session(4096, 16) else {
+        kassert!(t, false, "session allocation failed");
+        return;
+    };
+    let Ok(mut ctx) = session.handler_ctx(0) else {
+        kassert!(t, false, "no handler context");
+        return;
+    };
+    // SAFETY: Reads current's thread group id.
+    let own = unsafe { helpers::rprof_test_current_tgid() };
+    let cases = [(2, true, 1u64), (2, false, 0), (1, true, 0), (own, true, 0)];
+    for (i, &(pid, descendants, kept)) in cases.iter().enumerate() {
+        ctx.pid = pid;
+        ctx.descendants = descendants;
+        let (before, _, _) = session.stats(&mut []);
+        // Not the filter's own thread group: only descent can keep it.
+        let sample = RawSample { time_ns: i as u64, ip: checksum(0, 0, i as u64), pid: 0x7fff_fff0, cpu: 0, ..Default::default() };
+        // SAFETY: The context belongs to the live session.
+        unsafe { sampler::rprof_on_sample(&ctx as *const HandlerCtx as *mut c_void, &sample, core::ptr::null_mut()) };
+        let (after, _, _) = session.stats(&mut []);
+        let got = after.samples - before.samples;
+        kassert!(t, got == kept, "pid {} descendants {}: {} samples kept, expected {}", pid, descendants, got, kept);
+    }
+    session.finish();
+}
+
 kunit_suite!(
     PIPELINE_SUITE,
     "rprof-pipeline",
     [
+        pid_filter_follows_descendants,
         ring_stress_all_contexts,
         pipeline_stress_exact_counts,
         exact_count_no_loss,
@@ -1042,6 +1088,25 @@ fn raw_chains_match_only_same_space_and_words(t: &mut Test) {
     unsafe { helpers::rprof_mm_put(mm) };
 }
 
+/// The raw key tells apart what resolves differently from the same words:
+/// the sample's mode, its end flags and its count of kernel frames (a
+/// kernel sample took for a user sample's chain would lose the entry
+/// frame's byte).  The chain-taken bit is not part of it.
+fn raw_key_flags_tell_modes_apart(t: &mut Test) {
+    let mut keys = KVec::new();
+    for user in [false, true] {
+        for chain in [0u8, RPROF_STACK_USER_FAULT as u8, RPROF_STACK_USER_TRUNCATED as u8, 0x3f] {
+            for nk in [0usize, 1, RPROF_MAX_FRAMES as usize] {
+                let k = stacks::raw_key_flags(chain | sampler::CHAIN_TAKEN, user, nk);
+                kassert_eq!(t, k, stacks::raw_key_flags(chain, user, nk));
+                kassert!(t, !keys.contains(&k), "user {} chain {:#x} nk {}: key {:#x} taken", user, chain, nk, k);
+                let _ = keys.push(k, GFP_KERNEL);
+            }
+        }
+    }
+    kassert_eq!(t, keys.len(), 24);
+}
+
 /// Counts that disagree with the words given cannot make a record whose
 /// continuation slots the reader would miscount: `push_frames` derives
 /// them from the words (a kernel count above them is cut to them).
@@ -1077,6 +1142,7 @@ kunit_suite!(
         chain_cut_keeps_the_sample,
         chain_user_walk_real_stack,
         raw_chains_match_only_same_space_and_words,
+        raw_key_flags_tell_modes_apart,
         chain_counts_follow_the_words
     ]
 );

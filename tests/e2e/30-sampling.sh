@@ -14,8 +14,8 @@ invariant() {
 }
 
 ncpu=$(nproc)
-# One rate check per CPU, 45 others.
-plan $((45 + ncpu))
+# One rate check per CPU, 46 others.
+plan $((46 + ncpu))
 unload
 load
 
@@ -114,7 +114,7 @@ load
 
 for kind in wrong-size big-nonzero big-zero reserved-bits event-reserved-bits reserved-field \
 	zero-period unknown-event no-events too-many-events bad-ring negative-period freq-too-high \
-	unused-slot-set pid-filter-no-pid pid-without-filter exclude-both drain-too-long \
+	unused-slot-set pid-filter-no-pid pid-without-filter descendants-without-filter exclude-both drain-too-long \
 	wakeup-too-big chain-no-depth chain-too-deep depth-without-chain reserved1 first-size chain-good; do
 	check "bad config $kind: documented errno, module still usable" rprof-e2e bad-config "$kind"
 done

@@ -23,7 +23,7 @@ folded_split() {
 	} END { printf "%d %d %d\n", h, a, x }' "$1"
 }
 
-plan 14
+plan 15
 unload
 load
 
@@ -61,6 +61,12 @@ diag "$(grep -A8 ' hot$' /tmp/ch.report | head -12)"
 # hot's entry is followed by its two chains, b's (3/4) before x's.
 check "rprof report -g: hot's callers b then x, with main above both" \
 	sh -c "awk '/ hot\$/{f=1} f' /tmp/ch.report | head -12 | tr -d ' ' | tr '\n' ' ' | grep -q -- '---hot |--[0-9.]*%--b |a |main.* |--[0-9.]*%--x |main'"
+
+# rprof script prints each sample's frames, leaf first.
+rprof script -i /tmp/ch.data >/tmp/ch.script 2>&1
+diag "$(grep -m1 -B1 -A4 -E '^[[:space:]]+[0-9a-f]+ hot \(' /tmp/ch.script)"
+check "rprof script: samples in hot list their callers b, a, main in order" \
+	sh -c "grep -A3 -E '^[[:space:]]+[0-9a-f]+ hot \(' /tmp/ch.script | tr -s ' \t' '  ' | cut -d' ' -f3 | tr '\n' ' ' | grep -q 'hot b a main'"
 
 # 2. The flat profile is the same without chains: hot's share of chains'
 # samples (percent) within 5 points.

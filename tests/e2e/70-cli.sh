@@ -17,7 +17,7 @@ rows() {
 	grep -E '^ +[0-9.]+% ' "$1"
 }
 
-plan 20
+plan 27
 unload
 load
 
@@ -82,6 +82,24 @@ rprof report -i /tmp/p.data --stdio --sort pid >/tmp/p.report 2>&1
 check "record -p PID: every sample is of PID $target" \
 	sh -c "[ \$(grep -cE '^ +[0-9.]+% ' /tmp/p.report) -eq 1 ] && grep -qE '^ +100.00% +[0-9]+ +$target\$' /tmp/p.report"
 diag "$(cat /tmp/p.err; tail -n 3 /tmp/p.report)"
+
+# 4b. -- CMD follows what CMD starts: a child in the background and a
+# grandchild through another shell are in the profile, a busy process
+# outside the tree (dd, started before) is not; with -a it is.
+dd if=/dev/zero of=/dev/null bs=4096 2>/dev/null &
+outsider=$!
+tree='/tests/bin/chains split 1 & sh -c "/tests/bin/attr_main 1"; wait'
+rprof record -o /tmp/d.data -- sh -c "$tree" >/dev/null 2>/tmp/d.err
+rprof report -i /tmp/d.data --stdio --sort comm >/tmp/d.report 2>&1
+rprof record -a -o /tmp/da.data -- sh -c "$tree" >/dev/null 2>>/tmp/d.err
+rprof report -i /tmp/da.data --stdio --sort comm >/tmp/da.report 2>&1
+kill $outsider
+wait $outsider 2>/dev/null
+diag "$(cat /tmp/d.err; grep -E '^ +[0-9.]+% ' /tmp/d.report; echo -- -a:; grep -E '^ +[0-9.]+% ' /tmp/da.report)"
+check "record -- sh -c ...: its child (chains) and grandchild (attr_main) are profiled" \
+	sh -c "grep -qE '^ +[0-9.]+% +[0-9]+ +chains\$' /tmp/d.report && grep -qE '^ +[0-9.]+% +[0-9]+ +attr_main\$' /tmp/d.report"
+check "... and nothing outside the tree (no dd)" sh -c "! grep -qE ' dd\$' /tmp/d.report"
+check "record -a -- CMD: the whole system, dd too" grep -qE '^ +[0-9.]+% +[0-9]+ +dd$' /tmp/da.report
 
 # 5. SIGTERM ends a recording cleanly.
 rprof record -o /tmp/t.data >/dev/null 2>/tmp/t.err &
@@ -167,6 +185,64 @@ check "... a profile written after the stall counts lost samples" \
 diag "$(cat /tmp/d4.out; ls -l /tmp/d4)"
 rmmod rprof
 insmod "$RPROF_KO"
+
+# wait_for SECONDS N PATTERN FILE: until FILE has N lines matching
+# PATTERN, at most SECONDS.
+wait_for() {
+	i=0
+	while [ "$(grep -c "$3" "$4")" -lt "$2" ] && [ $i -lt $(($1 * 10)) ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+}
+
+# Intervals by the samples' own times: one CPU busy for the whole run,
+# the daemon stopped for 1.5 s in the middle.  Each full interval holds
+# about one second of samples, however late the daemon read them (before,
+# the profile written after a stall took the stall's samples too).
+# The daemon is slow here (a profile takes it about a second to
+# symbolize under TCG and KASAN): wait for its lines, not for the clock.
+/tests/bin/chains split 60 >/dev/null 2>&1 &
+busy=$!
+rprof daemon --dir /tmp/d5 --interval 1 --keep 100 >/tmp/d5.out 2>&1 &
+d=$!
+sleep 1.3
+kill -STOP $d
+sleep 1.5
+kill -CONT $d
+wait_for 30 4 '^rprof daemon: wrote' /tmp/d5.out
+kill -TERM $d
+wait $d
+kill $busy 2>/dev/null
+wait $busy 2>/dev/null
+# The full intervals: all profiles but the last.
+sed -n 's|^rprof daemon: wrote /tmp/d5/rprof-[0-9]*-\([0-9]*\)\.pb\.gz: \([0-9]*\) samples.*|\1 \2|p' /tmp/d5.out |
+	sed '$d' >/tmp/d5.full
+diag "$(cat /tmp/d5.out)"
+check "daemon intervals by sample time: the full ones ($(cut -d' ' -f2 /tmp/d5.full | tr '\n' ' ')) within 1.5x of each other" \
+	awk '{ n++; if (min == "" || $2 < min) min = $2; if ($2 > max) max = $2 }
+		END { exit !(n >= 3 && min > 0 && max <= 1.5 * min) }' /tmp/d5.full
+
+# A full disk: the daemon skips profiles, says so, leaves no temporary
+# file and writes again once there is room.
+mkdir -p /tmp/full
+mount -t tmpfs -o size=64k tmpfs /tmp/full
+mkdir /tmp/full/p
+dd if=/dev/zero of=/tmp/full/fill bs=4k 2>/dev/null
+rprof daemon --dir /tmp/full/p --interval 0.5 --keep 100 >/tmp/d6.out 2>&1 &
+d=$!
+wait_for 30 1 'skipped:' /tmp/d6.out
+rm /tmp/full/fill
+wait_for 30 1 '^rprof daemon: wrote' /tmp/d6.out
+kill -TERM $d
+wait $d
+rc=$?
+diag "$(cat /tmp/d6.out; ls -la /tmp/full/p)"
+check "full disk: profiles skipped with the reason" grep -q '^rprof daemon: profile [0-9]* (.*) skipped: .*No space left' /tmp/d6.out
+check "... the daemon goes on: exit 0, profiles once there is room" \
+	sh -c "[ $rc -eq 0 ] && ls /tmp/full/p/rprof-*.pb.gz >/dev/null && gzip -t /tmp/full/p/rprof-*.pb.gz"
+check "... and no temporary file is left" sh -c '! ls -a /tmp/full/p | grep -q tmp'
+umount /tmp/full
 
 # 9. One export and one daemon profile out to the host, where
 # tests/harness/guest_pprof.py reads them with `go tool pprof -raw` (the

@@ -300,6 +300,8 @@ static size_t build_config(uint64_t seed, int valid, unsigned char *buf, int *mu
 	if (chance(r, 12)) {
 		c->flags |= RPROF_CONFIG_PID_FILTER;
 		c->pid = pick_pid(rnd(r));
+		if (chance(r, 50))
+			c->flags |= RPROF_CONFIG_PID_DESCENDANTS;
 	}
 	if (chance(r, 40))
 		c->ring_records = chance(r, 92) ? 64u << rn(r, 7) : chance(r, 97) ? 8192u << rn(r, 4) : 1u << 20;
@@ -307,6 +309,14 @@ static size_t build_config(uint64_t seed, int valid, unsigned char *buf, int *mu
 		c->drain_interval_ms = chance(r, 80) ? 1 + rn(r, 50) : 1 + rn(r, 1000);
 	if (chance(r, 30))
 		c->wakeup_bytes = PICK(r, 1, 8, 64, 4096, data_size / 2, data_size);
+	if (chance(r, 35)) {
+		/* Call chains: either side may be off, not both. */
+		c->flags |= RPROF_CONFIG_CALLCHAIN;
+		c->max_kernel_frames = PICK(r, 0, 1, 2, 16, RPROF_MAX_FRAMES);
+		c->max_user_frames = PICK(r, 1, 3, 64, RPROF_MAX_FRAMES, 0);
+		if (!c->max_kernel_frames && !c->max_user_frames)
+			c->max_user_frames = 1 + rn(r, RPROF_MAX_FRAMES);
+	}
 	*mutated = 0;
 	if (valid || !chance(r, 25))
 		return sizeof(*c);
@@ -316,7 +326,7 @@ static size_t build_config(uint64_t seed, int valid, unsigned char *buf, int *mu
 	for (n = 1 + rn(r, 3); n; n--) {
 		struct rprof_event_config *e = &c->events[rn(r, RPROF_MAX_EVENTS)];
 
-		switch (rn(r, 14)) {
+		switch (rn(r, 16)) {
 		case 0: {
 			size_t at = rn(r, sizeof(*c));
 
@@ -372,6 +382,16 @@ static size_t build_config(uint64_t seed, int valid, unsigned char *buf, int *mu
 			break;
 		case 12:
 			c->drain_interval_ms = PICK(r, 1001, 0xffffffff, 0x80000000);
+			break;
+		case 13:
+			/* Chain depths out of range, or with the flag off. */
+			c->max_kernel_frames = PICK(r, 0, RPROF_MAX_FRAMES + 1, 0xffff, 0x8000);
+			c->max_user_frames = PICK(r, 0, RPROF_MAX_FRAMES + 1, 0xffff, 1);
+			if (chance(r, 50))
+				c->flags ^= RPROF_CONFIG_CALLCHAIN;
+			break;
+		case 14:
+			c->reserved1 = 1 + rn(r, 0xffffffff);
 			break;
 		default:
 			c->wakeup_bytes = PICK(r, data_size + 1, data_size * 2, 0xffffffff);
@@ -1575,6 +1595,102 @@ static int __attribute__((noinline)) run_busy(const uint64_t *a)
 	return RES_OK;
 }
 
+/*
+ * User time with a hostile frame pointer: whatever a chain session's user
+ * walk finds at %rbp must end it cleanly (FAULT or BAD_FP), never oops.
+ * The targets: unmapped, kernel, non-canonical and misaligned addresses,
+ * a frame that straddles into this thread's PROT_NONE page, its read-only
+ * page, a mapping of the device (which other calls unmap meanwhile), and
+ * hand-made chains in scratch memory: a loop, a chain that walks down the
+ * stack, and one that climbs to the guard page through return addresses
+ * that point into the kernel, at 0 and at junk.
+ */
+static uint64_t badfp_target(uint64_t sel)
+{
+	uint64_t *f = (uint64_t *)scratch();
+	unsigned n = 64, i;
+
+	switch (sel % 11) {
+	case 0:
+		return 0x1000;
+	case 1:
+		return 0xffffffff81000000ULL;
+	case 2:
+		return 0x8000000000000000ULL;
+	case 3:
+		return (uint64_t)scratch() + 4;
+	case 4:
+		return (uint64_t)scratch_end() - 8;
+	case 5:
+		return (uint64_t)scratch_ro();
+	case 6: {
+		char *m = __atomic_load_n(&S.map[(sel / 11) % NMAP].addr, __ATOMIC_RELAXED);
+
+		return m ? (uint64_t)m + (sel / 97) % 4096 : 0;
+	}
+	case 7:
+		f[0] = (uint64_t)f;
+		f[1] = 0x401000;
+		return (uint64_t)f;
+	case 8:
+		/* Each frame points below itself. */
+		for (i = 1; i < n; i++) {
+			f[2 * i] = (uint64_t)&f[2 * (i - 1)];
+			f[2 * i + 1] = 0x401000 + i;
+		}
+		return (uint64_t)&f[2 * (n - 1)];
+	default: {
+		/* Upwards, frame after frame, to the end of scratch memory
+		 * and into the guard page. */
+		uint64_t *end = (uint64_t *)scratch_end();
+		uint64_t *p = f;
+
+		while (p + 4 <= end) {
+			p[0] = (uint64_t)(p + 2 + (sel & 2));
+			static const uint64_t ret[] = { 0xffffffff81000000ULL, 0, 0x401000 };
+
+			p[1] = (sel >> 8) % 4 < 3 ? ret[(sel >> 8) % 4] : sel;
+			p += 2 + (sel & 2);
+			sel = mix64(sel);
+		}
+		if (p < end)
+			p[0] = (uint64_t)end;
+		return (uint64_t)f;
+	}
+	}
+}
+
+/* Spins for `ns` with %rbp = fp (saved in %r12 and restored after). */
+static void __attribute__((noinline)) spin_with_fp(uint64_t fp, uint64_t ns)
+{
+	uint64_t end = now_ns() + ns;
+
+	do
+		__asm__ volatile("mov %%rbp, %%r12\n\t"
+				 "mov %0, %%rbp\n\t"
+				 "mov $20000, %%rcx\n"
+				 "1:\n\t"
+				 "dec %%rcx\n\t"
+				 "jnz 1b\n\t"
+				 "mov %%r12, %%rbp\n\t"
+				 :
+				 : "r"(fp)
+				 : "rcx", "r12", "memory", "cc");
+	while (now_ns() < end);
+}
+
+static void gen_badfp(struct rng *r, uint64_t *a)
+{
+	a[0] = rn(r, 3000);
+	a[1] = rnd(r);
+}
+
+static int run_badfp(const uint64_t *a)
+{
+	spin_with_fp(badfp_target(a[1]), a[0] * 1000);
+	return RES_OK;
+}
+
 static int run_sleep(const uint64_t *a)
 {
 	return RET(usleep(a[0]));
@@ -1633,6 +1749,7 @@ const struct call_def calls[] = {
 	{ "perf", 10, CF_NO_CHILD | CF_NO_ASYNC, gen_perf, run_perf, NULL },
 	{ "busy", 30, 0, gen_us, run_busy, NULL },
 	{ "sleep", 30, 0, gen_us, run_sleep, NULL },
+	{ "badfp", 25, 0, gen_badfp, run_badfp, NULL },
 };
 const int ncalls = sizeof(calls) / sizeof(calls[0]);
 

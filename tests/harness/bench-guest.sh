@@ -66,9 +66,9 @@ run_one() {
 		out=$(rprof record -a $g -F "$hz" -o /tmp/rprof.data -- \
 			$WORK "$@" 2>/tmp/prof.err)
 		# User frames per chain, from the module's chain counters.
-		frames=$(sed -n 's/.*rprof: chains: \([0-9]*\), frames: kernel [0-9]*, user \([0-9]*\);.*/\1 \2/p' /tmp/prof.err |
+		frames=$(sed -n 's/.*rprof: chains: \([0-9]*\), kernel frames: [0-9]*, user frames: \([0-9]*\),.*/\1 \2/p' /tmp/prof.err |
 			awk '$1 > 0 { printf "%.1f", $2 / $1 }')
-		stacks=$(sed -n 's/.*rprof: chains: .*distinct stacks \([0-9]*\).*/\1/p' /tmp/prof.err)
+		stacks=$(sed -n 's/.*rprof: chains: .*distinct stacks: \([0-9]*\).*/\1/p' /tmp/prof.err)
 		samples=$(sed -n 's/.*module: samples \([0-9]*\),.*/\1/p' /tmp/prof.err | tail -n 1)
 		lost=$(sed -n 's/.*module: samples [0-9]*, delivered [0-9]*, lost \([0-9]*\).*/\1/p' /tmp/prof.err | tail -n 1)
 		rm -f /tmp/rprof.data

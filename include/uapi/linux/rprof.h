@@ -71,15 +71,22 @@ struct rprof_event_config {
 #define RPROF_CONFIG_EXCLUDE_KERNEL (1U << 1)
 #define RPROF_CONFIG_PID_FILTER (1U << 2) /* only samples of config.pid */
 #define RPROF_CONFIG_CALLCHAIN (1U << 3) /* call chains, see max_*_frames */
+/* With PID_FILTER: also the samples of every process descending from
+ * config.pid (children, grandchildren, ...), as the parent links stand at
+ * the sample.  A process orphaned inside the tree and adopted by a
+ * subreaper or init outside it leaves it. */
+#define RPROF_CONFIG_PID_DESCENDANTS (1U << 4)
 #define RPROF_CONFIG_FLAGS_ALL                                                 \
 	(RPROF_CONFIG_EXCLUDE_USER | RPROF_CONFIG_EXCLUDE_KERNEL |             \
-	 RPROF_CONFIG_PID_FILTER | RPROF_CONFIG_CALLCHAIN)
+	 RPROF_CONFIG_PID_FILTER | RPROF_CONFIG_CALLCHAIN |                    \
+	 RPROF_CONFIG_PID_DESCENDANTS)
 
 struct rprof_config {
 	__u32 size;              /* sizeof(struct rprof_config) of the caller */
 	__u32 flags;             /* RPROF_CONFIG_* */
 	__u32 nr_events;         /* 1..RPROF_MAX_EVENTS entries of events[] */
-	__s32 pid;               /* thread group id, with PID_FILTER */
+	__s32 pid;               /* thread group id, with PID_FILTER (as the
+				  * initial pid namespace numbers it) */
 	__u32 ring_records;      /* per-CPU ring slots, power of 2; 0: default */
 	__u32 drain_interval_ms; /* periodic drain; 0: default (50 ms) */
 	__u32 wakeup_bytes;      /* wake readers at this much data; 0: 1/4 */

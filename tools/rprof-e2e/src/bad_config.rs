@@ -51,6 +51,8 @@ pub enum Kind {
     PidFilterNoPid,
     /// A pid without the pid filter flag: EINVAL.
     PidWithoutFilter,
+    /// Descendants without the pid filter flag: EINVAL.
+    DescendantsWithoutFilter,
     /// Excluding both user and kernel: EINVAL.
     ExcludeBoth,
     /// `drain_interval_ms` = 1001: EINVAL.
@@ -157,6 +159,11 @@ impl Kind {
             Kind::PidWithoutFilter => {
                 c.flags &= !RPROF_CONFIG_PID_FILTER;
                 c.pid = 1;
+                &[libc::EINVAL]
+            }
+            Kind::DescendantsWithoutFilter => {
+                c.flags |= RPROF_CONFIG_PID_DESCENDANTS;
+                c.flags &= !RPROF_CONFIG_PID_FILTER;
                 &[libc::EINVAL]
             }
             Kind::ExcludeBoth => {

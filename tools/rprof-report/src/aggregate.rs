@@ -78,6 +78,18 @@ pub struct Aggregate {
     pub throttles: u64,
     /// START and STOP records.
     pub span: SessionSpan,
+    /// Samples taken at or after this time (the module's clock, as
+    /// `time_ns`) belong to the next interval of a continuous session:
+    /// they are counted apart until [`roll`](Self::roll).
+    cutoff_ns: Option<u64>,
+    /// Where the current interval began (the last cutoff rolled past).
+    floor_ns: Option<u64>,
+    /// The next interval's counts and samples, so far.
+    later: HashMap<Key, Counts>,
+    later_samples: u64,
+    /// Samples of an earlier interval that arrived after it was closed
+    /// (counted in this one).
+    pub late: u64,
 }
 
 impl Aggregate {
@@ -124,10 +136,45 @@ impl Aggregate {
             stack: s.stack.clone(),
             user: s.user,
         };
-        let c = self.counts.entry(key).or_default();
+        let later = self.cutoff_ns.is_some_and(|c| s.time_ns >= c);
+        if !later && self.floor_ns.is_some_and(|f| s.time_ns < f) {
+            self.late += 1;
+        }
+        let (counts, samples) = match later {
+            true => (&mut self.later, &mut self.later_samples),
+            false => (&mut self.counts, &mut self.samples),
+        };
+        let c = counts.entry(key).or_default();
         c.samples += 1;
         c.period = c.period.saturating_add(s.period);
-        self.samples += 1;
+        *samples += 1;
+    }
+
+    /// Counts samples taken at or after `ns` (the module's clock) apart,
+    /// for the next interval; `None` counts every sample now.
+    pub fn set_cutoff(&mut self, ns: Option<u64>) {
+        self.cutoff_ns = ns;
+    }
+
+    /// The current cutoff (see [`set_cutoff`](Self::set_cutoff)).
+    pub fn cutoff(&self) -> Option<u64> {
+        self.cutoff_ns
+    }
+
+    /// Ends the current interval of a continuous session: the samples
+    /// counted apart (at or after the cutoff) become the counts, losses
+    /// and throttles start from zero, and samples before the old cutoff
+    /// that still arrive count as [`late`](Self::late).  The new cutoff
+    /// is `next`.  The stream's state (cookies, tasks, stacks) is kept.
+    pub fn roll(&mut self, next: Option<u64>) {
+        self.counts = std::mem::take(&mut self.later);
+        self.samples = std::mem::take(&mut self.later_samples);
+        self.lost = [0; 5];
+        self.lost_other = 0;
+        self.throttles = 0;
+        self.late = 0;
+        self.floor_ns = self.cutoff_ns.or(self.floor_ns);
+        self.cutoff_ns = next;
     }
 
     /// Decodes `stream` and feeds every record.  A malformed record ends
@@ -184,6 +231,7 @@ impl Aggregate {
         self.lost = [0; 5];
         self.lost_other = 0;
         self.throttles = 0;
+        self.late = 0;
     }
 
     /// All lost samples.
@@ -250,6 +298,44 @@ mod tests {
         agg.clear_counts();
         assert_eq!((agg.samples, agg.counts().len()), (0, 0));
         assert!(agg.resolver().path(16).is_some(), "names survive a clear");
+    }
+
+    /// A continuous session's intervals follow the samples' own times,
+    /// not when they were read: a sample at or after the cutoff waits for
+    /// the next interval, and one of a closed interval counts as late.
+    #[test]
+    fn intervals_by_sample_time() {
+        let sample = |time_ns| Record::Sample {
+            flags: 1,
+            time_ns,
+            offset: 0x10,
+            period: 1,
+            stack: None,
+        };
+        let mut agg = Aggregate::new();
+        let head = [
+            Record::Task { cpu: 0, pid: 7, tid: 7, exe_cookie: 0, comm: "w".into() },
+            Record::Switch { cookie: u64::from(RPROF_COOKIE_ANON) },
+        ];
+        for r in &head {
+            agg.feed(r);
+        }
+        agg.set_cutoff(Some(25));
+        for t in [10, 20, 30, 40] {
+            agg.feed(&sample(t));
+        }
+        agg.feed(&Record::Lost { stage: 1, cpu: 0, count: 2 });
+        assert_eq!((agg.samples, agg.lost_total(), agg.late), (2, 2, 0));
+        agg.roll(Some(45));
+        assert_eq!((agg.samples, agg.lost_total(), agg.cutoff()), (2, 0, Some(45)));
+        // From another CPU, read late: before the interval just closed.
+        agg.feed(&sample(15));
+        agg.feed(&sample(50));
+        assert_eq!((agg.samples, agg.late), (3, 1));
+        agg.roll(None);
+        assert_eq!((agg.samples, agg.late), (1, 0));
+        agg.feed(&sample(1000));
+        assert_eq!(agg.samples, 2);
     }
 
     /// LOST counts and periods are the stream's to choose: huge ones

@@ -25,6 +25,7 @@ pub mod callgraph;
 pub mod folded;
 pub mod loaded;
 pub mod pprof;
+pub mod script;
 pub mod speedscope;
 pub mod symbolize;
 pub mod table;

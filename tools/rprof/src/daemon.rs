@@ -67,49 +67,86 @@ fn now_unix() -> Duration {
         .unwrap_or_default()
 }
 
-/// Writes one interval's profile (what `sink` counted since its counts
-/// were last cleared; call chains through the stacks it has seen in the
-/// whole session) and rotates; returns its path.
+/// One interval of the session: when it began (wall clock) and how
+/// long it lasted, as its profile's name and `time_nanos` /
+/// `duration_nanos` say.
+#[derive(Debug, Clone, Copy)]
+pub struct Interval {
+    /// Sequence number in the daemon's run.
+    pub seq: u64,
+    /// Its start, since the Unix epoch.
+    pub start: Duration,
+    /// Its length.
+    pub length: Duration,
+}
+
+/// Writes one interval's profile (what `sink` counted for it; call chains
+/// through the stacks it has seen in the whole session) with `sym`, and
+/// rotates; returns its path.  On an error (a full disk, ...) nothing of
+/// the profile is left behind.
 pub fn write_profile(
     dir: &Path,
-    seq: u64,
+    interval: Interval,
     sink: &mut live::AggregateSink,
     config: &rprof_abi::rprof_config,
-    started: Duration,
+    sym: &mut rprof_report::Symbolizer,
     keep: u64,
 ) -> Result<PathBuf, Error> {
-    let mut sym = live::symbolizer();
-    let end = now_unix();
+    let mut comment = format!(
+        "rprof daemon: {} samples, lost {}",
+        sink.agg.samples,
+        sink.agg.lost_line()
+    );
+    if sink.agg.late > 0 {
+        comment.push_str(&format!(
+            "; {} samples of earlier intervals read too late for them",
+            sink.agg.late
+        ));
+    }
     let opts = rprof_report::pprof::Options {
-        time_nanos: started.as_nanos() as i64,
-        duration_nanos: end.saturating_sub(started).as_nanos() as i64,
-        comments: vec![format!(
-            "rprof daemon: {} samples, lost {}",
-            sink.agg.samples,
-            sink.agg.lost_line()
-        )],
+        time_nanos: interval.start.as_nanos() as i64,
+        duration_nanos: interval.length.as_nanos() as i64,
+        comments: vec![comment],
     };
     let profile = rprof_report::pprof::build(
         &sink.agg,
-        &mut sym,
+        sym,
         &rprof_report::Filter::default(),
         config,
         &opts,
     );
-    let name = format!("{PREFIX}{:010}-{seq:06}{SUFFIX}", started.as_secs());
+    let name = format!(
+        "{PREFIX}{:010}-{:06}{SUFFIX}",
+        interval.start.as_secs(),
+        interval.seq
+    );
     let path = dir.join(&name);
     let tmp = dir.join(format!(".{name}.tmp"));
-    let mut file = std::io::BufWriter::new(
-        std::fs::File::create(&tmp).map_err(|e| Error::io("creating a profile", e))?,
-    );
-    rprof_report::pprof::write_gz(&mut file, &profile)
-        .and_then(|()| std::io::Write::flush(&mut file))
-        .map_err(|e| Error::io("writing a profile", e))?;
-    drop(file);
-    std::fs::rename(&tmp, &path).map_err(|e| Error::io("renaming a profile", e))?;
+    let written = std::fs::File::create(&tmp)
+        .map_err(|e| Error::io("creating a profile", e))
+        .and_then(|f| {
+            let mut file = std::io::BufWriter::new(f);
+            rprof_report::pprof::write_gz(&mut file, &profile)
+                .and_then(|()| std::io::Write::flush(&mut file))
+                .and_then(|()| file.get_ref().sync_data())
+                .map_err(|e| Error::io("writing a profile", e))
+        })
+        .and_then(|()| {
+            std::fs::rename(&tmp, &path).map_err(|e| Error::io("renaming a profile", e))
+        });
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
     rotate(dir, keep)?;
     eprintln!("rprof daemon: wrote {}", summary(&path, &sink.agg));
     Ok(path)
+}
+
+/// The kernel's module list, to tell when the symbolizer's kallsyms is
+/// out of date.
+fn module_list() -> String {
+    std::fs::read_to_string("/proc/modules").unwrap_or_default()
 }
 
 /// `PATH: N samples, L lost (ring R, buffer B, ...)`: one interval's
@@ -141,7 +178,61 @@ pub fn rotate(dir: &Path, keep: u64) -> Result<(), Error> {
     Ok(())
 }
 
+/// The daemon's profiles so far.
+struct Profiles<'a> {
+    args: &'a DaemonArgs,
+    config: &'a rprof_abi::rprof_config,
+    /// The session's start, since the Unix epoch.
+    started: Duration,
+    seq: u64,
+    written: u64,
+    skipped: u64,
+}
+
+impl Profiles<'_> {
+    /// Writes the next interval's profile, `length` long; a profile that
+    /// cannot be written (a full disk, ...) is skipped with a message.
+    fn write(
+        &mut self,
+        sink: &mut live::AggregateSink,
+        sym: &mut rprof_report::Symbolizer,
+        length: Duration,
+    ) {
+        let interval = Interval {
+            seq: self.seq,
+            start: self.started + self.args.interval * self.seq as u32,
+            length,
+        };
+        self.seq += 1;
+        match write_profile(&self.args.dir, interval, sink, self.config, sym, self.args.keep) {
+            Ok(_) => self.written += 1,
+            Err(e) => {
+                self.skipped += 1;
+                let why = e.to_string();
+                eprintln!(
+                    "rprof daemon: profile {} ({} samples) skipped: {}",
+                    interval.seq,
+                    sink.agg.samples,
+                    why.strip_prefix("rprof: ").unwrap_or(&why)
+                );
+            }
+        }
+    }
+}
+
+/// How long after an interval's end the daemon waits for its samples:
+/// the module drains its rings every 50 ms by default, and the daemon
+/// flushes them before it writes.
+const GRACE: Duration = Duration::from_millis(250);
+
 /// Runs the daemon until SIGTERM/SIGINT.
+///
+/// Interval k holds the samples taken (by the module's clock) from the
+/// session's START plus k intervals to the next such time, whenever the
+/// daemon reads them: a sample of interval k read after k's profile was
+/// written counts in the next one and as late in its comment.  A profile
+/// that cannot be written (a full disk) is skipped with a message; the
+/// daemon goes on.
 pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
     let config = args.sampling.config(args.pid)?;
     // The device first: a missing module or capability is the error to
@@ -152,34 +243,65 @@ pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
         .map_err(|e| Error::io("creating the profile directory", e))?;
     signal::install_stop_handler().map_err(|e| Error::io("installing a SIGTERM handler", e))?;
     let mut sink = live::AggregateSink::new();
+    let mut sym = live::symbolizer();
+    let mut modules = module_list();
     session.start()?;
+    let started = now_unix();
+    let started_at = Instant::now();
     eprintln!(
         "rprof daemon: profiling into {} every {:?}, keeping {}",
         args.dir.display(),
         args.interval,
         args.keep
     );
-    let mut seq = 0u64;
-    let mut started = now_unix();
-    let mut deadline = Instant::now() + args.interval;
+    let step = args.interval;
+    let mut out = Profiles {
+        args,
+        config: &config,
+        started,
+        seq: 0,
+        written: 0,
+        skipped: 0,
+    };
     while !signal::stop_requested() {
+        // The cutoff in the module's clock, once the START record is in.
+        if sink.agg.cutoff().is_none() {
+            if let Some(s) = sink.agg.span.start_ns {
+                sink.agg.set_cutoff(Some(s + step.as_nanos() as u64 * (out.seq + 1)));
+            }
+        }
+        let due = started_at + step * (out.seq + 1) as u32 + GRACE;
         let now = Instant::now();
-        if now >= deadline {
-            write_profile(&args.dir, seq, &mut sink, &config, started, args.keep)?;
-            seq += 1;
-            sink.agg.clear_counts();
-            started = now_unix();
-            deadline = now + args.interval;
+        if now >= due {
+            // Everything the rings hold now, then what the buffer has.
+            session.device().flush()?;
+            for _ in 0..64 {
+                if session.pump(Duration::ZERO, &mut sink)? == 0 {
+                    break;
+                }
+            }
+            let current = modules != module_list();
+            if current {
+                modules = module_list();
+                sym = live::symbolizer();
+            }
+            out.write(&mut sink, &mut sym, step);
+            let next = sink.agg.cutoff().map(|c| c + step.as_nanos() as u64);
+            sink.agg.roll(next);
             continue;
         }
-        session.pump((deadline - now).min(POLL_INTERVAL), &mut sink)?;
+        session.pump((due - now).min(POLL_INTERVAL), &mut sink)?;
     }
     let stopped = session.stop_and_drain(&mut sink)?;
-    let path = write_profile(&args.dir, seq, &mut sink, &config, started, args.keep)?;
+    // The last interval, cut short: every sample read counts in it.
+    sink.agg.set_cutoff(None);
+    let length = started_at.elapsed().saturating_sub(step * out.seq as u32);
+    out.write(&mut sink, &mut sym, length);
     eprintln!(
-        "rprof daemon: stopped{}; last profile {}",
+        "rprof daemon: stopped{}; {} profiles written, {} skipped",
         if stopped { "" } else { " (no STOP record)" },
-        path.display()
+        out.written,
+        out.skipped
     );
     sink.finish()
 }

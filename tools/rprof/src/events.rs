@@ -129,6 +129,8 @@ pub struct SessionOptions {
     pub exclude_kernel: bool,
     /// Only samples of this thread group.
     pub pid: Option<i32>,
+    /// With `pid`: the samples of its descendants too.
+    pub descendants: bool,
     /// Per-CPU ring slots (0: the module's default).
     pub ring_records: u32,
     /// Drain period in ms (0: the module's default).
@@ -175,6 +177,9 @@ impl SessionOptions {
         if let Some(pid) = self.pid {
             c.flags |= RPROF_CONFIG_PID_FILTER;
             c.pid = pid;
+            if self.descendants {
+                c.flags |= RPROF_CONFIG_PID_DESCENDANTS;
+            }
         }
         c.ring_records = self.ring_records;
         c.drain_interval_ms = self.drain_interval_ms;
@@ -266,6 +271,7 @@ mod tests {
             freq: Some(99),
             exclude_kernel: true,
             pid: Some(7),
+            descendants: true,
             ring_records: 256,
             ..Default::default()
         };
@@ -278,7 +284,7 @@ mod tests {
         assert_eq!((c.events[1].flags, c.events[1].period), (0, 5000));
         assert_eq!(
             c.flags,
-            RPROF_CONFIG_EXCLUDE_KERNEL | RPROF_CONFIG_PID_FILTER
+            RPROF_CONFIG_EXCLUDE_KERNEL | RPROF_CONFIG_PID_FILTER | RPROF_CONFIG_PID_DESCENDANTS
         );
         assert_eq!((c.pid, c.ring_records), (7, 256));
         assert_eq!(EventDisplay(&c.events[0]).to_string(), "cycles@99");

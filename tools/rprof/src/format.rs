@@ -267,14 +267,42 @@ pub const STATS_COLUMNS: [(&str, Counter); 9] = [
     ("lost_no_cookie", |s| s.lost_no_cookie),
 ];
 
+/// Reads one counter of a `struct rprof_chain_stats`.
+pub type ChainCounter = fn(&rprof_chain_stats) -> u64;
+
+/// The call-chain counters (the fields of `struct rprof_chain_stats`):
+/// their JSON key, their words in a sentence, their accessor.
+pub const CHAIN_COLUMNS: [(&str, &str, ChainCounter); 9] = [
+    ("chains", "chains", |c| c.chains),
+    ("kernel_frames", "kernel frames", |c| c.kernel_frames),
+    ("user_frames", "user frames", |c| c.user_frames),
+    ("truncated", "truncated", |c| c.truncated),
+    ("user_fault", "user fault", |c| c.user_fault),
+    ("user_bad_fp", "user bad fp", |c| c.user_bad_fp),
+    ("cut_space", "cut for space", |c| c.cut_space),
+    ("unresolved", "unresolved frames", |c| c.unresolved),
+    ("stacks", "distinct stacks", |c| c.stacks),
+];
+
+/// The chain counters as one line, `chains: 10, kernel frames: 40, ...`.
+pub fn chain_line(c: &rprof_chain_stats) -> String {
+    let parts: Vec<String> = CHAIN_COLUMNS
+        .iter()
+        .map(|(_, words, get)| format!("{words}: {}", get(c)))
+        .collect();
+    parts.join(", ")
+}
+
 /// Writes the module's statistics as a table, total first, then a line
-/// per CPU, then the drain and wakeup counts:
+/// per CPU, then the drain and wakeup counts, and the call-chain counters
+/// when the session took chains:
 ///
 /// ```text
 /// cpu     samples lost_ring lost_buffer delivered ring_high_water throttled lost_no_mm lost_no_mapping lost_no_cookie
 /// total      2000         0           0      2000              12         0          0               0              0
 /// 0          1000         0           0      1000              12         0          0               0              0
 /// drains: 200 wakeups: 10
+/// chains: 2000, kernel frames: 8000, user frames: 12000, ...
 /// ```
 pub fn write_stats(
     w: &mut impl Write,
@@ -301,7 +329,11 @@ pub fn write_stats(
         w,
         "drains: {} wakeups: {} cpus: {}",
         stats.drains, stats.wakeups, stats.nr_cpus
-    )
+    )?;
+    if stats.chains.chains > 0 || stats.chains.cut_space > 0 {
+        writeln!(w, "{}", chain_line(&stats.chains))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -491,5 +523,20 @@ mod tests {
             ["1", "20", "2"]
         );
         assert_eq!(lines[4], "drains: 4 wakeups: 0 cpus: 2");
+
+        // A session with chains adds their counters, each under its name.
+        stats.chains.chains = 25;
+        stats.chains.user_bad_fp = 3;
+        stats.chains.stacks = 7;
+        let mut out = Vec::new();
+        write_stats(&mut out, &stats, &cpus).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let last = text.lines().last().unwrap();
+        assert!(
+            last.starts_with("chains: 25, kernel frames: 0,")
+                && last.contains("user bad fp: 3,")
+                && last.ends_with("distinct stacks: 7"),
+            "{text}"
+        );
     }
 }

@@ -27,6 +27,7 @@ pub mod errno;
 pub mod error;
 pub mod events;
 pub mod format;
+pub mod launch;
 pub mod live;
 pub mod mmap;
 pub mod output;

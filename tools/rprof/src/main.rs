@@ -47,6 +47,9 @@ enum Command {
     /// Show the samples inside one function, per instruction and per
     /// source line.
     Annotate(cmd::annotate::AnnotateArgs),
+    /// Print every sample, one block each with its call chain, as `perf
+    /// script` does (for your own tools).
+    Script(cmd::script::ScriptArgs),
     /// Write a recording as pprof, folded stacks, speedscope JSON or a
     /// flame graph SVG.
     Export(cmd::export::ExportArgs),
@@ -157,6 +160,7 @@ fn main() -> ExitCode {
         }
         Command::Report(args) => cmd::report::run(&args),
         Command::Annotate(args) => cmd::annotate::run(&args),
+        Command::Script(args) => cmd::script::run(&args),
         Command::Export(args) => cmd::export::run(&args),
         Command::Flamegraph(args) => cmd::export::run(&args.export()),
         Command::Top(args) => cmd::top::run(&cli.device, &args),
@@ -196,6 +200,7 @@ impl DumpArgs {
             exclude_user: self.exclude_user,
             exclude_kernel: self.exclude_kernel,
             pid: self.pid,
+            descendants: false,
             ring_records: self.ring_records,
             drain_interval_ms: self.drain_interval_ms,
             wakeup_bytes: self.wakeup_bytes,

@@ -109,6 +109,7 @@ impl SamplingArgs {
             exclude_user: self.exclude_user,
             exclude_kernel: self.exclude_kernel,
             pid,
+            descendants: false,
             ring_records: self.ring_records,
             drain_interval_ms: 0,
             wakeup_bytes: self.wakeup_bytes,
@@ -120,7 +121,15 @@ impl SamplingArgs {
     /// process; options that make none (too many events, ...) are an
     /// [`Error::Usage`].
     pub fn config(&self, pid: Option<i32>) -> Result<rprof_config, Error> {
+        self.config_with(pid, false)
+    }
+
+    /// [`SamplingArgs::config`], and with `descendants` the processes
+    /// descending from `pid` too.
+    pub fn config_with(&self, pid: Option<i32>, descendants: bool) -> Result<rprof_config, Error> {
         self.call_graph.depths()?;
-        self.session_options(pid).to_config().map_err(Error::Usage)
+        let mut o = self.session_options(pid);
+        o.descendants = descendants && pid.is_some();
+        o.to_config().map_err(Error::Usage)
     }
 }

@@ -1,6 +1,6 @@
 //! Counting what a session delivered, and the `--summary-json` line.
 
-use crate::format::STATS_COLUMNS;
+use crate::format::{CHAIN_COLUMNS, STATS_COLUMNS};
 use rprof_abi::*;
 use rprof_decode::{LostTotals, Record, SessionSpan};
 use std::fmt::Write as _;
@@ -199,20 +199,11 @@ impl Summary {
                 format!("{{{}}}", fields.join(","))
             };
             let per_cpu: Vec<String> = cpus.iter().map(counters).collect();
-            let c = &s.chains;
-            let chains = format!(
-                "{{\"chains\":{},\"kernel_frames\":{},\"user_frames\":{},\"truncated\":{},\
-                 \"user_fault\":{},\"user_bad_fp\":{},\"cut_space\":{},\"unresolved\":{},\"stacks\":{}}}",
-                c.chains,
-                c.kernel_frames,
-                c.user_frames,
-                c.truncated,
-                c.user_fault,
-                c.user_bad_fp,
-                c.cut_space,
-                c.unresolved,
-                c.stacks
-            );
+            let chains: Vec<String> = CHAIN_COLUMNS
+                .iter()
+                .map(|(name, _, get)| format!("\"{name}\":{}", get(&s.chains)))
+                .collect();
+            let chains = format!("{{{}}}", chains.join(","));
             let _ = write!(
                 j,
                 ",\"stats\":{{\"nr_cpus\":{},\"drains\":{},\"wakeups\":{},\"total\":{},\"per_cpu\":[{}],\"chains\":{}}}",

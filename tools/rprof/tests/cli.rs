@@ -86,6 +86,41 @@ fn report_of_the_fixture() {
     assert!(stdout.contains("more lines under 10%"), "{stdout}");
 }
 
+/// `rprof script`: one block per sample, as many as the report counts,
+/// attr_main's with main_hot among them; `| head` is no error.
+#[test]
+fn script_of_the_fixture() {
+    let report = rprof(&["report", "-i", &data(), "--comm", "attr_main", "--stdio"]);
+    let report = text(&report.stdout);
+    let samples: u64 = report
+        .lines()
+        .find_map(|l| l.strip_prefix("# shown: "))
+        .and_then(|n| n.split_whitespace().next()?.parse().ok())
+        .expect("the report's sample count");
+    let out = rprof(&["script", "-i", &data(), "--symfs", &symfs(), "--comm", "attr_main"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let blocks: Vec<&str> = stdout.split("\n\n").filter(|b| !b.is_empty()).collect();
+    assert_eq!(blocks.len() as u64, samples, "{report}");
+    assert!(blocks.iter().all(|b| b.trim_start().starts_with("attr_main ")));
+    assert!(
+        blocks.iter().any(|b| b.contains(" main_hot (/tests/bin/attr_main)")),
+        "{}",
+        blocks[0]
+    );
+    // A reader that stops early.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rprof"))
+        .args(["script", "-i", &data()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
+}
+
 #[test]
 fn exports_of_the_fixture() {
     for (format, file) in [
@@ -264,7 +299,7 @@ fn usage_errors_exit_2() {
 #[test]
 fn help_everywhere() {
     for sub in [
-        "record", "report", "annotate", "export", "top", "daemon", "stat", "dump", "version",
+        "record", "report", "annotate", "script", "export", "top", "daemon", "stat", "dump", "version",
     ] {
         let out = rprof(&[sub, "--help"]);
         assert!(out.status.success(), "{sub}");

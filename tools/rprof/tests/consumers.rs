@@ -697,12 +697,17 @@ fn daemon_profiles_carry_chains() {
     // Interval one: the whole recording but its STOP.
     let first: Vec<&Record> = records.iter().filter(|r| !matches!(r, Record::Stop { .. })).collect();
     sink.feed(&encode(&first)).unwrap();
-    let start = std::time::Duration::from_secs(1);
-    let one = rprof::daemon::write_profile(&dir, 0, &mut sink, &d.config, start, 10).unwrap();
+    let interval = |seq| rprof::daemon::Interval {
+        seq,
+        start: std::time::Duration::from_secs(1 + seq),
+        length: std::time::Duration::from_secs(1),
+    };
+    let mut sym = rprof::live::symbolizer();
+    let one = rprof::daemon::write_profile(&dir, interval(0), &mut sink, &d.config, &mut sym, 10).unwrap();
     sink.agg.clear_counts();
     // Interval two: the same samples again, no STACK, TASK or SWITCH.
     sink.feed(&encode(&samples)).unwrap();
-    let two = rprof::daemon::write_profile(&dir, 1, &mut sink, &d.config, start, 10).unwrap();
+    let two = rprof::daemon::write_profile(&dir, interval(1), &mut sink, &d.config, &mut sym, 10).unwrap();
     for pb in [one, two] {
         let traces = go_pprof(&["-traces"], &pb);
         let mut depths: Vec<(usize, String)> = traces

@@ -40,20 +40,7 @@ impl InputArgs {
     /// An incomplete file (an interrupted recording) is read up to its
     /// last complete record, with a warning on stderr.
     pub fn load(&self) -> Result<Loaded, Error> {
-        let data = DataFile::read(&self.input).map_err(|e| {
-            let partial = rprof::output::partial_path(&self.input);
-            match e {
-                ReadError::Io(e) if e.kind() == ErrorKind::NotFound && partial.exists() => {
-                    Error::Protocol(format!(
-                        "{}: {e}; {} is there, an interrupted recording: rprof report -i {}",
-                        self.input.display(),
-                        partial.display(),
-                        partial.display()
-                    ))
-                }
-                e => Error::Protocol(format!("{}: {e}", self.input.display())),
-            }
-        })?;
+        let data = self.read()?;
         let loaded = match super::progress::for_stderr(data.stream.len()) {
             None => Loaded::new(data, self.symfs.clone()),
             Some(mut progress) => {
@@ -71,6 +58,25 @@ impl InputArgs {
             eprintln!("rprof: warning: {}: {line}", self.input.display());
         }
         Ok(loaded)
+    }
+
+    /// Reads the recording (an incomplete one up to its last complete
+    /// record); a missing file whose `.partial` is there says so.
+    pub fn read(&self) -> Result<DataFile, Error> {
+        DataFile::read(&self.input).map_err(|e| {
+            let partial = rprof::output::partial_path(&self.input);
+            match e {
+                ReadError::Io(e) if e.kind() == ErrorKind::NotFound && partial.exists() => {
+                    Error::Protocol(format!(
+                        "{}: {e}; {} is there, an interrupted recording: rprof report -i {}",
+                        self.input.display(),
+                        partial.display(),
+                        partial.display()
+                    ))
+                }
+                e => Error::Protocol(format!("{}: {e}", self.input.display())),
+            }
+        })
     }
 
     /// The sample filter.

@@ -7,6 +7,7 @@ pub mod input;
 pub mod progress;
 pub mod record;
 pub mod report;
+pub mod script;
 pub mod stat;
 pub mod top;
 pub mod version;

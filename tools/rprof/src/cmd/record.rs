@@ -1,9 +1,11 @@
 //! `rprof record`: sample into an `rprof.data` file.
 //!
 //! The whole system by default (`-a`), one process with `-p PID` (the
-//! module's pid filter), or while a command runs (`-- CMD ARGS`: the
-//! session is system-wide, the command's pid is kept in the file for
-//! `rprof report --pid`).  Ends after `-d SECONDS`, when the command
+//! module's pid filter; with `--children`, every process it starts too),
+//! or a command and every process it starts (`-- CMD ARGS`: CMD is forked
+//! first and execs once sampling runs, with the module's filter on its
+//! pid and descendants; `-a -- CMD` samples the whole system while CMD
+//! runs).  Ends after `-d SECONDS`, when the command
 //! exits, or on SIGINT/SIGTERM; then STOP, the rest of the stream up to
 //! the STOP record, the snapshot (kallsyms, modules, build-ids), and the
 //! figures on stderr.
@@ -15,6 +17,7 @@
 //! stream for that).
 
 use clap::Args;
+use rprof::launch::{Launch, Running};
 use rprof::output::PendingFile;
 use rprof::sampling::SamplingArgs;
 use rprof::scan::Scan;
@@ -25,13 +28,13 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Options of `rprof record`.
 #[derive(Debug, Clone, Args)]
 pub struct RecordArgs {
-    /// Sample the whole system (the default).
+    /// Sample the whole system (the default without CMD; with CMD, the
+    /// whole system while CMD runs instead of CMD and its descendants).
     #[arg(short = 'a', long = "all-cpus", conflicts_with = "pid")]
     pub all: bool,
 
@@ -39,6 +42,11 @@ pub struct RecordArgs {
     #[arg(short = 'p', long = "pid", value_name = "PID",
           value_parser = clap::value_parser!(i32).range(1..))]
     pub pid: Option<i32>,
+
+    /// With -p: also every process PID starts from now on (its children,
+    /// their children, ...).
+    #[arg(long, requires = "pid")]
+    pub children: bool,
 
     /// Where to write the recording.
     #[arg(
@@ -108,20 +116,32 @@ fn uname() -> (String, String) {
 pub fn run(device: &Path, args: &RecordArgs) -> Result<u8, Error> {
     if args.pid.is_some() && !args.command.is_empty() {
         return Err(Error::Usage(
-            "-p PID and a command cannot be combined: a command is recorded system-wide".into(),
+            "-p PID and a command cannot be combined: a command is recorded with its descendants (or with -a, system-wide)".into(),
         ));
     }
-    let config = args.sampling.config(args.pid)?;
-    // The device first: a missing module or capability is the error to
-    // report, before any file is created.
+    // Options first (a usage error runs nothing), then the device: a
+    // missing module or capability is the error to report, before any
+    // command runs or file is created.
+    args.sampling.config(args.pid)?;
     let dev = Device::open(device)?;
+    // The command waits, forked, until sampling runs; the filter follows
+    // it and whatever it starts.
+    let launch = match args.command.is_empty() {
+        true => None,
+        false => Some(Launch::fork(&args.command)?),
+    };
+    let (pid, descendants) = match &launch {
+        Some(l) if !args.all => (Some(l.pid()), true),
+        _ => (args.pid, args.children),
+    };
+    let config = args.sampling.config_with(pid, descendants)?;
     let mut session = Session::new(&dev, &config, args.read)?;
     signal::install_stop_handler().map_err(|e| Error::io("installing a SIGINT handler", e))?;
     let (pending, file) = PendingFile::create(&args.output).map_err(|e| Error::Open {
         path: rprof::output::partial_path(&args.output),
         source: e,
     })?;
-    record(args, &dev, &mut session, &config, file, pending)
+    record(args, &dev, &mut session, &config, file, pending, launch)
 }
 
 /// The error `e`, saying where the recording so far is.
@@ -142,6 +162,7 @@ fn record(
     config: &rprof_abi::rprof_config,
     file: File,
     pending: PendingFile,
+    launch: Option<Launch>,
 ) -> Result<u8, Error> {
     let start_unix = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -175,21 +196,19 @@ fn record(
         counts: Scan::new(),
     };
 
-    let mut child: Option<Child> = None;
+    let mut child: Option<Running> = None;
     let mut child_status = None;
-    if let Some((prog, rest)) = args.command.split_first() {
-        match Command::new(prog).args(rest).spawn() {
+    if let Some(l) = launch {
+        match l.release() {
             Ok(c) => child = Some(c),
             Err(e) => {
                 let _ = session.stop();
                 pending.discard();
-                return Err(Error::Protocol(format!(
-                    "cannot run {prog}: {e} (is it a program in PATH?)"
-                )));
+                return Err(e);
             }
         }
     }
-    let target_pid = child.as_ref().map(|c| c.id() as i32).or(args.pid);
+    let target_pid = child.as_ref().map(|c| c.pid()).or(args.pid);
     let deadline = args.duration.map(|d| started + d);
     loop {
         if signal::stop_requested() {
@@ -273,20 +292,8 @@ fn record(
         t.lost_no_cookie,
         scan.lost
     );
-    let c = &stats.chains;
-    if c.chains > 0 {
-        eprintln!(
-            "rprof: chains: {}, frames: kernel {}, user {}; truncated {}, user fault {}, user bad fp {}, cut for space {}, unresolved frames {}, distinct stacks {}",
-            c.chains,
-            c.kernel_frames,
-            c.user_frames,
-            c.truncated,
-            c.user_fault,
-            c.user_bad_fp,
-            c.cut_space,
-            c.unresolved,
-            c.stacks
-        );
+    if stats.chains.chains > 0 {
+        eprintln!("rprof: {}", rprof::format::chain_line(&stats.chains));
     }
     let mut status = 0;
     if let Some(s) = child_status {

@@ -1,0 +1,161 @@
+//! `rprof script`: every sample of a recording in stream order, one block
+//! per sample as `perf script` prints it, for people's own tools:
+//!
+//! ```text
+//! attr_main  1234/1235  [001]  5.102030405:  1001001 cpu-clock@999:
+//! 	    11a9 main_hot (/tests/bin/attr_main)
+//! 	    11f0 main (/tests/bin/attr_main)
+//!
+//! ```
+//!
+//! The first line: comm, pid/tid, CPU, the sampling CPU's clock in
+//! seconds, the period (events the sample stands for) and the event.
+//! Then the sampled place and, with a call chain, its callers, innermost
+//! first: the offset (in the file, from the module's base, or the kernel
+//! address), the function, the object.  Kernel and module frames end in
+//! `[k]`.  A blank line ends each sample.
+
+use crate::symbolize::FrameKind;
+use crate::{caller_frames, event_label, Filter, Frame, Key, Symbolizer};
+use rprof_abi::rprof_config;
+use rprof_decode::{Decoder, Resolver};
+use std::io::{self, Write};
+use std::sync::Arc;
+
+/// What [`write`] went through.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Written {
+    /// Samples written.
+    pub samples: u64,
+    /// A malformed record ended the walk (what came before it is written).
+    pub error: Option<String>,
+}
+
+fn frame_line(out: &mut dyn Write, offset: u64, f: &Frame) -> io::Result<()> {
+    let k = match f.kind {
+        FrameKind::Kernel | FrameKind::Module => " [k]",
+        _ => "",
+    };
+    writeln!(out, "\t{offset:>16x} {}{k} ({})", f.symbol, f.path)
+}
+
+/// Writes every sample of `stream` that passes `filter`.
+pub fn write(
+    out: &mut dyn Write,
+    stream: &[u8],
+    config: &rprof_config,
+    sym: &mut Symbolizer,
+    filter: &Filter,
+) -> io::Result<Written> {
+    let mut resolver = Resolver::new();
+    let mut done = Written::default();
+    let labels: Vec<String> = (0..config.events.len() as u32)
+        .map(|i| event_label(config, i))
+        .collect();
+    let mut decoder = Decoder::new(stream);
+    while let Some(item) = decoder.next() {
+        let record = match item {
+            Ok(r) => r,
+            Err(e) => {
+                done.error = Some(format!(
+                    "malformed record at stream offset {}: {}",
+                    e.offset, e.kind
+                ));
+                break;
+            }
+        };
+        let Some(s) = resolver.feed(&record) else {
+            continue;
+        };
+        let (pid, comm): (u32, Arc<str>) = match &s.task {
+            Some(t) => (t.pid, Arc::from(t.comm.as_str())),
+            None => (0, Arc::from("[unknown]")),
+        };
+        let key = Key {
+            event: s.event,
+            pid,
+            comm,
+            cookie: s.cookie,
+            offset: s.offset,
+            stack: s.stack.clone(),
+            user: s.user,
+        };
+        if !filter.accepts(&key) {
+            continue;
+        }
+        let event = labels
+            .get(s.event as usize)
+            .cloned()
+            .unwrap_or_else(|| format!("event{}", s.event));
+        let cpu = s.cpu().map_or("[---]".to_string(), |c| format!("[{c:03}]"));
+        writeln!(
+            out,
+            "{:>16} {:>7}/{:<7} {cpu} {:>5}.{:09}: {:>10} {event}:",
+            key.comm,
+            pid,
+            s.tid().unwrap_or(0),
+            s.time_ns / 1_000_000_000,
+            s.time_ns % 1_000_000_000,
+            s.period,
+        )?;
+        let leaf = sym.frame(s.cookie, s.offset, &resolver);
+        frame_line(out, s.offset, &leaf)?;
+        if let Some(stack) = &s.stack {
+            let frames = caller_frames(stack, s.user, sym, &resolver);
+            for (f, &(_, offset)) in frames.iter().zip(&stack.frames) {
+                frame_line(out, offset, f)?;
+            }
+        }
+        writeln!(out)?;
+        done.samples += 1;
+    }
+    Ok(done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testdata;
+
+    #[test]
+    fn one_block_per_sample_in_stream_order() {
+        let d = testdata::data_file();
+        let mut sym = Symbolizer::new(&d.kallsyms, &d.files, None);
+        let mut out = Vec::new();
+        let w = write(&mut out, &d.stream, &d.config, &mut sym, &Filter::default()).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(w, Written { samples: testdata::SAMPLES, error: None });
+        let blocks: Vec<&str> = text.split("\n\n").filter(|b| !b.is_empty()).collect();
+        assert_eq!(blocks.len() as u64, testdata::SAMPLES, "{text}");
+        let head: Vec<&str> = blocks[0].lines().next().unwrap().split_whitespace().collect();
+        assert_eq!(head, ["attr_main", "100/100", "[000]", "0.000000001:", "1001001", "cpu-clock@999:"]);
+        let leaf = blocks[0].lines().nth(1).unwrap();
+        assert!(leaf.starts_with('\t') && leaf.contains(" rprof_report_test_hot ("), "{leaf}");
+        assert!(blocks[30].contains(" rprof_report_test_warm ("), "{}", blocks[30]);
+        assert!(blocks[40].trim_start().starts_with("swapper/1") && blocks[40].contains(" do_idle [k] ([kernel.kallsyms])"), "{}", blocks[40]);
+        assert!(blocks[49].contains(" busy_spin [k] ("), "{}", blocks[49]);
+    }
+
+    #[test]
+    fn the_filter_applies() {
+        let d = testdata::data_file();
+        let mut sym = Symbolizer::new(&d.kallsyms, &d.files, None);
+        let mut out = Vec::new();
+        let filter = Filter { comm: Some("swapper/1".into()), ..Filter::default() };
+        let w = write(&mut out, &d.stream, &d.config, &mut sym, &filter).unwrap();
+        assert_eq!(w.samples, 10);
+        assert!(!String::from_utf8(out).unwrap().contains("attr_main"));
+    }
+
+    #[test]
+    fn a_cut_stream_says_where() {
+        let d = testdata::data_file();
+        let mut sym = Symbolizer::new(&d.kallsyms, &d.files, None);
+        let mut cut = d.stream.clone();
+        // A record header announcing more bytes than are there.
+        cut.truncate(cut.len() - 4);
+        let w = write(&mut Vec::new(), &cut, &d.config, &mut sym, &Filter::default()).unwrap();
+        assert!(w.error.as_deref().is_some_and(|e| e.contains("stream offset")), "{w:?}");
+        assert_eq!(w.samples, testdata::SAMPLES);
+    }
+}

@@ -1,0 +1,48 @@
+//! `rprof script`: every sample of a recording, one block each, as `perf
+//! script` prints them (see [`rprof_report::script`]).
+
+use super::input::InputArgs;
+use clap::Args;
+use rprof::Error;
+use rprof_data::DataFile;
+use rprof_report::{script, Symbolizer};
+use std::io::{self, BufWriter, Write};
+
+/// Options of `rprof script`.
+#[derive(Debug, Clone, Args)]
+pub struct ScriptArgs {
+    #[command(flatten)]
+    /// The recording.
+    pub input: InputArgs,
+}
+
+/// Runs `rprof script`.
+pub fn run(args: &ScriptArgs) -> Result<(), Error> {
+    let data: DataFile = args.input.read()?;
+    if let Some(cut) = &data.cut {
+        eprintln!(
+            "rprof: warning: {}: {cut}: its samples up to there follow",
+            args.input.input.display()
+        );
+    }
+    let mut sym = Symbolizer::new(&data.kallsyms, &data.files, args.input.symfs.clone());
+    let mut out = BufWriter::new(io::stdout().lock());
+    let written = script::write(
+        &mut out,
+        &data.stream,
+        &data.config,
+        &mut sym,
+        &args.input.filter(),
+    )
+    .and_then(|w| out.flush().map(|()| w));
+    let written = match written {
+        Ok(w) => w,
+        // `rprof script | head` is ordinary use.
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
+        Err(e) => return Err(Error::io("writing to standard output", e)),
+    };
+    if let Some(e) = written.error {
+        eprintln!("rprof: warning: {}: {e}", args.input.input.display());
+    }
+    Ok(())
+}
