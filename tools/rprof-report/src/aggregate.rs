@@ -1,7 +1,7 @@
 //! Counting samples of a stream by (event, task, cookie, offset).
 
 use rprof_abi::*;
-use rprof_decode::{Decoder, Record, Resolver, SessionSpan, Stack};
+use rprof_decode::{Decoder, Record, ResolvedSample, Resolver, SessionSpan, Stack};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -23,6 +23,21 @@ pub struct Key {
     /// Taken in user mode (which frames of `stack` are return
     /// addresses depends on it, see [`Stack::is_return_address`]).
     pub user: bool,
+}
+
+impl Key {
+    /// The key of a resolved sample whose task's comm is `comm`.
+    pub fn of(s: &ResolvedSample, comm: Arc<str>) -> Key {
+        Key {
+            event: s.event,
+            pid: s.pid().unwrap_or(0),
+            comm,
+            cookie: s.cookie,
+            offset: s.offset,
+            stack: s.stack.clone(),
+            user: s.user,
+        }
+    }
 }
 
 /// Samples of one key.
@@ -115,10 +130,7 @@ impl Aggregate {
         let Some(s) = self.resolver.feed(record) else {
             return;
         };
-        let (pid, comm) = match &s.task {
-            Some(t) => (t.pid, t.comm.as_str()),
-            None => (0, "[unknown]"),
-        };
+        let comm = s.comm().unwrap_or("[unknown]");
         let comm = match self.comms.get(comm) {
             Some(c) => c.clone(),
             None => {
@@ -127,15 +139,7 @@ impl Aggregate {
                 c
             }
         };
-        let key = Key {
-            event: s.event,
-            pid,
-            comm,
-            cookie: s.cookie,
-            offset: s.offset,
-            stack: s.stack.clone(),
-            user: s.user,
-        };
+        let key = Key::of(&s, comm);
         let later = self.cutoff_ns.is_some_and(|c| s.time_ns >= c);
         if !later && self.floor_ns.is_some_and(|f| s.time_ns < f) {
             self.late += 1;

@@ -67,19 +67,7 @@ pub fn write(
         let Some(s) = resolver.feed(&record) else {
             continue;
         };
-        let (pid, comm): (u32, Arc<str>) = match &s.task {
-            Some(t) => (t.pid, Arc::from(t.comm.as_str())),
-            None => (0, Arc::from("[unknown]")),
-        };
-        let key = Key {
-            event: s.event,
-            pid,
-            comm,
-            cookie: s.cookie,
-            offset: s.offset,
-            stack: s.stack.clone(),
-            user: s.user,
-        };
+        let key = Key::of(&s, Arc::from(s.comm().unwrap_or("[unknown]")));
         if !filter.accepts(&key) {
             continue;
         }
@@ -92,7 +80,7 @@ pub fn write(
             out,
             "{:>16} {:>7}/{:<7} {cpu} {:>5}.{:09}: {:>10} {event}:",
             key.comm,
-            pid,
+            key.pid,
             s.tid().unwrap_or(0),
             s.time_ns / 1_000_000_000,
             s.time_ns % 1_000_000_000,
