@@ -329,11 +329,13 @@ impl Drain {
         } else {
             None
         };
-        if !self.emit(buf, cpu, rec, &w, stack, reserve) {
+        if !self.emit(buf, cpu, rec, &w, stack.map(|s| s.0), reserve) {
             return Err(BUFFER);
         }
-        if stack.is_some() {
+        // Counted only for a sample that made it into the buffer.
+        if let Some((_, unresolved)) = stack {
             self.count_chain(rec);
+            self.chain_stats.unresolved += unresolved;
         }
         Ok(())
     }
@@ -495,10 +497,10 @@ impl Drain {
 
     /// Resolves `rec`'s chain (`frames`: kernel then user addresses),
     /// writes its STACK record (and the COOKIE and MODULE records of its
-    /// frames) unless the chain is in the table, and returns its id.
-    /// `Err(BUFFER)` when a record does not fit: the sample is then lost,
-    /// and the chain not entered.
-    fn stack(&mut self, buf: &EventBuffer, rec: &RingRecord, frames: &[u64], reserve: u64) -> Result<u64, usize> {
+    /// frames) unless the chain is in the table, and returns its id and
+    /// its count of unresolved user frames.  `Err(BUFFER)` when a record
+    /// does not fit: the sample is then lost, and the chain not entered.
+    fn stack(&mut self, buf: &EventBuffer, rec: &RingRecord, frames: &[u64], reserve: u64) -> Result<(u64, u64), usize> {
         let Some(mut ch) = self.chains.take() else { return Err(BUFFER) };
         let r = self.stack_with(&mut ch, buf, rec, frames, reserve);
         self.chains = Some(ch);
@@ -512,7 +514,7 @@ impl Drain {
         rec: &RingRecord,
         frames: &[u64],
         reserve: u64,
-    ) -> Result<u64, usize> {
+    ) -> Result<(u64, u64), usize> {
         let nk = (rec.nk as usize).min(frames.len());
         // A raw chain seen before in the same unchanged address space:
         // its id, without resolving a frame (src/stacks.rs).
@@ -523,15 +525,14 @@ impl Drain {
         let tag = unsafe { ch.raw.tag(rec.mm.0, rec.mm_seq) };
         let raw_flags = stacks::raw_key_flags(rec.chain, rec.sample.flags & RAW_USER != 0, nk);
         let raw_hash = stacks::hash_raw(frames, tag, raw_flags);
-        if let Some((id, unresolved)) = ch.raw.find(raw_hash, tag, raw_flags, frames) {
-            self.chain_stats.unresolved += unresolved;
-            return Ok(id);
+        if let Some(found) = ch.raw.find(raw_hash, tag, raw_flags, frames) {
+            return Ok(found);
         }
         #[cfg(rprof_bench)]
         drop(intern_timer);
         let id = self.resolve_chain(ch, buf, rec, frames, nk, reserve)?;
         ch.raw.insert(raw_hash, tag, raw_flags, frames, id.0, id.1);
-        Ok(id.0)
+        Ok(id)
     }
 
     /// Resolves `rec`'s chain and returns its id (writing its STACK record
@@ -624,7 +625,6 @@ impl Drain {
         let flags = u16::from(rec.chain & 0x3f);
         let h = stacks::hash(&ch.resolved, flags);
         if let Some(id) = ch.stacks.find(h, &ch.resolved, flags) {
-            self.chain_stats.unresolved += unresolved_now as u64;
             return Ok((id, unresolved_now as u64));
         }
         for f in ch.resolved.iter() {
@@ -659,7 +659,6 @@ impl Drain {
         }
         ch.stacks.insert(h, &ch.resolved, flags);
         self.chain_stats.stacks += 1;
-        self.chain_stats.unresolved += unresolved_now as u64;
         Ok((id, unresolved_now as u64))
     }
 

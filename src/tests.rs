@@ -1133,10 +1133,71 @@ fn chain_counts_follow_the_words(t: &mut Test) {
     kassert_eq!(t, ring.stored(), 3);
 }
 
+/// A running session with call chains, without counters.
+fn test_chain_session(ring_records: u32, buffer_pages: u32) -> Result<Arc<Session>> {
+    let mut raw = rprof_config::default();
+    raw.size = core::mem::size_of::<rprof_config>() as u32;
+    raw.nr_events = 1;
+    raw.ring_records = ring_records;
+    raw.flags = RPROF_CONFIG_CALLCHAIN;
+    raw.max_kernel_frames = 8;
+    raw.max_user_frames = 8;
+    raw.events[0] = rprof_event_config { kind: RPROF_EVENT_CPU_CLOCK, flags: 0, period: 1_000_000 };
+    let config = Config::check(raw, &Params::new(4096, 1)?, buffer_pages as u64 * 4096)?;
+    let waitq = Arc::new(crate::waitq::WaitQueue::new()?, GFP_KERNEL)?;
+    let s = Session::new(config, buffer_pages, 64, waitq)?;
+    s.test_start();
+    Ok(s)
+}
+
+/// The unresolved-frame count covers the chains of delivered samples
+/// only: with a one-page buffer and no reader most samples are lost, a
+/// chain already written costs nothing to find again, and those lost
+/// samples' frames must not count.
+fn unresolved_counts_only_delivered_chains(t: &mut Test) {
+    let Ok(session) = test_chain_session(4096, 1) else {
+        kassert!(t, false, "session allocation failed");
+        return;
+    };
+    let Ok(ctx) = session.handler_ctx(0) else {
+        kassert!(t, false, "no handler context");
+        return;
+    };
+    // SAFETY: The session's ring for CPU 0, alive as long as the session.
+    let ring = unsafe { &*ctx.ring };
+    // A kernel sample on behalf of a user task: a kernel frame (this
+    // module's code), then three user frames no address space resolves.
+    let kip = helpers::rprof_test_cpu_relax as unsafe extern "C" fn() as usize as u64;
+    let words = [kip, 0x1000, 0x2000, 0x3000];
+    for i in 0..400u64 {
+        let make = move |nk: u32, nu: u32, chain: u8| {
+            let mut r = RingRecord::new(RawSample { time_ns: i, ip: kip, ..Default::default() }, 0);
+            r.nk = nk as u8;
+            r.nu = nu as u8;
+            r.chain = chain;
+            r.into()
+        };
+        let _ = sampler::push_frames(ring, &words, 1, 0, make);
+        if i % 16 == 15 {
+            session.drain_now();
+        }
+    }
+    session.finish();
+    session.drain_now();
+    let (total, _, _) = session.stats(&mut []);
+    let c = session.chain_stats();
+    pr_info!("unresolved: {} delivered, {} lost, {} chains, {} unresolved\n", total.delivered, total.lost_buffer, c.chains, c.unresolved);
+    kassert!(t, total.lost_buffer > 0, "nothing was lost");
+    kassert!(t, total.delivered > 0, "nothing was delivered");
+    kassert_eq!(t, c.chains, total.delivered);
+    kassert_eq!(t, c.unresolved, 3 * c.chains);
+}
+
 kunit_suite!(
     CHAIN_SUITE,
     "rprof-chains",
     [
+        unresolved_counts_only_delivered_chains,
         chain_walker_fabricated_stacks,
         ring_multi_slot_records,
         chain_cut_keeps_the_sample,

@@ -138,7 +138,8 @@ struct rprof_chain_stats {
 	__u64 user_fault;    /* user walks ended by an unreadable stack word */
 	__u64 user_bad_fp;   /* user walks ended by a bad frame pointer */
 	__u64 cut_space;     /* chains cut or left out: no room in the ring */
-	__u64 unresolved;    /* user frames left as RPROF_COOKIE_UNRESOLVED */
+	__u64 unresolved;    /* user frames left as RPROF_COOKIE_UNRESOLVED,
+			      * in the chains of delivered samples */
 	__u64 stacks;        /* STACK records written (distinct stacks) */
 	__u64 reserved[3];
 };
