@@ -17,7 +17,7 @@ rows() {
 	grep -E '^ +[0-9.]+% ' "$1"
 }
 
-plan 27
+plan 28
 unload
 load
 
@@ -100,6 +100,16 @@ check "record -- sh -c ...: its child (chains) and grandchild (attr_main) are pr
 	sh -c "grep -qE '^ +[0-9.]+% +[0-9]+ +chains\$' /tmp/d.report && grep -qE '^ +[0-9.]+% +[0-9]+ +attr_main\$' /tmp/d.report"
 check "... and nothing outside the tree (no dd)" sh -c "! grep -qE ' dd\$' /tmp/d.report"
 check "record -a -- CMD: the whole system, dd too" grep -qE '^ +[0-9.]+% +[0-9]+ +dd$' /tmp/da.report
+
+# 4c. perf's event syntax: :k (kernel mode only) and -c PERIOD.
+rprof record -e cpu-clock:k -c 1000000 -a -d 1 -o /tmp/k.data >/dev/null 2>/tmp/k.err
+rprof script -i /tmp/k.data >/tmp/k.script 2>&1
+diag "$(cat /tmp/k.err; head -n 6 /tmp/k.script)"
+check "record -e cpu-clock:k -c 1000000: kernel samples only, each of period 1000000" \
+	awk 'BEGIN { t = sprintf("\t") }
+		index($0, t) == 1 { n++; if ($0 !~ / \[k\] \(/) bad++ }
+		/ cpu-clock:1000000:$/ { p++ }
+		END { exit !(n > 0 && bad == 0 && p == n) }' /tmp/k.script
 
 # 5. SIGTERM ends a recording cleanly.
 rprof record -o /tmp/t.data >/dev/null 2>/tmp/t.err &

@@ -1,4 +1,4 @@
-//! Event names, the `EVENT[:PERIOD|@FREQ]` syntax and session
+//! Event names, the `EVENT[:PERIOD|@FREQ][:u|:k]` syntax and session
 //! configurations built from them.
 
 use rprof_abi::*;
@@ -38,13 +38,30 @@ pub enum Sampling {
     Freq(u64),
 }
 
-/// One `-e` argument: an event and, optionally, how often to sample it.
+/// Which privilege levels an event counts, as perf's `:u` and `:k`
+/// modifiers say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Levels {
+    /// Both (no modifier, or `:uk`).
+    #[default]
+    All,
+    /// `:u`: user mode only.
+    User,
+    /// `:k`: kernel mode only.
+    Kernel,
+}
+
+/// One `-e` argument: an event and, optionally, how often to sample it
+/// and at which privilege levels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EventSpec {
     /// `enum rprof_event_kind`.
     pub kind: u32,
-    /// `None`: the `-F` frequency, or [`DEFAULT_FREQ_HZ`].
+    /// `None`: the `-c` period, the `-F` frequency, or [`DEFAULT_FREQ_HZ`].
     pub sampling: Option<Sampling>,
+    /// perf's `:u` / `:k`.  The module applies them to the whole session,
+    /// so every event of a session must ask for the same levels.
+    pub levels: Levels,
 }
 
 impl EventSpec {
@@ -75,20 +92,48 @@ fn positive(s: &str, what: &str) -> Result<u64, String> {
 impl FromStr for EventSpec {
     type Err = String;
 
-    /// `NAME`, `NAME:PERIOD` or `NAME@FREQ` (Hz).
+    /// `NAME`, `NAME:PERIOD` or `NAME@FREQ` (Hz), then perf's modifiers
+    /// `:u` (user mode only), `:k` (kernel mode only) or `:uk`.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let (name, sampling) = if let Some((name, period)) = s.split_once(':') {
-            (name, Some(Sampling::Period(positive(period, "period")?)))
-        } else if let Some((name, freq)) = s.split_once('@') {
-            (name, Some(Sampling::Freq(positive(freq, "frequency")?)))
-        } else {
-            (s, None)
+        let mut parts = s.split(':');
+        let head = parts.next().unwrap_or("");
+        let (name, mut sampling) = match head.split_once('@') {
+            Some((name, freq)) => (name, Some(Sampling::Freq(positive(freq, "frequency")?))),
+            None => (head, None),
         };
+        let mut levels = None;
+        for part in parts {
+            if !part.is_empty() && part.bytes().all(|b| b.is_ascii_alphabetic()) {
+                if levels.is_some() {
+                    return Err(format!("'{s}': more than one set of modifiers"));
+                }
+                let (u, k) = (part.contains('u'), part.contains('k'));
+                if let Some(c) = part.chars().find(|c| !matches!(c, 'u' | 'k')) {
+                    return Err(match c {
+                        'p' | 'P' => format!("'{s}': precise sampling (:p) is not supported"),
+                        _ => format!("'{s}': unknown modifier '{c}' (rprof knows u and k)"),
+                    });
+                }
+                levels = Some(match (u, k) {
+                    (true, false) => Levels::User,
+                    (false, true) => Levels::Kernel,
+                    _ => Levels::All,
+                });
+            } else if sampling.is_none() {
+                sampling = Some(Sampling::Period(positive(part, "period")?));
+            } else {
+                return Err(format!("'{s}': more than one period or frequency"));
+            }
+        }
         let kind = event_kind(name).ok_or_else(|| {
             let names: Vec<&str> = EVENTS.iter().map(|e| e.0).collect();
             format!("unknown event '{name}' (known: {})", names.join(", "))
         })?;
-        Ok(EventSpec { kind, sampling })
+        Ok(EventSpec {
+            kind,
+            sampling,
+            levels: levels.unwrap_or_default(),
+        })
     }
 }
 
@@ -123,6 +168,9 @@ pub struct SessionOptions {
     pub events: Vec<EventSpec>,
     /// Frequency (Hz) of events that name no period or frequency.
     pub freq: Option<u64>,
+    /// Period of events that name no period or frequency (perf's `-c`;
+    /// before `freq`).
+    pub period: Option<u64>,
     /// Do not sample user mode.
     pub exclude_user: bool,
     /// Do not sample kernel mode.
@@ -150,6 +198,7 @@ impl SessionOptions {
         let default_event = [EventSpec {
             kind: RPROF_EVENT_CPU_CLOCK,
             sampling: None,
+            levels: Levels::All,
         }];
         let events = if self.events.is_empty() {
             &default_event[..]
@@ -164,15 +213,33 @@ impl SessionOptions {
             ));
         }
         for (slot, e) in c.events.iter_mut().zip(events) {
-            *slot = e.to_config(default_freq);
+            *slot = match (e.sampling, self.period) {
+                (None, Some(p)) => EventSpec {
+                    sampling: Some(Sampling::Period(p)),
+                    ..*e
+                }
+                .to_config(default_freq),
+                _ => e.to_config(default_freq),
+            };
+        }
+        let levels = events[0].levels;
+        if events.iter().any(|e| e.levels != levels) {
+            return Err(
+                "the events ask for different modes (:u, :k): the module samples every event of a \
+                 session in the same modes, so give them all the same modifier"
+                    .into(),
+            );
         }
         // At most RPROF_MAX_EVENTS, checked above.
         c.nr_events = events.len() as u32;
-        if self.exclude_user {
+        if self.exclude_user || levels == Levels::Kernel {
             c.flags |= RPROF_CONFIG_EXCLUDE_USER;
         }
-        if self.exclude_kernel {
+        if self.exclude_kernel || levels == Levels::User {
             c.flags |= RPROF_CONFIG_EXCLUDE_KERNEL;
+        }
+        if c.flags & RPROF_CONFIG_EXCLUDE_USER != 0 && c.flags & RPROF_CONFIG_EXCLUDE_KERNEL != 0 {
+            return Err("user and kernel mode both excluded: nothing would be sampled".into());
         }
         if let Some(pid) = self.pid {
             c.flags |= RPROF_CONFIG_PID_FILTER;
@@ -228,9 +295,34 @@ mod tests {
         for (s, kind, sampling) in cases {
             assert_eq!(
                 s.parse::<EventSpec>(),
-                Ok(EventSpec { kind, sampling }),
+                Ok(EventSpec {
+                    kind,
+                    sampling,
+                    levels: Levels::All
+                }),
                 "{s}"
             );
+        }
+        // perf's modifiers, after any period or frequency.
+        for (s, sampling, levels) in [
+            ("cycles:u", None, Levels::User),
+            ("cpu-clock:k", None, Levels::Kernel),
+            ("cycles:uk", None, Levels::All),
+            ("cycles:100000:u", Some(Sampling::Period(100000)), Levels::User),
+            ("cpu-clock@4000:k", Some(Sampling::Freq(4000)), Levels::Kernel),
+        ] {
+            let e = s.parse::<EventSpec>().unwrap();
+            assert_eq!((e.sampling, e.levels), (sampling, levels), "{s}");
+        }
+        for (bad, why) in [
+            ("cycles:pp", "precise sampling"),
+            ("cycles:uh", "unknown modifier 'h'"),
+            ("cycles:u:k", "more than one set"),
+            ("cycles:5:6", "more than one period"),
+            ("cycles@5:6", "more than one period"),
+        ] {
+            let e = bad.parse::<EventSpec>().unwrap_err();
+            assert!(e.contains(why), "{bad}: {e}");
         }
         for bad in [
             "",
@@ -289,6 +381,35 @@ mod tests {
         assert_eq!((c.pid, c.ring_records), (7, 256));
         assert_eq!(EventDisplay(&c.events[0]).to_string(), "cycles@99");
         assert_eq!(EventDisplay(&c.events[1]).to_string(), "cpu-clock:5000");
+    }
+
+    #[test]
+    fn modifiers_and_period_make_the_session() {
+        let o = SessionOptions {
+            events: vec!["cycles:u".parse().unwrap(), "instructions:u".parse().unwrap()],
+            period: Some(12345),
+            freq: Some(99),
+            ..Default::default()
+        };
+        let c = o.to_config().unwrap();
+        assert_eq!(c.flags, RPROF_CONFIG_EXCLUDE_KERNEL);
+        assert_eq!((c.events[0].flags, c.events[0].period), (0, 12345));
+        let k = SessionOptions {
+            events: vec!["cpu-clock:k".parse().unwrap()],
+            ..Default::default()
+        };
+        assert_eq!(k.to_config().unwrap().flags, RPROF_CONFIG_EXCLUDE_USER);
+        let mixed = SessionOptions {
+            events: vec!["cycles:u".parse().unwrap(), "cpu-clock".parse().unwrap()],
+            ..Default::default()
+        };
+        assert!(mixed.to_config().unwrap_err().contains("same modifier"));
+        let none = SessionOptions {
+            events: vec!["cycles:u".parse().unwrap()],
+            exclude_user: true,
+            ..Default::default()
+        };
+        assert!(none.to_config().unwrap_err().contains("nothing would be sampled"));
     }
 
     #[test]

@@ -197,6 +197,7 @@ impl DumpArgs {
         rprof::events::SessionOptions {
             events: self.events.clone(),
             freq: self.freq,
+            period: None,
             exclude_user: self.exclude_user,
             exclude_kernel: self.exclude_kernel,
             pid: self.pid,

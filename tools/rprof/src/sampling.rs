@@ -15,9 +15,10 @@ pub const DEFAULT_RECORD_FREQ_HZ: u64 = 999;
 pub struct SamplingArgs {
     /// Event to sample: cpu-clock, task-clock, cycles, instructions,
     /// cache-misses or branch-misses; `NAME:PERIOD` samples every PERIOD
-    /// events, `NAME@HZ` about HZ times a second.  Repeatable (up to 8).
-    /// Default: cpu-clock@999.
-    #[arg(short = 'e', long = "event", value_name = "EVENT[:PERIOD|@FREQ]")]
+    /// events, `NAME@HZ` about HZ times a second; perf's `:u` (user mode
+    /// only) or `:k` (kernel mode only) after it, the same for every
+    /// event.  Repeatable (up to 8).  Default: cpu-clock@999.
+    #[arg(short = 'e', long = "event", value_name = "EVENT[:PERIOD|@FREQ][:u|:k]")]
     pub events: Vec<EventSpec>,
 
     /// Sampling frequency in Hz of events given without a period or
@@ -25,6 +26,12 @@ pub struct SamplingArgs {
     #[arg(short = 'F', long = "freq", value_name = "HZ",
           value_parser = clap::value_parser!(u64).range(1..))]
     pub freq: Option<u64>,
+
+    /// Sample every PERIOD events, for events given without a period or
+    /// frequency of their own (as perf's -c).
+    #[arg(short = 'c', long = "count", value_name = "PERIOD", conflicts_with = "freq",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub period: Option<u64>,
 
     /// Do not sample user mode.
     #[arg(long)]
@@ -106,6 +113,7 @@ impl SamplingArgs {
         SessionOptions {
             events: self.events.clone(),
             freq: Some(self.freq.unwrap_or(DEFAULT_RECORD_FREQ_HZ)),
+            period: self.period,
             exclude_user: self.exclude_user,
             exclude_kernel: self.exclude_kernel,
             pid,

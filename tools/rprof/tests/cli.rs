@@ -286,6 +286,18 @@ fn usage_errors_exit_2() {
             "/bin/true",
         ],
         too_many,
+        // perf's modifiers apply to the whole session: they must agree.
+        vec![
+            "--device",
+            "/nonexistent/rprof",
+            "record",
+            "-e",
+            "cycles:u",
+            "-e",
+            "cpu-clock",
+            "-d",
+            "1",
+        ],
     ] {
         let out = rprof(&argv);
         let stderr = text(&out.stderr);
