@@ -148,15 +148,18 @@ check "after a SIGKILLed daemon, rprof record -d 1 works" \
 	sh -c 'grep -q "rprof: recorded" /tmp/after.err'
 diag "$(cat /tmp/after.err)"
 
-# SIGTERM: a final flush, at least one profile.
+# SIGTERM: a final flush, at least one profile; the temporary file of
+# a daemon killed while writing is removed at start.
+mkdir -p /tmp/d2
+echo partial >/tmp/d2/.rprof-0000000001-000000.pb.gz.tmp
 rprof daemon --dir /tmp/d2 --interval 30 --keep 3 >/tmp/d2.out 2>&1 &
 d=$!
 sleep 1.5
 kill -TERM $d
 wait $d
 rc=$?
-check "daemon stopped by SIGTERM: exit 0 and a profile in /tmp/d2" \
-	sh -c "[ $rc -eq 0 ] && ls /tmp/d2/rprof-*.pb.gz >/dev/null && gzip -t /tmp/d2/rprof-*.pb.gz"
+check "daemon stopped by SIGTERM: exit 0, a profile in /tmp/d2, no temporary file" \
+	sh -c "[ $rc -eq 0 ] && ls /tmp/d2/rprof-*.pb.gz >/dev/null && gzip -t /tmp/d2/rprof-*.pb.gz && ! ls -a /tmp/d2 | grep -q tmp"
 diag "$(cat /tmp/d2.out; ls -l /tmp/d2)"
 # Rotation: --keep 2 with 0.5 s intervals.
 rprof daemon --dir /tmp/d3 --interval 0.5 --keep 2 >/tmp/d3.out 2>&1 &

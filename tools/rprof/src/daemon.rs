@@ -161,6 +161,28 @@ fn summary(path: &Path, agg: &rprof_report::Aggregate) -> String {
     )
 }
 
+/// Whether `name` is the temporary name of a profile being written.
+fn is_temporary(name: &str) -> bool {
+    name.strip_prefix('.')
+        .and_then(|n| n.strip_suffix(".tmp"))
+        .is_some_and(|n| n.starts_with(PREFIX) && n.ends_with(SUFFIX))
+}
+
+/// Deletes the temporary files an earlier daemon killed while writing
+/// left in `dir`; returns how many.
+pub fn remove_temporaries(dir: &Path) -> Result<usize, Error> {
+    let names: Vec<String> = std::fs::read_dir(dir)
+        .map_err(|e| Error::io("listing the profile directory", e))?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| is_temporary(n))
+        .collect();
+    for n in &names {
+        let _ = std::fs::remove_file(dir.join(n));
+    }
+    Ok(names.len())
+}
+
 /// Deletes the oldest profiles of `dir` beyond `keep`.
 pub fn rotate(dir: &Path, keep: u64) -> Result<(), Error> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
@@ -241,6 +263,10 @@ pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
     let mut session = Session::new(&dev, &config, false)?;
     std::fs::create_dir_all(&args.dir)
         .map_err(|e| Error::io("creating the profile directory", e))?;
+    let stale = remove_temporaries(&args.dir)?;
+    if stale > 0 {
+        eprintln!("rprof daemon: removed {stale} temporary files an earlier daemon left");
+    }
     signal::install_stop_handler().map_err(|e| Error::io("installing a SIGTERM handler", e))?;
     let mut sink = live::AggregateSink::new();
     let mut sym = live::symbolizer();
@@ -337,6 +363,30 @@ mod tests {
             ]
         );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn temporaries_of_a_killed_daemon_go() {
+        let dir = std::env::temp_dir().join(format!("rprof-tmps-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let names = [
+            ".rprof-0000000001-000000.pb.gz.tmp",
+            "rprof-0000000001-000000.pb.gz",
+            ".other.tmp",
+            ".rprof-notes.txt.tmp",
+        ];
+        for n in names {
+            std::fs::write(dir.join(n), b"x").unwrap();
+        }
+        assert_eq!(remove_temporaries(&dir).unwrap(), 1);
+        let mut left: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(left, [".other.tmp", ".rprof-notes.txt.tmp", "rprof-0000000001-000000.pb.gz"]);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
