@@ -70,7 +70,8 @@ impl Launch {
         let (go_r, go_w) = pipe().map_err(io_err)?;
         let (err_r, err_w) = pipe().map_err(io_err)?;
         // SAFETY: fork() itself; the child below calls only
-        // async-signal-safe functions (close, read, execvp, write, _exit).
+        // async-signal-safe functions (close, signal, sigprocmask, read,
+        // execvp, write, _exit).
         let pid = unsafe { libc::fork() };
         if pid < 0 {
             return Err(io_err(io::Error::last_os_error()));
@@ -83,6 +84,13 @@ impl Launch {
                 // gives end of file instead of a wait for ever.
                 libc::close(go_w.as_raw_fd());
                 libc::close(err_r.as_raw_fd());
+                // As std::process::Command does: the Rust runtime ignores
+                // SIGPIPE, and an ignored signal stays ignored across
+                // exec; CMD gets the default, and no blocked signals.
+                libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+                let mut none: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut none);
+                libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
                 let mut b = 0u8;
                 let n = loop {
                     let n = libc::read(go_r.as_raw_fd(), (&mut b as *mut u8).cast(), 1);
@@ -242,6 +250,21 @@ mod tests {
         assert_eq!(wait(&mut r).code(), Some(3));
         assert_eq!(std::fs::read_to_string(&dir).unwrap(), "ran\n");
         let _ = std::fs::remove_file(&dir);
+    }
+
+    /// The command does not inherit the Rust runtime's ignored SIGPIPE
+    /// (a `yes | head` in it must end by the signal).
+    #[test]
+    fn the_command_gets_the_default_sigpipe() {
+        let out = std::env::temp_dir().join(format!("rprof-launch-sig-{}", std::process::id()));
+        let script = format!("grep SigIgn /proc/$$/status > {}", out.display());
+        let l = Launch::fork(&["sh".into(), "-c".into(), script]).unwrap();
+        let mut r = l.release().unwrap();
+        assert!(wait(&mut r).success());
+        let line = std::fs::read_to_string(&out).unwrap();
+        let _ = std::fs::remove_file(&out);
+        let mask = u64::from_str_radix(line.split_whitespace().nth(1).unwrap(), 16).unwrap();
+        assert_eq!(mask & 1 << (libc::SIGPIPE - 1), 0, "{line}");
     }
 
     #[test]
