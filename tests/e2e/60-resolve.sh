@@ -46,15 +46,29 @@ unload
 load
 
 # 1. attr_main spends 3/4 of its time in its own main_hot and 1/4 in
-# lib_hot of the library it dlopen()s: the samples must say so.
-rprof dump -e cpu-clock@1000 -d 4 --quiet --summary-json --raw /tmp/a.raw >/tmp/a.json &
-dump=$!
-/tests/bin/attr_main 3 >/tmp/attr_main.out 2>&1
-wait "$dump"
+# lib_hot of the library it dlopen()s: the samples must say so.  The
+# split is a matter of time, and under TCG a busy host skews it now and
+# then (3.05 to 3.11 in most runs, once 3.78): a run outside the band is
+# repeated once, and both runs are shown.  A misattribution fails both.
+attr_run() { # OUT
+	rprof dump -e cpu-clock@1000 -d 4 --quiet --summary-json --raw /tmp/a.raw >/tmp/a.json &
+	dump=$!
+	/tests/bin/attr_main 3 >/tmp/attr_main.out 2>&1
+	wait "$dump"
+	rprof-e2e attribution /tmp/a.raw --bin /tests/bin/attr_main:main_hot \
+		--bin /tests/bin/libattr_lib.so:lib_hot --pid-comm attr_main >"$1" 2>&1
+}
+attr_run /tmp/a.attr
+rc=$?
+if [ $rc -ne 0 ]; then
+	diag "first run, repeated: $(cat /tmp/attr_main.out /tmp/a.attr)"
+	attr_run /tmp/a.attr
+	rc=$?
+fi
 diag "$(cat /tmp/attr_main.out)"
+# The verdict is the last run's rprof-e2e status.
 report "attr_main: >= 90% of its user samples in attr_main and libattr_lib.so, main_hot:lib_hot 3:1 within 25%" \
-	/tmp/a.report rprof-e2e attribution /tmp/a.raw \
-	--bin /tests/bin/attr_main:main_hot --bin /tests/bin/libattr_lib.so:lib_hot --pid-comm attr_main
+	/tmp/a.report sh -c "cat /tmp/a.attr; exit $rc"
 check "... exact accounting" invariant /tmp/a.json
 
 # 2. 200 processes of about 20 ms each: their samples resolve to their
