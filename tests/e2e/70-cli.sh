@@ -148,6 +148,16 @@ check "after a SIGKILLed daemon, rprof record -d 1 works" \
 	sh -c 'grep -q "rprof: recorded" /tmp/after.err'
 diag "$(cat /tmp/after.err)"
 
+# wait_for SECONDS N PATTERN FILE: until FILE has N lines matching
+# PATTERN, at most SECONDS.
+wait_for() {
+	i=0
+	while [ "$(grep -c "$3" "$4")" -lt "$2" ] && [ $i -lt $(($1 * 10)) ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+}
+
 # SIGTERM: a final flush, at least one profile; the temporary file of
 # a daemon killed while writing is removed at start.
 mkdir -p /tmp/d2
@@ -161,13 +171,15 @@ rc=$?
 check "daemon stopped by SIGTERM: exit 0, a profile in /tmp/d2, no temporary file" \
 	sh -c "[ $rc -eq 0 ] && ls /tmp/d2/rprof-*.pb.gz >/dev/null && gzip -t /tmp/d2/rprof-*.pb.gz && ! ls -a /tmp/d2 | grep -q tmp"
 diag "$(cat /tmp/d2.out; ls -l /tmp/d2)"
-# Rotation: --keep 2 with 0.5 s intervals.
+# Rotation: --keep 2 with 0.5 s intervals, once three were written (the
+# daemon is slow here: wait for its lines, not for the clock).
 rprof daemon --dir /tmp/d3 --interval 0.5 --keep 2 >/tmp/d3.out 2>&1 &
 d=$!
-sleep 2.5
+wait_for 30 3 '^rprof daemon: wrote' /tmp/d3.out
 kill -TERM $d
 wait $d
 check "daemon --keep 2 keeps two profiles" sh -c '[ $(ls /tmp/d3 | grep -c "^rprof-.*\.pb\.gz$") -eq 2 ]'
+diag "$(cat /tmp/d3.out; ls -l /tmp/d3)"
 
 # A slow reader: a one-page buffer, 10 kHz, and the daemon stopped for 2 s.
 # The module drops what does not fit and counts it; once resumed, the
@@ -198,16 +210,6 @@ check "... a profile written after the stall counts lost samples" \
 diag "$(cat /tmp/d4.out; ls -l /tmp/d4)"
 rmmod rprof
 insmod "$RPROF_KO"
-
-# wait_for SECONDS N PATTERN FILE: until FILE has N lines matching
-# PATTERN, at most SECONDS.
-wait_for() {
-	i=0
-	while [ "$(grep -c "$3" "$4")" -lt "$2" ] && [ $i -lt $(($1 * 10)) ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
-}
 
 # Intervals by the samples' own times: one CPU busy for the whole run,
 # the daemon stopped for 1.5 s in the middle.  Each full interval holds
