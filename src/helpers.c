@@ -550,8 +550,10 @@ u32 rprof_current_mm_seq(void)
 	return mm ? READ_ONCE(mm->mm_lock_seq.sequence) : 0;
 }
 
-/* Deeper process trees than this are not followed (pid_max bounds any
- * real one; a bound keeps the walk's time bounded in NMI context). */
+/* Parents walked at most: a bound on the walk's time in NMI context.  A
+ * task more than this many generations below the filter's process is
+ * not kept (a fork chain that deep is built on purpose, not by a build or
+ * a shell script). */
 #define RPROF_MAX_ANCESTORS 128
 
 /*

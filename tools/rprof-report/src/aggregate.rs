@@ -155,9 +155,18 @@ impl Aggregate {
     }
 
     /// Counts samples taken at or after `ns` (the module's clock) apart,
-    /// for the next interval; `None` counts every sample now.
+    /// for the next interval; `None` counts every sample now, those
+    /// already counted apart included (the last interval of a session).
     pub fn set_cutoff(&mut self, ns: Option<u64>) {
         self.cutoff_ns = ns;
+        if ns.is_none() {
+            for (key, c) in std::mem::take(&mut self.later) {
+                let e = self.counts.entry(key).or_default();
+                e.samples = e.samples.saturating_add(c.samples);
+                e.period = e.period.saturating_add(c.period);
+            }
+            self.samples = self.samples.saturating_add(std::mem::take(&mut self.later_samples));
+        }
     }
 
     /// The current cutoff (see [`set_cutoff`](Self::set_cutoff)).
@@ -340,6 +349,15 @@ mod tests {
         assert_eq!((agg.samples, agg.late), (1, 0));
         agg.feed(&sample(1000));
         assert_eq!(agg.samples, 2);
+        // The end of a session: what was counted apart joins the last
+        // interval.
+        agg.set_cutoff(Some(2000));
+        agg.feed(&sample(1500));
+        agg.feed(&sample(2500));
+        assert_eq!(agg.samples, 3);
+        agg.set_cutoff(None);
+        assert_eq!(agg.samples, 4);
+        assert_eq!(agg.counts().values().map(|c| c.samples).sum::<u64>(), 4);
     }
 
     /// LOST counts and periods are the stream's to choose: huge ones
