@@ -161,6 +161,17 @@ fn summary(path: &Path, agg: &rprof_report::Aggregate) -> String {
     )
 }
 
+/// The names of the files of the profile directory `dir` that `keep`
+/// accepts.
+fn names_in(dir: &Path, keep: impl Fn(&str) -> bool) -> Result<Vec<String>, Error> {
+    Ok(std::fs::read_dir(dir)
+        .map_err(|e| Error::io("listing the profile directory", e))?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| keep(n))
+        .collect())
+}
+
 /// Whether `name` is the temporary name of a profile being written.
 fn is_temporary(name: &str) -> bool {
     name.strip_prefix('.')
@@ -171,12 +182,7 @@ fn is_temporary(name: &str) -> bool {
 /// Deletes the temporary files an earlier daemon killed while writing
 /// left in `dir`; returns how many.
 pub fn remove_temporaries(dir: &Path) -> Result<usize, Error> {
-    let names: Vec<String> = std::fs::read_dir(dir)
-        .map_err(|e| Error::io("listing the profile directory", e))?
-        .filter_map(|e| e.ok())
-        .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|n| is_temporary(n))
-        .collect();
+    let names = names_in(dir, is_temporary)?;
     for n in &names {
         let _ = std::fs::remove_file(dir.join(n));
     }
@@ -185,12 +191,7 @@ pub fn remove_temporaries(dir: &Path) -> Result<usize, Error> {
 
 /// Deletes the oldest profiles of `dir` beyond `keep`.
 pub fn rotate(dir: &Path, keep: u64) -> Result<(), Error> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .map_err(|e| Error::io("listing the profile directory", e))?
-        .filter_map(|e| e.ok())
-        .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|n| n.starts_with(PREFIX) && n.ends_with(SUFFIX))
-        .collect();
+    let mut names = names_in(dir, |n| n.starts_with(PREFIX) && n.ends_with(SUFFIX))?;
     names.sort();
     let excess = names.len().saturating_sub(keep as usize);
     for n in &names[..excess] {
@@ -306,9 +307,9 @@ pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
                     break;
                 }
             }
-            let current = modules != module_list();
-            if current {
-                modules = module_list();
+            let now_loaded = module_list();
+            if now_loaded != modules {
+                modules = now_loaded;
                 sym = live::symbolizer();
             }
             out.write(&mut sink, &mut sym, step);
