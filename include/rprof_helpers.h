@@ -110,6 +110,9 @@ __u32 rprof_current_mm_seq(void);
 /* Whether a process up current's parents has thread group tgid (current's
  * own group is not looked at).  NMI-safe. */
 bool rprof_current_descends_from(pid_t tgid);
+/* The initial namespace's id of the thread group vnr names in the caller's
+ * pid namespace, or -ESRCH.  Process context. */
+int rprof_global_tgid(pid_t vnr);
 void rprof_mm_grab(struct mm_struct *mm);
 /* Counts module loads and unloads (COMING and GOING notifications). */
 __u32 rprof_module_generation(void);

@@ -9,6 +9,7 @@
 //! otherwise).  Every error has one errno and one reason in dmesg at debug
 //! level, and changes nothing.
 
+use crate::helpers;
 use crate::params::{ring_records_valid, Params};
 use crate::sized;
 use crate::uapi::*;
@@ -28,13 +29,18 @@ const DRAIN_MS_MAX: u32 = 1000;
 /// `raw` passed [`Config::check`]: 1..=`RPROF_MAX_EVENTS` events of known
 /// kinds with non-zero periods, no reserved bits or fields set.
 /// `ring_records` is a valid ring size; `drain_ms` is in 1..=1000;
-/// `wakeup_bytes` is in 1..=the event buffer size.
+/// `wakeup_bytes` is in 1..=the event buffer size.  `filter_tgid` is
+/// negative without `RPROF_CONFIG_PID_FILTER`, and with it the initial pid
+/// namespace's number of the thread group `raw.pid` named in the caller's
+/// (the number the overflow handler compares; `raw.pid` itself is kept as
+/// given, for the START and STOP records).
 #[derive(Clone, Copy)]
 pub(crate) struct Config {
     pub(crate) raw: rprof_config,
     pub(crate) ring_records: u32,
     pub(crate) drain_ms: u32,
     pub(crate) wakeup_bytes: u64,
+    pub(crate) filter_tgid: i32,
 }
 
 impl Config {
@@ -54,7 +60,18 @@ impl Config {
         sized::check_unknown_zero(arg, known, size).inspect_err(|_| {
             pr_debug!("SET_CONFIG: non-zero bytes past the known size {}\n", known);
         })?;
-        Self::check(raw, params, buffer_bytes)
+        let mut config = Self::check(raw, params, buffer_bytes)?;
+        if config.filter_tgid >= 0 {
+            // SAFETY: Process context (the SET_CONFIG ioctl, whose caller's
+            // pid namespace gives `raw.pid` its meaning).
+            let nr = unsafe { helpers::rprof_global_tgid(raw.pid) };
+            if nr < 0 {
+                pr_debug!("SET_CONFIG: pid {} names no process in the caller's pid namespace\n", raw.pid);
+                return Err(ESRCH);
+            }
+            config.filter_tgid = nr;
+        }
+        Ok(config)
     }
 
     /// Checks `raw` and fills in defaults.
@@ -136,8 +153,10 @@ impl Config {
             b if b <= buffer_bytes => b,
             _ => return bad("wakeup_bytes larger than the event buffer"),
         };
+        // Translated by `from_user`, which knows the caller.
+        let filter_tgid = if raw.flags & RPROF_CONFIG_PID_FILTER != 0 { raw.pid } else { -1 };
         // INVARIANT: all checked above.
-        Ok(Self { raw, ring_records, drain_ms, wakeup_bytes })
+        Ok(Self { raw, ring_records, drain_ms, wakeup_bytes, filter_tgid })
     }
 
     /// The configured events.

@@ -563,6 +563,26 @@ u32 rprof_current_mm_seq(void)
  * rcu_dereference() stays valid until rcu_read_unlock(), even if it exits
  * meanwhile.  Takes no lock, calls nothing that sleeps.
  */
+/*
+ * Process context (SET_CONFIG).  The initial namespace's number of the
+ * thread group that @vnr names in the caller's pid namespace, or -ESRCH if
+ * it names none there (no such process, or a thread that does not lead its
+ * group).  The filter compares task_tgid_nr(), which is the initial
+ * namespace's: a caller inside a container passes its own numbers.
+ */
+int rprof_global_tgid(pid_t vnr)
+{
+	struct pid *pid;
+	int nr = -ESRCH;
+
+	rcu_read_lock();
+	pid = find_vpid(vnr);
+	if (pid && pid_task(pid, PIDTYPE_TGID))
+		nr = pid_nr(pid);
+	rcu_read_unlock();
+	return nr;
+}
+
 bool rprof_current_descends_from(pid_t tgid)
 {
 	struct task_struct *t = current, *p;

@@ -174,6 +174,7 @@ extern "C" {
     /// Whether a process up current's chain of parents has thread group
     /// `tgid` (current's own group is not looked at).  NMI-safe.
     pub(crate) fn rprof_current_descends_from(tgid: i32) -> bool;
+    pub(crate) fn rprof_global_tgid(vnr: i32) -> i32;
     pub(crate) fn rprof_chain_alloc() -> c_int;
     pub(crate) fn rprof_chain_free();
     pub(crate) fn rprof_chain_scratch() -> *mut u64;

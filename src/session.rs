@@ -414,7 +414,7 @@ impl Session {
         let ring = self.rings.ensure(cpu)?;
         let mut counters = KVec::with_capacity(events.len(), GFP_KERNEL)?;
         let flags = self.config.raw.flags;
-        let pid = if flags & RPROF_CONFIG_PID_FILTER != 0 { self.config.raw.pid } else { -1 };
+        let pid = self.config.filter_tgid;
         for (i, ev) in events.iter().enumerate() {
             let attr = CounterAttr {
                 kind: ev.kind,

@@ -85,8 +85,10 @@ struct rprof_config {
 	__u32 size;              /* sizeof(struct rprof_config) of the caller */
 	__u32 flags;             /* RPROF_CONFIG_* */
 	__u32 nr_events;         /* 1..RPROF_MAX_EVENTS entries of events[] */
-	__s32 pid;               /* thread group id, with PID_FILTER (as the
-				  * initial pid namespace numbers it) */
+	__s32 pid;               /* thread group id, with PID_FILTER, as the
+				  * SET_CONFIG caller's pid namespace numbers
+				  * it (ESRCH if it names no process there);
+				  * samples carry the initial namespace's ids */
 	__u32 ring_records;      /* per-CPU ring slots, power of 2; 0: default */
 	__u32 drain_interval_ms; /* periodic drain; 0: default (50 ms) */
 	__u32 wakeup_bytes;      /* wake readers at this much data; 0: 1/4 */

@@ -98,6 +98,9 @@ impl Error {
                 Some("another process owns the rprof session, or it is running")
             }
             ("RPROF_IOC_SET_CONFIG", libc::EINVAL) => Some("the module rejected the configuration"),
+            ("RPROF_IOC_SET_CONFIG", libc::ESRCH) => {
+                Some("the pid to follow names no process (in this pid namespace)")
+            }
             ("RPROF_IOC_SET_CONFIG", libc::E2BIG) => {
                 Some("the configuration has fields this module does not know")
             }
