@@ -278,6 +278,8 @@ void rprof_inject_warn(void);
 
 /* Benchmark reference: the ftrace ring buffer (bench builds only). */
 __u64 rprof_bench_ftrace(__u64 records, __u64 batch, __u32 size, __u64 *dropped);
+/* current's user ip at kernel entry, pid and tid (bench builds only). */
+__u64 rprof_bench_user_ip(__u32 *pid, __u32 *tid);
 /* Adds ns to a stage's sum (bench builds only; src/bench.rs, any context). */
 #define RPROF_BENCH_STAGE_HANDLER 0
 void rprof_bench_stage(__u32 stage, __u64 ns);

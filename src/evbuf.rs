@@ -344,6 +344,16 @@ impl EventBuffer {
     }
 }
 
+#[cfg(rprof_bench)]
+impl EventBuffer {
+    /// Drops everything published, as a reader that consumed it all would
+    /// (the drain benchmark's reader).
+    pub(crate) fn discard_published(&self) {
+        let head = self.head.load(Ordering::Acquire);
+        self.data_tail().store(head, Ordering::Release);
+    }
+}
+
 #[cfg(rprof_kunit)]
 impl EventBuffer {
     /// Test consumer: hands each published record to `f` (at most 256

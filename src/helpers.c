@@ -1487,4 +1487,13 @@ u64 rprof_bench_ftrace(u64 records, u64 batch, u32 size, u64 *dropped)
 	ring_buffer_free(rb);
 	return ns;
 }
+
+/* The user ip current entered the kernel from (insmod's system call, in a
+ * file-backed mapping), its thread group and thread ids. */
+u64 rprof_bench_user_ip(u32 *pid, u32 *tid)
+{
+	*pid = task_tgid_nr(current);
+	*tid = task_pid_nr(current);
+	return instruction_pointer(task_pt_regs(current));
+}
 #endif

@@ -275,6 +275,7 @@ pub(crate) const TEST_SRC_NMI: u32 = 3;
 #[cfg(rprof_bench)]
 extern "C" {
     pub(crate) fn rprof_bench_ftrace(records: u64, batch: u64, size: u32, dropped: *mut u64) -> u64;
+    pub(crate) fn rprof_bench_user_ip(pid: *mut u32, tid: *mut u32) -> u64;
 }
 
 #[cfg(rprof_inject_warn)]

@@ -102,6 +102,32 @@ done
 echo "B info kernel=$(uname -r) cpus=$NCPU clocksource=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)" \
 	"perf=$($PERF --version 2>/dev/null | sed 's/perf version //') iterations=$ITERATIONS rounds=$ROUNDS"
 
+# RPROF_BENCH_PROFILE: where rprof's instructions go, seen by perf.  On
+# CPU 0 alone, perf samples the guest at PROFILE_HZ while the bench
+# module's insmod runs the microbenchmarks (ring push, handler body, the
+# drain of user samples: task context, where perf's cpu-clock sees it);
+# the samples are counted by symbol+offset ("P" lines;
+# tests/harness/bench_profile.py maps them to source lines on the host).
+if [ -n "${PROFILE_HZ:-}" ]; then
+	cpus_online 0
+	dmesg -c >/dev/null
+	$PERF record -a -e cpu-clock -F "$PROFILE_HZ" -o /tmp/p.data -- insmod /lib/rprof-bench.ko >/tmp/prof.out 2>&1 ||
+		echo "B error profile run: $(tail -n 3 /tmp/prof.out)"
+	dmesg | sed -n 's/.*rprof: bench: \([^:]*\): *\([0-9.]*\) ns.*/\1|\2/p' |
+		while IFS='|' read -r what ns; do
+			echo "B micro run=1 what=$(echo "$what" | tr ' ' _) ns=$ns"
+		done
+	$PERF script -i /tmp/p.data -F comm,ip,sym,symoff,dso 2>/dev/null |
+		awk '{ comm = $1; so = $3; dso = $NF; if (dso == "([unknown])") so = $2; n[comm "|" so "|" dso]++; t++ }
+			END { for (k in n) print "P hz=0 n=" n[k] " total=" t " key=" k }' |
+		sort -t= -k3 -n -r | head -n 600
+	echo "B text base=$(cat /sys/module/rprof/sections/.text)"
+	unload rprof
+	cpus_online 1
+	echo "B done"
+	exit 0
+fi
+
 # 1. and 2. run on CPU 0 alone, the other CPUs offline: under -icount
 # guest time counts the instructions of every CPU, so a stage timed on one
 # CPU would also count what another CPU ran meanwhile.

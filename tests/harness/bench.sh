@@ -19,7 +19,10 @@
 # workload copy), RPROF_BENCH_ROUNDS, RPROF_BENCH_FREQS,
 # RPROF_BENCH_SCENARIOS, RPROF_BENCH_STAGE_FREQS, RPROF_BENCH_SHIFT (the
 # -icount shift), RPROF_BENCH_CHAIN_HZ and RPROF_BENCH_CHAIN_DEPTHS (the
-# call-chain runs: recursion depths of the workload, "" for none).  Figures, never a pass/fail test.
+# call-chain runs: recursion depths of the workload, "" for none),
+# RPROF_BENCH_PROFILE=HZ (instead of the figures: where rprof's time goes,
+# perf sampling the guest at HZ while rprof records the workload; see
+# tests/bench/README.md).  Figures, never a pass/fail test.
 . "$(dirname "$0")/../../scripts/common.sh"
 
 started=$(date +%s)
@@ -66,6 +69,7 @@ SCENARIOS="$SCENARIOS"
 STAGE_FREQS="$STAGE_FREQS"
 CHAIN_HZ=$CHAIN_HZ
 CHAIN_DEPTHS="$CHAIN_DEPTHS"
+PROFILE_HZ="${RPROF_BENCH_PROFILE:-}"
 EOF
 built=$(date +%s)
 
@@ -74,6 +78,12 @@ RPROF_BUILD=$BUILD RPROF_VM_HOOK="$RPROF_TOP/tests/bench/build.sh install" RPROF
 	"$RPROF_TOP/tests/harness/vm.sh" bench "$OUT" || msg "the guest run ended with status $? (see $OUT/console.log)"
 booted=$(date +%s)
 
+if [ -n "${RPROF_BENCH_PROFILE:-}" ]; then
+	python3 "$RPROF_TOP/tests/harness/bench_profile.py" "$OUT/results.log" \
+		"$BUILD/module-bench/rprof.ko" | tee "$OUT/profile.txt"
+	msg "make bench (profile): $((booted - started)) s; $OUT/profile.txt"
+	exit 0
+fi
 machine="$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n 1), $(nproc) cores, $(free -g | awk '/^Mem:/ { print $2 }') GiB, $(. /etc/os-release && echo "$PRETTY_NAME")"
 python3 "$RPROF_TOP/tests/harness/bench_report.py" "$OUT/results.log" \
 	--json "$RPROF_BUILD/bench.json" --markdown "$OUT/table.md" \

@@ -26,6 +26,9 @@ boot=(--require-boot lockdep)
 ok=1
 step kernel "$RPROF_TOP/scripts/kernel.sh" || ok=0
 [ $ok = 1 ] && { step module "$RPROF_TOP/scripts/module.sh" || ok=0; }
+# The benchmark's build of the module (`make bench`, RPROF_BENCH=y) is not
+# loaded here, but must keep compiling with the rest.
+[ $ok = 1 ] && { step module-bench "$RPROF_TOP/scripts/module.sh" bench || true; }
 [ $ok = 1 ] && { step tools "$RPROF_TOP/scripts/tools.sh" || ok=0; }
 [ $ok = 1 ] && { step workloads "$RPROF_TOP/scripts/workloads.sh" build || ok=0; }
 if [ $ok = 1 ]; then
