@@ -68,6 +68,8 @@ struct rprof_raw_sample {
 struct mm_struct *rprof_current_mm_get(__u32 *seq);
 /* Process context (may free the address space). */
 void rprof_mm_put(struct mm_struct *mm);
+/* n >= 1 references on mm dropped at once; process context. */
+void rprof_mm_put_many(struct mm_struct *mm, __u64 n);
 void rprof_cond_resched(void);
 
 /* Resolution of a user ip, process context. */

@@ -50,7 +50,7 @@ use crate::helpers::{self, FrameRes, ModInfo, VmaRange, RESOLVE_ANON, RESOLVE_FI
 use crate::mapcache::{MapCache, Target};
 use crate::sampler::CHAIN_TAKEN;
 use crate::stacks::{self, RawChains, Stacks};
-use crate::sampler::{self, RingRecord, SampleRing};
+use crate::sampler::{self, MmRef, RingRecord, RingSlot, SampleRing};
 use crate::uapi::*;
 use core::mem::size_of;
 use kernel::bindings;
@@ -150,6 +150,19 @@ pub(crate) struct Drain {
     frames: KVec<u64>,
     /// Chain counters (GET_STATS).
     pub(crate) chain_stats: rprof_chain_stats,
+    /// Address-space references of processed records not yet dropped: an
+    /// address space and how many (`Drain::put_mms`; null and 0 when
+    /// none).  They keep it alive a little longer than the records did,
+    /// until the end of the drain pass.
+    put: (MmRef, u64),
+}
+
+impl Drop for Drain {
+    fn drop(&mut self) {
+        // Process context: a session is dropped by the file or device
+        // that held it.
+        self.put_mms();
+    }
 }
 
 /// What the drain needs for call chains, allocated once per session.
@@ -223,6 +236,7 @@ impl Drain {
                 f
             },
             chain_stats: rprof_chain_stats::default(),
+            put: (MmRef(core::ptr::null_mut()), 0),
         })
     }
 
@@ -266,16 +280,19 @@ impl Drain {
         if self.chains.is_none() {
             // Without chains the handler pushes single-slot records only
             // (`sampler::on_sample`): the single-slot pop of old.
-            // SAFETY: The only reader (contract).
-            let Some(slot) = (unsafe { ring.pop() }) else { return false };
-            // SAFETY: Every slot of a chainless session's ring is a
-            // record's first, which holds `rec` (`RingSlot` invariant):
-            // the handler and this drain take chains from one session's
-            // configuration, which has no depths without the flag
-            // (`Config::check`), and a session's rings are its own.
-            let rec = unsafe { slot.rec };
-            self.process(buf, cpu, &rec, &[], reserve);
-            return true;
+            let process = |slot: &RingSlot| {
+                // SAFETY: Every slot of a chainless session's ring is a
+                // record's first, which holds `rec` (`RingSlot`
+                // invariant): the handler and this drain take chains from
+                // one session's configuration, which has no depths without
+                // the flag (`Config::check`), and a session's rings are
+                // its own.
+                let rec = unsafe { &slot.rec };
+                self.process(buf, cpu, rec, &[], reserve);
+            };
+            // SAFETY: The only reader (contract); every record of a
+            // chainless session's ring is one slot (above).
+            return unsafe { ring.pop_with(process) }.is_some();
         }
         let mut frames = core::mem::take(&mut self.frames);
         // SAFETY: The only reader (contract).
@@ -313,9 +330,25 @@ impl Drain {
         }
         self.throttle_records(buf, cpu, rec, reserve);
         if !rec.mm.0.is_null() {
-            // SAFETY: The handler took this reference for us; process
-            // context.
-            unsafe { helpers::rprof_mm_put(rec.mm.0) };
+            if self.put.0 .0 == rec.mm.0 {
+                self.put.1 += 1;
+            } else {
+                self.put_mms();
+                self.put = (rec.mm, 1);
+            }
+        }
+    }
+
+    /// Drops the address-space references of the records processed since
+    /// the last call, which the drain keeps (`Drain::put`) to drop a run of
+    /// samples of one address space at once.  Process context; the drain
+    /// calls it at the end of every pass.
+    pub(crate) fn put_mms(&mut self) {
+        let (mm, n) = core::mem::replace(&mut self.put, (MmRef(core::ptr::null_mut()), 0));
+        if n > 0 {
+            // SAFETY: The handler took these `n` references for us (one per
+            // record, moved here by `process`); process context.
+            unsafe { helpers::rprof_mm_put_many(mm.0, n) };
         }
     }
 
@@ -724,7 +757,17 @@ impl Drain {
     /// THROTTLE with a throttled sample, UNTHROTTLE with the first sample
     /// after one: perf resumes a counter silently on a tick.  Both are
     /// informational and left out when space is short.
+    #[inline(always)]
     fn throttle_records(&mut self, buf: &EventBuffer, cpu: usize, rec: &RingRecord, reserve: u64) {
+        // Nearly every sample: not throttled, after one that was not.
+        if rec.sample.flags & RAW_THROTTLED == 0 && self.cpus[cpu].throttled_events == 0 {
+            return;
+        }
+        self.throttle_changes(buf, cpu, rec, reserve);
+    }
+
+    #[inline(never)]
+    fn throttle_changes(&mut self, buf: &EventBuffer, cpu: usize, rec: &RingRecord, reserve: u64) {
         let st = &mut self.cpus[cpu];
         let bit = 1u8 << (rec.event & 7);
         let mut changes = [None, None];

@@ -220,8 +220,24 @@ impl EventBuffer {
 
     /// Appends `rec` if it fits; the caller publishes with [`Self::publish`].
     /// `reserve` bytes must stay free after it.
+    #[inline(always)]
     pub(crate) fn write<R: Record>(&self, p: &mut Producer, rec: &R, reserve: u64) -> bool {
-        self.write_bytes(p, rec.as_bytes(), reserve)
+        let len = size_of::<R>();
+        let start = (p.head & (self.size() - 1)) as usize;
+        if start + len > self.size() as usize {
+            // Wraps: in two pieces.
+            return self.write_bytes(p, rec.as_bytes(), reserve);
+        }
+        if len as u64 + reserve > self.free(p) {
+            return false;
+        }
+        // SAFETY: `[start, start + len)` lies in the data area (checked
+        // above); the consumer released these bytes (`free()`), so nobody
+        // reads them while we write.  A copy of a constant size, which the
+        // compiler does with a few moves.
+        unsafe { core::ptr::copy_nonoverlapping(rec as *const R as *const u8, self.data().add(start), len) };
+        p.head += len as u64;
+        true
     }
 
     /// Appends one record given as bytes (a header, then the rest; the

@@ -626,6 +626,22 @@ void rprof_mm_put(struct mm_struct *mm)
 	mmput_async(mm);
 }
 
+/*
+ * Drops n >= 1 references on mm at once: the first n - 1 cannot be the
+ * last (the caller still holds one more), the last goes through
+ * mmput_async() as above.
+ */
+void rprof_mm_put_many(struct mm_struct *mm, u64 n)
+{
+	while (n > 1) {
+		int k = n - 1 > INT_MAX ? INT_MAX : (int)(n - 1);
+
+		atomic_sub(k, &mm->mm_users);
+		n -= k;
+	}
+	mmput_async(mm);
+}
+
 void rprof_mm_grab(struct mm_struct *mm)
 {
 	mmgrab(mm);

@@ -182,6 +182,7 @@ extern "C" {
         -> u32;
 
     pub(crate) fn rprof_mm_put(mm: *mut MmStruct);
+    pub(crate) fn rprof_mm_put_many(mm: *mut MmStruct, n: u64);
     pub(crate) fn rprof_cond_resched();
     pub(crate) fn rprof_resolve_user(
         mm: *mut MmStruct,

@@ -379,6 +379,35 @@ impl<T: Copy, S: Deref<Target = [Slot<T>]>> Ring<T, S> {
         Some(result)
     }
 
+    /// Removes the oldest record, if any, handing `f` a reference to it
+    /// where it lies (no copy); returns `f`'s result.  The slot is
+    /// released to writers only after `f` returns.
+    ///
+    /// # Safety
+    ///
+    /// No other `pop`, `pop_with` or `pop_multi` on this ring may run
+    /// concurrently, and the record must be a single slot (from
+    /// [`Ring::push_with`]).
+    #[inline(always)]
+    pub unsafe fn pop_with<R>(&self, f: impl FnOnce(&T) -> R) -> Option<R> {
+        let tail = self.tail.load(Relaxed);
+        let slot = &self.slots[(tail & self.mask) as usize];
+        if slot.seq.load(Acquire) != tail + 1 {
+            return None;
+        }
+        // SAFETY: `seq == tail + 1` (acquire) means the writer of position
+        // `tail` initialised the value and published it (slot invariant);
+        // no writer touches the slot again until we release the tail,
+        // after `f` is done with the reference.
+        #[cfg(not(loom))]
+        let result = f(unsafe { (*slot.value.get()).assume_init_ref() });
+        #[cfg(loom)]
+        // SAFETY: As above.
+        let result = slot.value.with(|v| f(unsafe { (*v).assume_init_ref() }));
+        self.tail.store(tail + 1, Release);
+        Some(result)
+    }
+
     /// Removes the oldest complete record, if any.
     ///
     /// # Safety

@@ -379,6 +379,7 @@ impl Core {
                 }
             }
         }
+        d.put_mms();
         // STOP goes last, once nothing else is owed before it.
         let owed = d.start_pending.is_some() || d.owes_lost(|cpu| self.rings.lost(cpu));
         if let Some(t) = d.stop_pending {
