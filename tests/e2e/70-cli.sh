@@ -17,7 +17,7 @@ rows() {
 	grep -E '^ +[0-9.]+% ' "$1"
 }
 
-plan 28
+plan 30
 unload
 load
 
@@ -112,12 +112,32 @@ check "record -e cpu-clock:k -c 1000000: kernel samples only, each of period 100
 		END { exit !(n > 0 && bad == 0 && p == n) }' /tmp/k.script
 
 # 5. SIGTERM ends a recording cleanly.
+# record sleeps in poll() with no timeout (nothing to ask until the
+# buffer fills): the signal must still end it at once, wherever it lands.
 rprof record -o /tmp/t.data >/dev/null 2>/tmp/t.err &
 rec=$!
 sleep 1
 kill -TERM $rec
+for _ in $(seq 50); do
+	kill -0 $rec 2>/dev/null || break
+	sleep 0.1
+done
+check "record ends within 5 s of SIGTERM" sh -c "! kill -0 $rec 2>/dev/null"
+kill -KILL $rec 2>/dev/null
 wait $rec
 rc=$?
+# And a command's end ends it (the command's pidfd wakes it; without
+# that, record would sleep on).  Its own start-up (kallsyms) and its
+# snapshot at the end take a few seconds in this guest.
+rprof record -o /tmp/t2.data -- sleep 0.3 >/dev/null 2>&1 &
+rec=$!
+for _ in $(seq 150); do
+	kill -0 $rec 2>/dev/null || break
+	sleep 0.1
+done
+check "record -- sleep 0.3 ends within 15 s" sh -c "! kill -0 $rec 2>/dev/null"
+kill -KILL $rec 2>/dev/null
+wait $rec
 check "record ended by SIGTERM: exit 0, stats on stderr, a readable file" \
 	sh -c "[ $rc -eq 0 ] && grep -q 'rprof: module: samples' /tmp/t.err && rprof report -i /tmp/t.data --stdio >/dev/null"
 diag "$(cat /tmp/t.err)"

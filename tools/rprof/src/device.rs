@@ -292,14 +292,28 @@ impl Device {
     /// Returns whether the device is readable; an interrupted wait (a
     /// signal) returns `false`.
     pub fn poll(&self, timeout: Duration) -> Result<bool, Error> {
-        let mut pfd = libc::pollfd {
-            fd: self.file.as_raw_fd(),
+        self.poll_with(timeout, &[])
+    }
+
+    /// [`Device::poll`] that also ends when one of `also` (other
+    /// descriptors: a command's pidfd, the stop signal's pipe; at most
+    /// two) polls readable.
+    pub fn poll_with(&self, timeout: Duration, also: &[BorrowedFd<'_>]) -> Result<bool, Error> {
+        let pollfd = |fd: RawFd| libc::pollfd {
+            fd,
             events: libc::POLLIN,
             revents: 0,
         };
-        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
-        // SAFETY: `pfd` is one valid pollfd and we pass a count of 1.
-        let ret = unsafe { libc::poll(&mut pfd, 1, ms) };
+        let mut pfds = [pollfd(self.file.as_raw_fd()), pollfd(-1), pollfd(-1)];
+        for (p, fd) in pfds[1..].iter_mut().zip(also) {
+            p.fd = fd.as_raw_fd();
+        }
+        // Rounded up: a wait of 0.3 ms is not a busy loop.
+        let ms = timeout.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
+        // SAFETY: `pfds` is two valid pollfds (poll ignores a negative fd)
+        // and we pass their count.
+        let ret = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, ms) };
+        let pfd = pfds[0];
         if ret < 0 {
             let e = io::Error::last_os_error();
             if e.raw_os_error() == Some(libc::EINTR) {

@@ -188,6 +188,20 @@ impl Running {
         self.pid
     }
 
+    /// A descriptor that polls readable once the command has ended (a
+    /// pidfd, Linux 5.3 and later), so that a reader can sleep until then
+    /// instead of waking up to ask; `None` where the kernel has none.
+    pub fn exit_fd(&self) -> Option<OwnedFd> {
+        // SAFETY: pidfd_open(2) with a pid and no flags; it returns a new
+        // descriptor or -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, self.pid, 0) };
+        if fd < 0 {
+            return None;
+        }
+        // SAFETY: A descriptor pidfd_open() just opened for us alone.
+        Some(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+    }
+
     /// The command's exit status if it has ended (it is reaped then).
     pub fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
         if self.reaped {

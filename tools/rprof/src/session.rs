@@ -13,6 +13,7 @@
 use crate::{Device, Error, MmapReader};
 use rprof_abi::rprof_config;
 use rprof_decode::{Decoder, Record};
+use std::os::fd::BorrowedFd;
 use std::time::Duration;
 
 /// The buffer size of `read()` in read mode.
@@ -104,7 +105,17 @@ impl<'dev> Session<'dev> {
     /// Waits at most `wait` for data (a signal ends the wait early), then
     /// hands what is there to `sink`; returns the bytes handed.
     pub fn pump(&mut self, wait: Duration, sink: &mut dyn Sink) -> Result<usize, Error> {
-        let readable = self.dev.poll(wait)?;
+        self.pump_with(wait, &[], sink)
+    }
+
+    /// [`Session::pump`] whose wait also ends when `also` polls readable.
+    pub fn pump_with(
+        &mut self,
+        wait: Duration,
+        also: &[BorrowedFd<'_>],
+        sink: &mut dyn Sink,
+    ) -> Result<usize, Error> {
+        let readable = self.dev.poll_with(wait, also)?;
         self.take(readable, sink)
     }
 

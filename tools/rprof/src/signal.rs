@@ -6,19 +6,49 @@
 //! mid-session.
 
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::os::fd::BorrowedFd;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
-/// The signal handler: only an atomic store, which is async-signal-safe.
+/// The self-pipe: the handler writes a byte to `WAKE_WRITE`, and a reader
+/// that polls `WAKE_READ` ([`stop_fd`]) wakes even when the signal came
+/// between its check of [`stop_requested`] and its `poll()`.  -1 until
+/// [`install_stop_handler`] made them; never closed after.
+static WAKE_READ: AtomicI32 = AtomicI32::new(-1);
+static WAKE_WRITE: AtomicI32 = AtomicI32::new(-1);
+
+/// The signal handler: an atomic store and a write(2) to a non-blocking
+/// pipe, both async-signal-safe; errno is left as it was.
 extern "C" fn on_signal(_signal: libc::c_int) {
     STOP.store(true, Ordering::Relaxed);
+    let fd = WAKE_WRITE.load(Ordering::Relaxed);
+    if fd >= 0 {
+        // SAFETY: errno is thread-local; the pointer is valid for this
+        // thread.  One byte from a static to our own open pipe (a full
+        // pipe already wakes the reader: the error is ignored).
+        unsafe {
+            let errno = *libc::__errno_location();
+            libc::write(fd, [1u8].as_ptr().cast(), 1);
+            *libc::__errno_location() = errno;
+        }
+    }
 }
 
-/// Makes SIGINT and SIGTERM set the flag read by [`stop_requested`].
+/// Makes SIGINT and SIGTERM set the flag read by [`stop_requested`] and
+/// wake [`stop_fd`].
 ///
 /// Without `SA_RESTART`, so that a blocking `poll()` returns early.
 pub fn install_stop_handler() -> io::Result<()> {
+    if WAKE_READ.load(Ordering::Relaxed) < 0 {
+        let mut fds = [0; 2];
+        // SAFETY: `fds` has room for the two descriptors pipe2() writes.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        WAKE_WRITE.store(fds[1], Ordering::Relaxed);
+        WAKE_READ.store(fds[0], Ordering::Relaxed);
+    }
     for signal in [libc::SIGINT, libc::SIGTERM] {
         // SAFETY: an all-zero sigaction is a valid value (empty mask, no
         // flags) that we then fill in.
@@ -37,4 +67,13 @@ pub fn install_stop_handler() -> io::Result<()> {
 /// Whether SIGINT or SIGTERM arrived since [`install_stop_handler`].
 pub fn stop_requested() -> bool {
     STOP.load(Ordering::Relaxed)
+}
+
+/// A descriptor that polls readable once SIGINT or SIGTERM came (after
+/// [`install_stop_handler`]; `None` before).
+pub fn stop_fd() -> Option<BorrowedFd<'static>> {
+    let fd = WAKE_READ.load(Ordering::Relaxed);
+    // SAFETY: Once made, the pipe's read end stays open for the life of
+    // the process (it is never closed).
+    (fd >= 0).then(|| unsafe { BorrowedFd::borrow_raw(fd) })
 }

@@ -27,6 +27,7 @@ use rprof_data::{meta, Writer};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::BufWriter;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -76,8 +77,15 @@ pub struct RecordArgs {
     pub command: Vec<String>,
 }
 
-/// The longest wait in `poll()`.
+/// The longest wait in `poll()` while a command runs that cannot be
+/// waited for with a pidfd (kernels before 5.3).  Otherwise record sleeps
+/// until the module wakes it (the buffer past its watermark, or the end),
+/// the command ends, the duration is up or a signal comes: a reader that
+/// wakes up to ask costs the profiled system time for nothing.
 const POLL_INTERVAL: Duration = Duration::from_millis(100);
+
+/// A wait with no end in sight (poll's -1).
+const FOREVER: Duration = Duration::from_secs(u32::MAX as u64);
 
 /// Writes the stream to the file and counts it.
 struct RecordSink {
@@ -210,6 +218,16 @@ fn record(
     }
     let target_pid = child.as_ref().map(|c| c.pid()).or(args.pid);
     let deadline = args.duration.map(|d| started + d);
+    let exit_fd = child.as_ref().and_then(|c| c.exit_fd());
+    let mut wake: Vec<BorrowedFd<'_>> = signal::stop_fd().into_iter().collect();
+    wake.extend(exit_fd.as_ref().map(|fd| fd.as_fd()));
+    // Without a pidfd the command's end is noticed by asking; without the
+    // signal's pipe (never: installed above), the signal's arrival.
+    let longest = if (child.is_some() && exit_fd.is_none()) || signal::stop_fd().is_none() {
+        POLL_INTERVAL
+    } else {
+        FOREVER
+    };
     loop {
         if signal::stop_requested() {
             break;
@@ -223,11 +241,11 @@ fn record(
         let now = Instant::now();
         let wait = match deadline {
             Some(d) if now >= d => break,
-            Some(d) => (d - now).min(POLL_INTERVAL),
-            None => POLL_INTERVAL,
+            Some(d) => (d - now).min(longest),
+            None => longest,
         };
         session
-            .pump(wait, &mut sink)
+            .pump_with(wait, &wake, &mut sink)
             .map_err(|e| kept(e, &partial_file))?;
     }
     let stopped = session
