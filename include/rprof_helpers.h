@@ -266,6 +266,7 @@ int rprof_test_current_tgid(void);
 __u32 rprof_test_nmi_chain_counts(__u64 *chains, __u64 *frames, __u64 *ips);
 bool rprof_test_kernel_symbol(__u64 ip);
 struct mm_struct *rprof_test_user_mm(void);
+int rprof_test_mm_users(struct mm_struct *mm);
 struct kunit;
 __u64 rprof_test_user_map(struct kunit *test, __u64 len);
 bool rprof_test_user_write(__u64 addr, const void *src, __u64 len);

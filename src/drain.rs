@@ -12,7 +12,8 @@
 //!
 //! A user sample's ring record holds a counted reference on the sampled
 //! task's address space (`mm_users`, taken in the overflow handler with an
-//! NMI-safe atomic increment, dropped here).  So the VMAs of a task that
+//! NMI-safe atomic increment, dropped here, a run of one address space's
+//! at once at the end of the pass: `Drain::put_mms`).  So the VMAs of a task that
 //! exits, or execs a new program, survive until the drain has resolved its
 //! samples; no exit or exec hook is needed for that.  `munmap()` is
 //! different: it removes a VMA from a live address space, and a new mapping

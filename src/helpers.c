@@ -1397,6 +1397,11 @@ int rprof_test_current_tgid(void)
 	return task_tgid_nr(current);
 }
 
+int rprof_test_mm_users(struct mm_struct *mm)
+{
+	return atomic_read(&mm->mm_users);
+}
+
 struct mm_struct *rprof_test_user_mm(void)
 {
 	struct pid *pid = find_get_pid(1);

@@ -241,6 +241,7 @@ extern "C" {
     pub(crate) fn rprof_test_spawn(f: unsafe extern "C" fn(ctx: *mut c_void), ctx: *mut c_void) -> *mut c_void;
     pub(crate) fn rprof_test_join(th: *mut c_void);
     pub(crate) fn rprof_test_user_mm() -> *mut MmStruct;
+    pub(crate) fn rprof_test_mm_users(mm: *mut MmStruct) -> i32;
     pub(crate) fn rprof_test_current_tgid() -> i32;
     pub(crate) fn rprof_test_nmi_chain_counts(chains: *mut u64, frames: *mut u64, ips: *mut u64) -> u32;
     pub(crate) fn rprof_test_kernel_symbol(ip: u64) -> bool;

@@ -17,7 +17,7 @@ use core::ffi::c_void;
 use kernel::prelude::*;
 
 /// A counted reference on an address space (`mm_users`), or null, taken
-/// by the handler and dropped by the drain (`rprof_mm_put`).
+/// by the handler and dropped by the drain (`Drain::put_mms`).
 #[derive(Clone, Copy)]
 pub(crate) struct MmRef(pub(crate) *mut helpers::MmStruct);
 

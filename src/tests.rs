@@ -3,7 +3,9 @@
 //! KUnit suites of rprof (test builds only, see `src/kunit.rs`).
 
 use crate::config::Config;
+use crate::drain::Drain;
 use crate::cookies::{CookieTable, NoCookie, Object, PathRef};
+use crate::evbuf::EventBuffer;
 use crate::helpers::{self, RawSample, VmaRange, TEST_SRC_IRQ_WORK, TEST_SRC_NMI, TEST_SRC_TASK, TEST_SRC_TIMER};
 use crate::mapcache::{MapCache, Target};
 use crate::kunit::{kassert, kassert_eq, kunit_suite, Test};
@@ -1088,6 +1090,53 @@ fn raw_chains_match_only_same_space_and_words(t: &mut Test) {
     unsafe { helpers::rprof_mm_put(mm) };
 }
 
+/// The drain drops the address-space references of a run of records of
+/// one mm at once, at the end of the pass (`Drain::put_mms`), and a drain
+/// dropped with some still pending gives them back: none is lost, none
+/// dropped twice, and none before the pass ends.
+fn drain_drops_references_per_pass(t: &mut Test) {
+    // SAFETY: Process context; a counted reference on init's mm, ours.
+    let mm = unsafe { helpers::rprof_test_user_mm() };
+    if mm.is_null() {
+        kassert!(t, false, "init has no address space");
+        return;
+    }
+    // SAFETY: We hold a reference on `mm`.
+    let users = || unsafe { helpers::rprof_test_mm_users(mm) };
+    let before = users();
+    let made = EventBuffer::new(4).and_then(|b| Ok((Drain::new(b.producer(), 1, 16, false)?, b)));
+    let Ok((mut d, buf)) = made else {
+        kassert!(t, false, "allocation failed");
+        // SAFETY: Our reference.
+        unsafe { helpers::rprof_mm_put(mm) };
+        return;
+    };
+    // Kernel samples of init with its address space, one without, as the
+    // handler hands them over: each with a reference of its own.
+    let run = |d: &mut Drain, with: &[bool]| {
+        for (i, &has_mm) in with.iter().enumerate() {
+            let mut rec = RingRecord::new(RawSample { time_ns: i as u64, ip: 0xffff_ffff_8100_0000, pid: 1, tid: 1, ..Default::default() }, 0);
+            if has_mm {
+                // SAFETY: Process context; the record carries the reference.
+                rec.mm = sampler::MmRef(unsafe { helpers::rprof_test_user_mm() });
+            }
+            d.process(&buf, 0, &rec, &[], 0);
+        }
+    };
+    run(&mut d, &[true, true, false, true, true, true]);
+    kassert_eq!(t, users(), before + 5);
+    d.put_mms();
+    kassert_eq!(t, users(), before);
+    d.put_mms();
+    kassert_eq!(t, users(), before);
+    run(&mut d, &[true, true]);
+    kassert_eq!(t, users(), before + 2);
+    drop(d);
+    kassert_eq!(t, users(), before);
+    // SAFETY: Our reference.
+    unsafe { helpers::rprof_mm_put(mm) };
+}
+
 /// The raw key tells apart what resolves differently from the same words:
 /// the sample's mode, its end flags and its count of kernel frames (a
 /// kernel sample took for a user sample's chain would lose the entry
@@ -1203,6 +1252,7 @@ kunit_suite!(
         chain_cut_keeps_the_sample,
         chain_user_walk_real_stack,
         raw_chains_match_only_same_space_and_words,
+        drain_drops_references_per_pass,
         raw_key_flags_tell_modes_apart,
         chain_counts_follow_the_words
     ]

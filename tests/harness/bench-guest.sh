@@ -15,6 +15,8 @@
 #               many calls deep
 . /tests/bench.conf
 WORK=/tests/bin/work
+# Prints the peak RSS of the profiler it runs (tests/bench/maxrss.c).
+MAXRSS=/tests/bin/maxrss
 PERF=/usr/bin/perf
 NCPU=$(grep -c '^processor' /proc/cpuinfo)
 
@@ -34,8 +36,9 @@ copies_of() { # scenario
 # Prints the workload's line with the profiler's figures appended.
 # Usage: run_one PROFILER HZ COPIES [DEPTH]
 run_one() {
-	prof=$1 hz=$2 copies=$3 samples=0 lost=0 out= frames= stacks=
+	prof=$1 hz=$2 copies=$3 samples=0 lost=0 out= frames= stacks= file=0 stream=0
 	set -- "$copies" "$ITERATIONS" ${4:+"$4"}
+	rm -f /tmp/prof.err
 	online=$(grep -c '^processor' /proc/cpuinfo)
 	dmesg -c >/dev/null
 	case $prof in
@@ -51,8 +54,9 @@ run_one() {
 	perf | perf-g)
 		g=
 		[ "$prof" = perf ] || g=-g
-		out=$($PERF record -a $g -e cpu-clock -F "$hz" -o /tmp/perf.data -- \
+		out=$($MAXRSS $PERF record -a $g -e cpu-clock -F "$hz" -o /tmp/perf.data -- \
 			$WORK "$@" 2>/tmp/prof.err)
+		file=$(stat -c %s /tmp/perf.data)
 		samples=$(sed -n 's/.*(\([0-9]*\) samples).*/\1/p' /tmp/prof.err | tail -n 1)
 		# perf record says nothing of samples its rings dropped; the LOST
 		# records in its file do (after the span: not part of the figures).
@@ -63,14 +67,18 @@ run_one() {
 	rprof | rprof-g)
 		g=
 		[ "$prof" = rprof ] || g=-g
-		out=$(rprof record -a $g -F "$hz" -o /tmp/rprof.data -- \
+		out=$($MAXRSS rprof record -a $g -F "$hz" -o /tmp/rprof.data -- \
 			$WORK "$@" 2>/tmp/prof.err)
+		file=$(stat -c %s /tmp/rprof.data)
+		stream=$(sed -n 's/.*rprof: recorded .*, \([0-9]*\) bytes of stream,.*/\1/p' /tmp/prof.err)
 		# User frames per chain, from the module's chain counters.
 		frames=$(sed -n 's/.*rprof: chains: \([0-9]*\), kernel frames: [0-9]*, user frames: \([0-9]*\),.*/\1 \2/p' /tmp/prof.err |
 			awk '$1 > 0 { printf "%.1f", $2 / $1 }')
 		stacks=$(sed -n 's/.*rprof: chains: .*distinct stacks: \([0-9]*\).*/\1/p' /tmp/prof.err)
 		samples=$(sed -n 's/.*module: samples \([0-9]*\),.*/\1/p' /tmp/prof.err | tail -n 1)
 		lost=$(sed -n 's/.*module: samples [0-9]*, delivered [0-9]*, lost \([0-9]*\).*/\1/p' /tmp/prof.err | tail -n 1)
+		# Where a loss happened (ring, buffer, ...), for the log.
+		[ "${lost:-0}" = 0 ] || echo "B loss prof=$prof hz=$hz $(grep 'rprof: module:' /tmp/prof.err | tail -n 1)" >&2
 		rm -f /tmp/rprof.data
 		;;
 	esac
@@ -83,7 +91,8 @@ run_one() {
 		} >&2
 		;;
 	esac
-	echo "$out cpus=$online samples=${samples:-0} lost=${lost:-0} user_frames=${frames:-0} stacks=${stacks:-0} max_rate=$(cat /proc/sys/kernel/perf_event_max_sample_rate) uptime=$(cut -d" " -f1 /proc/uptime)"
+	rss=$(sed -n 's/^maxrss_kb=\([0-9]*\)$/\1/p' /tmp/prof.err 2>/dev/null | tail -n 1)
+	echo "$out cpus=$online samples=${samples:-0} lost=${lost:-0} file_bytes=${file:-0} stream_bytes=${stream:-0} maxrss_kb=${rss:-0} user_frames=${frames:-0} stacks=${stacks:-0} max_rate=$(cat /proc/sys/kernel/perf_event_max_sample_rate) uptime=$(cut -d" " -f1 /proc/uptime)"
 }
 
 cpus_online() { # 0|1: every CPU but CPU 0 off or on

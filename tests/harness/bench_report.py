@@ -110,6 +110,18 @@ def compute(info, runs, micro, stages, solo):
                 fig.add(f"{sc}.{hz}hz.{prof}.slowdown_pct", (t[prof] / base - 1) * 100, "%")
                 fig.add(f"{sc}.{hz}hz.{prof}.samples", median([int(r.get("samples", 0)) for r in rs]), "samples (whole session)")
                 fig.add(f"{sc}.{hz}hz.{prof}.samples_in_span", w[prof], "samples (Hz x CPUs x span)")
+                if prof in ("perf", "rprof"):
+                    # Size and memory: what the recording takes.
+                    samples = median([int(r.get("samples", 0)) for r in rs])
+                    size = median([int(r.get("file_bytes", 0)) for r in rs])
+                    if samples and size:
+                        fig.add(f"{sc}.{hz}hz.{prof}.file_bytes_per_sample", size / samples, "bytes/sample (the output file)")
+                    stream = median([int(r.get("stream_bytes", 0)) for r in rs])
+                    if samples and stream:
+                        fig.add(f"{sc}.{hz}hz.{prof}.stream_bytes_per_sample", stream / samples, "bytes/sample (the module's stream)")
+                    rss = median([int(r.get("maxrss_kb", 0)) for r in rs])
+                    if rss:
+                        fig.add(f"{sc}.{hz}hz.{prof}.peak_rss_kb", rss, "KiB (peak RSS of the profiler)")
                 if prof != "floor":
                     unit = "LOST records in perf.data" if prof == "perf" else "samples lost"
                     fig.add(f"{sc}.{hz}hz.{prof}.lost_max", max(int(r.get("lost", 0)) for r in rs), unit + ", worst round")
@@ -249,6 +261,21 @@ def markdown(fig, meta, info):
         lines.append("")
         lines.append("Runs with loss (worst round; medians include them): " + ", ".join(
             f"{k} {d[k + '.lost_max']['value']} ({d[k + '.lost_max']['unit'].split(',')[0]})" for k in lossy) + ".")
+    size_rows = [(sc, hz) for sc in ("one", "all") for hz in freqs if f"{sc}.{hz}hz.rprof.file_bytes_per_sample" in d]
+    if size_rows:
+        lines.append("")
+        lines.append("Size and memory: bytes per sample in the output file (rprof: and in the module's stream), "
+                     "peak RSS of the profiler's process:")
+        lines.append("")
+        lines.append("| scenario | Hz/CPU | perf.data bytes/sample | rprof.data bytes/sample | rprof stream bytes/sample "
+                     "| perf record peak RSS | rprof record peak RSS |")
+        lines.append("|---|---:|---:|---:|---:|---:|---:|")
+        v = lambda k, dg=1: fmt(d[k]["value"], dg) if k in d else "-"
+        for sc, hz in size_rows:
+            p = f"{sc}.{hz}hz"
+            lines.append(f"| {scen_names.get(sc, sc)} | {hz} | {v(p + '.perf.file_bytes_per_sample')} | "
+                         f"{v(p + '.rprof.file_bytes_per_sample')} | {v(p + '.rprof.stream_bytes_per_sample')} | "
+                         f"{v(p + '.perf.peak_rss_kb', 0)} KiB | {v(p + '.rprof.peak_rss_kb', 0)} KiB |")
     lines.append("")
     m = lambda k: fig.get(f"micro.{k}")
     lines.append(
