@@ -20,32 +20,49 @@ unload
 load
 
 # cpu-clock at 1000 Hz for 5 s while every vCPU runs a busy loop: each CPU
-# takes 1000 samples per second of the session (START to STOP), give or
-# take 20%.  Under TCG on a 2-core host, busy vCPUs delay QEMU's timer
-# thread and the guest's hrtimers fire late (measured: 81-93% of the
-# nominal rate busy, 99% idle), so a run outside the band is repeated once;
-# a systematic loss in rprof fails both.
+# takes as many samples per second as the kernel's own cpu-clock sampler
+# at 1000 Hz over the same time (rprof-e2e ref-samples, a CPU-wide perf
+# counter, started just before rprof and stopped just after), give or
+# take 15%.  Under TCG a busy host delays the guest's hrtimers and both
+# lose the same ticks (measured: 35-93% of the nominal rate, by host
+# load), so the yardstick is the kernel's sampler, not the clock; a run
+# outside the band is repeated once, and a systematic loss in rprof fails
+# both.  Whatever the host, each CPU must get a quarter of the nominal
+# rate: a rate that is wrong for both samplers is still caught.
 rate_run() {
 	pids=
 	for c in $(seq 0 $((ncpu - 1))); do
 		taskset -c "$c" sh -c 'while :; do :; done' &
 		pids="$pids $!"
 	done
+	rprof-e2e ref-samples 1000 5.6 >/tmp/ref.out &
+	ref=$!
+	sleep 0.3
 	rprof dump -e cpu-clock@1000 -d 5 --quiet --summary-json >$J
+	wait $ref
 	kill $pids
 	wait 2>/dev/null
+	head -n 1 /tmp/ref.out >/tmp/ref.json
 	expect=$(($(json session_ns) / 1000000))
+	window=$(($(rprof-e2e json window_ns </tmp/ref.json) / 1000000))
 	for c in $(seq 0 $((ncpu - 1))); do
 		n=$(json samples_per_cpu.$c)
-		[ "$n" -ge $((expect * 8 / 10)) ] && [ "$n" -le $((expect * 12 / 10)) ] || return 1
+		r=$(rprof-e2e json per_cpu.$c </tmp/ref.json)
+		# Rates in samples per 1000 s, integers: n/expect against r/window.
+		rate=$((n * 1000000 / expect)) ref_rate=$((r * 1000000 / window))
+		[ "$rate" -ge $((ref_rate * 85 / 100)) ] && [ "$rate" -le $((ref_rate * 115 / 100)) ] &&
+			[ "$n" -ge $((expect / 4)) ] || return 1
 	done
 }
-rate_run || { diag "first rate run outside the band: $(cat $J)"; rate_run; }
+rate_run || { diag "first rate run outside the band: $(cat $J) reference: $(cat /tmp/ref.out)"; rate_run; }
 diag "$(cat $J)"
+diag "reference: $(cat /tmp/ref.out)"
 for c in $(seq 0 $((ncpu - 1))); do
 	n=$(json samples_per_cpu.$c)
-	check "cpu $c: $n samples in a $expect ms session at 1000 Hz (within 20%)" \
-		test "$n" -ge $((expect * 8 / 10)) -a "$n" -le $((expect * 12 / 10))
+	r=$(rprof-e2e json per_cpu.$c </tmp/ref.json)
+	rate=$((n * 1000000 / expect)) ref_rate=$((r * 1000000 / window))
+	check "cpu $c: $n samples in $expect ms ($((rate / 1000))/s), within 15% of the kernel's sampler ($r in $window ms, $((ref_rate / 1000))/s), and over 250/s" \
+		sh -c "[ $rate -ge $((ref_rate * 85 / 100)) ] && [ $rate -le $((ref_rate * 115 / 100)) ] && [ $n -ge $((expect / 4)) ]"
 done
 check "busy loops show up as user samples" test "$(json samples_user)" -gt 0
 check "samples == delivered + lost, per CPU and in the stream" invariant

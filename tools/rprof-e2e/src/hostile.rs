@@ -257,21 +257,22 @@ pub fn epoll_reconfig() -> Outcome {
 /// (`PERF_ATTR_SIZE_VER0`, 64 bytes); the libc crate has none.
 #[repr(C)]
 #[derive(Default)]
-struct PerfEventAttr {
-    type_: u32,
-    size: u32,
-    config: u64,
-    sample_period: u64,
-    sample_type: u64,
-    read_format: u64,
-    flags: u64,
-    wakeup_events: u32,
-    bp_type: u32,
-    config1: u64,
+pub(crate) struct PerfEventAttr {
+    pub(crate) type_: u32,
+    pub(crate) size: u32,
+    pub(crate) config: u64,
+    /// `sample_period`, or `sample_freq` with the `freq` flag.
+    pub(crate) sample_period: u64,
+    pub(crate) sample_type: u64,
+    pub(crate) read_format: u64,
+    pub(crate) flags: u64,
+    pub(crate) wakeup_events: u32,
+    pub(crate) bp_type: u32,
+    pub(crate) config1: u64,
 }
 
-const PERF_TYPE_SOFTWARE: u32 = 1;
-const PERF_COUNT_SW_CPU_CLOCK: u64 = 0;
+pub(crate) const PERF_TYPE_SOFTWARE: u32 = 1;
+pub(crate) const PERF_COUNT_SW_CPU_CLOCK: u64 = 0;
 const PERF_SAMPLE_IP: u64 = 1 << 0;
 const PERF_SAMPLE_TID: u64 = 1 << 1;
 

@@ -29,6 +29,7 @@
 //! rprof-e2e perf-beside [ROUNDS]            rprof sessions beside a perf_event user
 //! rprof-e2e stats-size                      GET_STATS's size convention
 //! rprof-e2e eof-after-stop [ROUNDS]         a blocked reader sees STOP before EOF
+//! rprof-e2e ref-samples HZ SECONDS          the kernel's own cpu-clock sampler's count
 //! ```
 //!
 //! The checks on a raw stream (`rprof dump --raw RAW`) print one JSON line
@@ -44,6 +45,7 @@ mod json;
 mod lookup_cookie;
 mod lost_invariant;
 mod mapping;
+mod refrate;
 mod module_samples;
 mod resolved_fraction;
 mod same_stream;
@@ -189,6 +191,12 @@ enum Command {
         #[arg(default_value_t = 20)]
         rounds: u32,
     },
+    /// Samples of a CPU-wide perf cpu-clock counter at HZ on every CPU over
+    /// SECONDS: the yardstick of the sampling-rate checks.
+    RefSamples {
+        hz: u64,
+        seconds: f64,
+    },
 }
 
 fn main() -> ExitCode {
@@ -226,6 +234,7 @@ fn main() -> ExitCode {
         Command::PerfBeside { rounds } => hostile::perf_beside(rounds),
         Command::StatsSize => hostile::stats_size(),
         Command::EofAfterStop { rounds } => hostile::eof_after_stop(rounds),
+        Command::RefSamples { hz, seconds } => refrate::run(hz, seconds),
     };
     match outcome {
         Ok(msg) => {
