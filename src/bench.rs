@@ -67,13 +67,12 @@ fn rprof_ring() -> Result<u64> {
     }))
 }
 
-/// Nanoseconds for `RECORDS` calls of the whole overflow handler body
-/// (`rprof_on_sample`: filter, address-space reference, ring write,
-/// watermark check).
-fn rprof_handler() -> Result<u64> {
-    let ring = sampler::new_ring(BATCH as u32)?;
-    let ctx = HandlerCtx {
-        ring: &ring,
+/// A handler context for `ring` as a session without filter or chains
+/// makes it, which never kicks (the benchmarks empty the ring
+/// themselves; the null kicker must never be kicked).
+fn handler_ctx(ring: &SampleRing) -> HandlerCtx {
+    HandlerCtx {
+        ring,
         kicker: core::ptr::null_mut(),
         event: 0,
         max_kernel: 0,
@@ -81,7 +80,15 @@ fn rprof_handler() -> Result<u64> {
         pid: -1,
         descendants: false,
         kick_at: u64::MAX,
-    };
+    }
+}
+
+/// Nanoseconds for `RECORDS` calls of the whole overflow handler body
+/// (`rprof_on_sample`: filter, address-space reference, ring write,
+/// watermark check).
+fn rprof_handler() -> Result<u64> {
+    let ring = sampler::new_ring(BATCH as u32)?;
+    let ctx = handler_ctx(&ring);
     Ok(timed_batches(&ring, |sample| {
         // SAFETY: `ctx` and its ring live across the call; the ring never
         // fills (emptied every batch), so the null kicker is never kicked.
@@ -101,16 +108,7 @@ fn rprof_drain() -> Result<(u64, u64)> {
     // A batch of SAMPLE records (32 bytes) and their context fits.
     let buf = EventBuffer::new(64)?;
     let mut drain = Drain::new(buf.producer(), 1, 64, false)?;
-    let ctx = HandlerCtx {
-        ring: &ring,
-        kicker: core::ptr::null_mut(),
-        event: 0,
-        max_kernel: 0,
-        max_user: 0,
-        pid: -1,
-        descendants: false,
-        kick_at: u64::MAX,
-    };
+    let ctx = handler_ctx(&ring);
     let (mut pid, mut tid) = (0u32, 0u32);
     // SAFETY: Process context (insmod); writes the two ids.
     let ip = unsafe { helpers::rprof_bench_user_ip(&mut pid, &mut tid) };

@@ -13,6 +13,16 @@
 # output when a child's SIGCHLD interrupts the write.
 
 # rows FILE: the table lines of a report ("  74.81%  2245  comm  dso  sym").
+# ends_within SECONDS PID: whether PID ends within SECONDS; killed if not.
+ends_within() {
+	for _ in $(seq $(($1 * 10))); do
+		kill -0 "$2" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	kill -KILL "$2" 2>/dev/null
+	return 1
+}
+
 rows() {
 	grep -E '^ +[0-9.]+% ' "$1"
 }
@@ -118,12 +128,7 @@ rprof record -o /tmp/t.data >/dev/null 2>/tmp/t.err &
 rec=$!
 sleep 1
 kill -TERM $rec
-for _ in $(seq 50); do
-	kill -0 $rec 2>/dev/null || break
-	sleep 0.1
-done
-check "record ends within 5 s of SIGTERM" sh -c "! kill -0 $rec 2>/dev/null"
-kill -KILL $rec 2>/dev/null
+check "record ends within 5 s of SIGTERM" ends_within 5 $rec
 wait $rec
 rc=$?
 # And a command's end ends it (the command's pidfd wakes it; without
@@ -131,12 +136,7 @@ rc=$?
 # snapshot at the end take a few seconds in this guest.
 rprof record -o /tmp/t2.data -- sleep 0.3 >/dev/null 2>&1 &
 rec=$!
-for _ in $(seq 150); do
-	kill -0 $rec 2>/dev/null || break
-	sleep 0.1
-done
-check "record -- sleep 0.3 ends within 15 s" sh -c "! kill -0 $rec 2>/dev/null"
-kill -KILL $rec 2>/dev/null
+check "record -- sleep 0.3 ends within 15 s" ends_within 15 $rec
 wait $rec
 check "record ended by SIGTERM: exit 0, stats on stderr, a readable file" \
 	sh -c "[ $rc -eq 0 ] && grep -q 'rprof: module: samples' /tmp/t.err && rprof report -i /tmp/t.data --stdio >/dev/null"
