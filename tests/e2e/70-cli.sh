@@ -14,9 +14,16 @@
 
 # rows FILE: the table lines of a report ("  74.81%  2245  comm  dso  sym").
 # ends_within SECONDS PID: whether PID ends within SECONDS; killed if not.
+# It runs in check's command substitution, a subshell that cannot reap
+# the script's children: an ended child stays a zombie until the script
+# waits for it, so "ended" is gone or in state Z (kill -0 succeeds on a
+# zombie).
 ends_within() {
 	for _ in $(seq $(($1 * 10))); do
-		kill -0 "$2" 2>/dev/null || return 0
+		state=$(sed 's/.*) //' "/proc/$2/stat" 2>/dev/null | cut -d' ' -f1)
+		case $state in
+		'' | Z) return 0 ;;
+		esac
 		sleep 0.1
 	done
 	kill -KILL "$2" 2>/dev/null
@@ -254,9 +261,14 @@ wait $busy 2>/dev/null
 sed -n 's|^rprof daemon: wrote /tmp/d5/rprof-[0-9]*-\([0-9]*\)\.pb\.gz: \([0-9]*\) samples.*|\1 \2|p' /tmp/d5.out |
 	sed '$d' >/tmp/d5.full
 diag "$(cat /tmp/d5.out)"
-check "daemon intervals by sample time: the full ones ($(cut -d' ' -f2 /tmp/d5.full | tr '\n' ' ')) within 1.5x of each other" \
+# A busy host makes the guest's ticks uneven from one second to the next
+# (seen: 1182 to 1900 samples in the intervals of one run beside two
+# busy loops), while a profile that took the stall's samples too holds
+# 2.5 seconds' worth next to an empty one (the old daemon: 1921, 0, 5076):
+# 2x tells them apart.
+check "daemon intervals by sample time: the full ones ($(cut -d' ' -f2 /tmp/d5.full | tr '\n' ' ')) within 2x of each other" \
 	awk '{ n++; if (min == "" || $2 < min) min = $2; if ($2 > max) max = $2 }
-		END { exit !(n >= 3 && min > 0 && max <= 1.5 * min) }' /tmp/d5.full
+		END { exit !(n >= 3 && min > 0 && max <= 2 * min) }' /tmp/d5.full
 
 # A full disk: the daemon skips profiles, says so, leaves no temporary
 # file and writes again once there is room.
