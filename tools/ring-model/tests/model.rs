@@ -317,3 +317,34 @@ fn a_record_larger_than_the_free_space_is_dropped_whole() {
         assert_eq!(unsafe { pop_checked(&r) }, None);
     });
 }
+
+/// A reader that takes a record where it lies (`pop_with`, the drain's
+/// chainless path) keeps its slot until it is done with it: a writer that
+/// finds the ring full meanwhile drops its record instead of overwriting
+/// the one being read (loom fails on a write to a cell that is being
+/// read), and once the slot is released the next push may use it.
+#[test]
+fn pop_with_keeps_its_slot_until_done() {
+    model(|| {
+        let r = ring(2);
+        for seq in 0..2 {
+            assert!(matches!(r.push(rec(0, seq)), Push::Stored(_)));
+        }
+        let writer = {
+            let r = r.clone();
+            thread::spawn(move || {
+                (0..2)
+                    .filter(|&seq| matches!(r.push(rec(1, seq)), Push::Stored(_)))
+                    .count() as u64
+            })
+        };
+        // SAFETY: This thread is the only consumer.
+        let got = unsafe { r.pop_with(|v| check(*v)) };
+        assert_eq!(got, Some((0, 0)));
+        let stored = writer.join().unwrap();
+        let mut last = [Some(0), None];
+        let rest = drain(&r, &mut last);
+        assert_eq!(1 + rest, 2 + stored, "every stored record is read once");
+        assert_eq!(stored + r.lost(), 2, "the writer's records: stored or lost");
+    });
+}
