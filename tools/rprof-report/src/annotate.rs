@@ -9,7 +9,6 @@
 use crate::symbolize::FrameKind;
 use crate::{Aggregate, Filter, Symbolizer};
 use rprof_decode::CookieName;
-use rprof_symbols::dwarf::Lines;
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
@@ -94,14 +93,11 @@ pub fn annotate(
         match frame.kind {
             FrameKind::File => {
                 let image = sym.image(cookie, agg.resolver());
-                let host = match agg.resolver().name(cookie) {
-                    Some(CookieName::File { path, .. }) => Some(sym.host_path(path)),
-                    _ => None,
+                let data = match agg.resolver().name(cookie) {
+                    Some(CookieName::File { path, .. }) => sym.read(path).unwrap_or_default(),
+                    _ => Vec::new(),
                 };
-                let data = host
-                    .and_then(|h| rprof_symbols::elf::read_file(&h).ok())
-                    .unwrap_or_default();
-                let lines = Lines::parse(&data);
+                let lines = sym.lines(cookie, agg.resolver());
                 if lines.is_none() {
                     a.note = Some("no DWARF line information in the file".into());
                 }

@@ -3,8 +3,8 @@
 //!
 //! ```text
 //! attr_main  1234/1235  [001]  5.102030405:  1001001 cpu-clock@999:
-//! 	    11a9 main_hot (/tests/bin/attr_main)
-//! 	    11f0 main (/tests/bin/attr_main)
+//!         11a9 main_hot (/tests/bin/attr_main)
+//!         11f0 main (/tests/bin/attr_main)
 //!
 //! ```
 //!
@@ -13,7 +13,8 @@
 //! Then the sampled place and, with a call chain, its callers, innermost
 //! first: the offset (in the file, from the module's base, or the kernel
 //! address), the function, the object.  Kernel and module frames end in
-//! `[k]`.  A blank line ends each sample.
+//! `[k]`; frame lines start with a tab, as perf's do.  A blank line ends each
+//! sample.
 
 use crate::symbolize::FrameKind;
 use crate::{caller_frames, event_label, Filter, Frame, Key, Symbolizer};
@@ -52,8 +53,7 @@ pub fn write(
     let labels: Vec<String> = (0..config.events.len() as u32)
         .map(|i| event_label(config, i))
         .collect();
-    let mut decoder = Decoder::new(stream);
-    while let Some(item) = decoder.next() {
+    for item in Decoder::new(stream) {
         let record = match item {
             Ok(r) => r,
             Err(e) => {

@@ -14,11 +14,17 @@
 //! the file found now must have that build-id; otherwise its device and
 //! inode must be the COOKIE record's (not checked under `--symfs`, where
 //! files are copies).
+//!
+//! Files are opened in a [`Root`]: the host's tree, or a `--symfs`
+//! directory that recorded paths cannot leave.  A stripped file's symbols
+//! and DWARF come from its separate debug file
+//! ([`rprof_symbols::debuginfo`]: the build-id tree, `.gnu_debuglink`).
 
 use rprof_data::FileInfo;
 use rprof_decode::{CookieName, Resolver};
 use rprof_symbols::dev::same_device;
-use rprof_symbols::{read_build_id, ElfImage, Kallsyms};
+use rprof_symbols::dwarf::Lines;
+use rprof_symbols::{ElfImage, Kallsyms, Root};
 use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -105,8 +111,15 @@ enum ImageState {
 pub struct Symbolizer {
     kallsyms: Kallsyms,
     files: HashMap<u64, FileInfo>,
-    symfs: Option<PathBuf>,
+    /// Where files are opened; `None` if the `--symfs` directory could not
+    /// be opened (then no file is found; a warning says why).
+    root: Option<Root>,
     images: HashMap<u64, ImageState>,
+    /// Where each file cookie's DWARF is read from: the file itself or its
+    /// debug file (a path in `root`), once its image is loaded.
+    dwarf_paths: HashMap<u64, String>,
+    /// Each file cookie's DWARF, once asked for.
+    lines: HashMap<u64, Option<Arc<Lines>>>,
     frames: HashMap<(u64, u64), Arc<Frame>>,
     interned: HashSet<Arc<Frame>>,
     warnings: Vec<String>,
@@ -132,10 +145,20 @@ impl Symbolizer {
                     .to_string(),
             );
         }
+        let root = match &symfs {
+            None => Some(Root::host()),
+            Some(dir) => match Root::symfs(dir) {
+                Ok(r) => Some(r),
+                Err(e) => {
+                    warnings.push(format!("{e}: no file can be symbolized"));
+                    None
+                }
+            },
+        };
         Symbolizer {
             kallsyms,
             files: files.iter().map(|f| (f.cookie, f.clone())).collect(),
-            symfs,
+            root,
             warnings,
             ..Symbolizer::default()
         }
@@ -154,12 +177,45 @@ impl Symbolizer {
         }
     }
 
-    /// Where file `path` is read from.
+    /// Where file `path` is read from (for messages).
     pub fn host_path(&self, path: &str) -> PathBuf {
-        match &self.symfs {
-            Some(dir) => dir.join(path.trim_start_matches('/')),
+        match &self.root {
+            Some(root) => root.display(path),
             None => PathBuf::from(path),
         }
+    }
+
+    /// The bytes of recorded file `path`, a regular file opened in this
+    /// symbolizer's root.
+    pub fn read(&self, path: &str) -> std::io::Result<Vec<u8>> {
+        match &self.root {
+            Some(root) => root.read(path),
+            None => Err(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "the --symfs directory could not be opened",
+            )),
+        }
+    }
+
+    fn is_symfs(&self) -> bool {
+        self.root.as_ref().is_none_or(Root::is_symfs)
+    }
+
+    /// The DWARF of file cookie `cookie` (from its debug file if it has
+    /// one), if its image is usable and has line tables.
+    pub fn lines(&mut self, cookie: u64, names: &Resolver) -> Option<Arc<Lines>> {
+        self.image(cookie, names)?;
+        if let Some(l) = self.lines.get(&cookie) {
+            return l.clone();
+        }
+        let lines = self
+            .dwarf_paths
+            .get(&cookie)
+            .and_then(|p| self.read(p).ok())
+            .and_then(|data| Lines::parse(&data))
+            .map(Arc::new);
+        self.lines.insert(cookie, lines.clone());
+        lines
     }
 
     /// The kernel symbols.
@@ -189,22 +245,47 @@ impl Symbolizer {
         if u32::from(*flags) & rprof_abi::RPROF_COOKIE_DELETED != 0 {
             return ImageState::Missing;
         }
-        let host = self.host_path(path);
-        let Ok(meta) = std::fs::metadata(&host) else {
+        let path = path.clone();
+        let host = self.host_path(&path);
+        let Some(root) = &self.root else {
             return ImageState::Missing;
+        };
+        let Ok(file) = root.open(&path) else {
+            return ImageState::Missing;
+        };
+        let Ok(meta) = file.metadata() else {
+            return ImageState::Missing;
+        };
+        let data = {
+            use std::io::Read;
+            let mut data = Vec::new();
+            match file.take(rprof_symbols::root::MAX_FILE).read_to_end(&mut data) {
+                Ok(_) => data,
+                Err(e) => {
+                    self.warnings.push(format!("cannot read {}: {e}", host.display()));
+                    return ImageState::Unreadable;
+                }
+            }
+        };
+        let mut image = match ElfImage::parse(&data) {
+            Ok(image) => image,
+            Err(e) => {
+                self.warnings.push(format!("{}: {e}", host.display()));
+                return ImageState::Unreadable;
+            }
         };
         let recorded = self.files.get(&cookie);
         let mismatch = match recorded.filter(|f| !f.build_id.is_empty()) {
-            Some(f) => match read_build_id(&host) {
-                Ok(Some(now)) if now == f.build_id => None,
-                Ok(Some(now)) => Some(format!(
+            Some(f) => match &image.build_id {
+                Some(now) if *now == f.build_id => None,
+                Some(now) => Some(format!(
                     "build-id {} recorded, {} found",
                     rprof_symbols::elf::hex(&f.build_id),
-                    rprof_symbols::elf::hex(&now)
+                    rprof_symbols::elf::hex(now)
                 )),
-                _ => Some("build-id recorded, none found".to_string()),
+                None => Some("build-id recorded, none found".to_string()),
             },
-            None if self.symfs.is_some() => None,
+            None if self.is_symfs() => None,
             None => (!(same_device(*dev, meta.dev()) && *ino == meta.ino())).then(|| {
                 format!(
                     "device/inode {dev:#x}/{ino} recorded, {:#x}/{} found",
@@ -218,13 +299,21 @@ impl Symbolizer {
                 .push(format!("{}: not the recorded file ({why})", host.display()));
             return ImageState::Mismatch;
         }
-        match ElfImage::load(&host) {
-            Ok(image) => ImageState::Ok(Arc::new(image)),
-            Err(e) => {
-                self.warnings.push(e);
-                ImageState::Unreadable
+        // A stripped file: its local functions and DWARF are in its debug
+        // file.
+        let mut dwarf_path = path.clone();
+        if !image.has_symtab || !Lines::present(&data) {
+            if let Some(debug) = rprof_symbols::debuginfo::find(root, &path, &data) {
+                if let Ok(d) = ElfImage::parse(&debug.data) {
+                    image.add_symbols_of(&d);
+                }
+                if Lines::present(&debug.data) || !Lines::present(&data) {
+                    dwarf_path = debug.path;
+                }
             }
         }
+        self.dwarf_paths.insert(cookie, dwarf_path);
+        ImageState::Ok(Arc::new(image))
     }
 
     /// The frame of `offset` relative to `cookie`; `names` are the stream's
@@ -326,19 +415,9 @@ impl Symbolizer {
         vaddrs: &[u64],
         names: &Resolver,
     ) -> Vec<Vec<rprof_symbols::dwarf::InlineFrame>> {
-        let none = || vec![Vec::new(); vaddrs.len()];
-        if self.image(cookie, names).is_none() {
-            return none();
-        }
-        let Some(CookieName::File { path, .. }) = names.name(cookie) else {
-            return none();
-        };
-        let Ok(data) = rprof_symbols::elf::read_file(&self.host_path(path)) else {
-            return none();
-        };
-        match rprof_symbols::dwarf::Lines::parse(&data) {
+        match self.lines(cookie, names) {
             Some(lines) => vaddrs.iter().map(|v| lines.frames(*v)).collect(),
-            None => none(),
+            None => vec![Vec::new(); vaddrs.len()],
         }
     }
 

@@ -376,3 +376,76 @@ fn inferno_draws_the_folded_export() {
         "{titles:?}"
     );
 }
+
+/// A symfs is the recorded machine's root, and nothing outside it is read:
+/// a symlink out of it (relative, or absolute to the real file) does not
+/// symbolize, an absolute one is resolved inside it as in a sysroot.  A
+/// stripped copy of attr_main gets its functions and lines back from its
+/// debug file in the symfs's build-id tree, as a `-dbgsym` package ships
+/// it.
+#[test]
+fn symfs_stays_inside_and_finds_debug_files() {
+    use std::os::unix::fs::symlink;
+    use std::process::Command;
+    let real = fixtures().join("symfs/tests/bin");
+    let real = real.canonicalize().unwrap();
+    let base = std::env::temp_dir().join(format!("rprof-symfs-esc-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let symfs = base.join("symfs");
+    std::fs::create_dir_all(symfs.join("tests/bin")).unwrap();
+    std::fs::copy(real.join("libattr_lib.so"), symfs.join("tests/bin/libattr_lib.so")).unwrap();
+    let main_hot = |l: &mut Loaded| {
+        let rows = rprof_report::rows(&l.agg, &mut l.sym, &attr_main());
+        let lines = table::group(&rows, &table::parse_sort("sym").unwrap());
+        lines[0].values[0].clone()
+    };
+    let dots = "../".repeat(real.components().count() + 2);
+    for target in [
+        // Relative, out of the symfs to the real attr_main.
+        PathBuf::from(format!("{dots}{}", real.join("attr_main").display())),
+        // Absolute: resolved inside the symfs, where nothing is.
+        real.join("attr_main"),
+    ] {
+        let link = symfs.join("tests/bin/attr_main");
+        let _ = std::fs::remove_file(&link);
+        symlink(&target, &link).unwrap();
+        let mut l = Loaded::new(data(), Some(symfs.clone()));
+        let top = main_hot(&mut l);
+        assert!(top.starts_with("[unknown] /tests/bin/attr_main+0x"), "{target:?} gave {top}");
+    }
+    // An absolute symlink to a path inside the symfs is followed there.
+    std::fs::create_dir_all(symfs.join("opt")).unwrap();
+    std::fs::copy(real.join("attr_main"), symfs.join("opt/attr_main")).unwrap();
+    let link = symfs.join("tests/bin/attr_main");
+    std::fs::remove_file(&link).unwrap();
+    symlink("/opt/attr_main", &link).unwrap();
+    assert_eq!(main_hot(&mut Loaded::new(data(), Some(symfs.clone()))), "main_hot");
+
+    // Stripped, with the debug file in the build-id tree.
+    std::fs::remove_file(&link).unwrap();
+    std::fs::copy(real.join("attr_main"), &link).unwrap();
+    let id = data()
+        .files
+        .iter()
+        .find(|f| f.path == "/tests/bin/attr_main")
+        .unwrap()
+        .build_id
+        .clone();
+    let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+    let tree = symfs.join(format!("usr/lib/debug/.build-id/{}", &hex[..2]));
+    std::fs::create_dir_all(&tree).unwrap();
+    let debug = tree.join(format!("{}.debug", &hex[2..]));
+    assert!(Command::new("objcopy").arg("--only-keep-debug").arg(&link).arg(&debug).status().unwrap().success());
+    assert!(Command::new("strip").arg("--strip-all").arg(&link).status().unwrap().success());
+    std::fs::remove_dir_all(symfs.join("usr/lib/debug")).unwrap();
+    let top = main_hot(&mut Loaded::new(data(), Some(symfs.clone())));
+    assert!(top.starts_with("[unknown] "), "stripped attr_main named {top} without its debug file");
+    std::fs::create_dir_all(&tree).unwrap();
+    assert!(Command::new("objcopy").arg("--only-keep-debug").arg(real.join("attr_main")).arg(&debug).status().unwrap().success());
+    let mut l = Loaded::new(data(), Some(symfs.clone()));
+    assert_eq!(main_hot(&mut l), "main_hot");
+    let a = annotate::annotate(&l.agg, &mut l.sym, &attr_main(), "main_hot");
+    assert!(!a[0].insns.is_empty() && a[0].insns.iter().all(|i| !i.bytes.is_empty()));
+    assert!(a[0].lines.iter().any(|(f, _, _)| f.ends_with("attr_main.c")), "{:?}", a[0].lines);
+    std::fs::remove_dir_all(&base).unwrap();
+}

@@ -1,29 +1,33 @@
-//! Source lines from DWARF, for `rprof annotate`.
+//! Source lines and inlined functions from DWARF, for `rprof annotate`
+//! and the exports.
 //!
-//! The sections are read uncompressed (`.zdebug`/`SHF_COMPRESSED` debug
-//! info is reported as "no line information").  Addresses are virtual
-//! addresses of the unrelocated image, as [`crate::ElfImage`] gives them.
+//! Sections compressed in place (`SHF_COMPRESSED`, zlib or zstd, what
+//! `gcc -gz` and distributions' debug packages produce) are decompressed.
+//! Addresses are virtual addresses of the unrelocated image, as
+//! [`crate::ElfImage`] gives them.
 
-use addr2line::gimli;
 use object::{Object, ObjectSection};
+use std::sync::Arc;
 
-type Reader<'a> = gimli::EndianSlice<'a, gimli::RunTimeEndian>;
+type Reader = gimli::EndianArcSlice<gimli::RunTimeEndian>;
 
-/// The line tables of one ELF file, borrowing its bytes.
-pub struct Lines<'a> {
-    ctx: addr2line::Context<Reader<'a>>,
+/// The line tables and inlining of one ELF file.  It owns its sections
+/// (copied out, decompressed where they were compressed), so the file's
+/// bytes need not outlive it.
+pub struct Lines {
+    ctx: addr2line::Context<Reader>,
 }
 
-impl std::fmt::Debug for Lines<'_> {
+impl std::fmt::Debug for Lines {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Lines")
     }
 }
 
-impl<'a> Lines<'a> {
+impl Lines {
     /// Loads the DWARF of an ELF file's bytes; `None` if it has no line
     /// information that can be read.
-    pub fn parse(data: &'a [u8]) -> Option<Lines<'a>> {
+    pub fn parse(data: &[u8]) -> Option<Lines> {
         let file = object::File::parse(data).ok()?;
         file.section_by_name(".debug_line")?;
         let endian = if file.is_little_endian() {
@@ -31,16 +35,27 @@ impl<'a> Lines<'a> {
         } else {
             gimli::RunTimeEndian::Big
         };
-        let load = |id: gimli::SectionId| -> Result<Reader<'a>, gimli::Error> {
-            let bytes: &'a [u8] = file
-                .section_by_name(id.name())
-                .and_then(|s| s.data().ok())
-                .unwrap_or(&[]);
+        let load = |id: gimli::SectionId| -> Result<Reader, gimli::Error> {
+            let bytes: Arc<[u8]> = match file.section_by_name(id.name()) {
+                Some(s) => match s.uncompressed_data() {
+                    Ok(b) => Arc::from(b.as_ref()),
+                    // A section that cannot be decompressed reads as empty.
+                    Err(_) => Arc::from(&[][..]),
+                },
+                None => Arc::from(&[][..]),
+            };
             Ok(Reader::new(bytes, endian))
         };
         let dwarf = gimli::Dwarf::load(load).ok()?;
         let ctx = addr2line::Context::from_dwarf(dwarf).ok()?;
         Some(Lines { ctx })
+    }
+
+    /// Whether `data` is an ELF file with a line table.
+    pub fn present(data: &[u8]) -> bool {
+        object::File::parse(data)
+            .map(|f| f.section_by_name(".debug_line").is_some())
+            .unwrap_or(false)
     }
 
     /// The source file and line of `vaddr`.

@@ -46,6 +46,29 @@ pub struct ElfImage {
     symbols: Vec<Sym>,
     /// The GNU build-id, if the file has one.
     pub build_id: Option<Vec<u8>>,
+    /// Whether the symbols include a full `.symtab` (not only `.dynsym`,
+    /// as in a stripped file).
+    pub has_symtab: bool,
+}
+
+/// Sorts raw (mangled) symbols by address, keeps one per address (the
+/// sized one, then the global-looking: shortest, for aliases like
+/// `__libc_foo` / `foo` the first by name), and demangles them.
+fn one_per_address(mut symbols: Vec<Sym>) -> Vec<Sym> {
+    symbols.sort_by(|a, b| {
+        a.addr
+            .cmp(&b.addr)
+            .then(b.size.cmp(&a.size))
+            .then(a.name.len().cmp(&b.name.len()))
+            .then(a.name.cmp(&b.name))
+    });
+    symbols.dedup_by(|b, a| a.addr == b.addr);
+    for s in &mut symbols {
+        if let std::borrow::Cow::Owned(d) = crate::demangle(&s.name) {
+            s.raw = Some(std::mem::replace(&mut s.name, d));
+        }
+    }
+    symbols
 }
 
 /// Parses a 64-bit ELF file's bytes (headers only; tables are read as they
@@ -54,33 +77,14 @@ pub fn parse_elf64(data: &[u8]) -> Result<ElfFile64<'_, Endianness>, String> {
     ElfFile64::<Endianness>::parse(data).map_err(|e| format!("not a 64-bit ELF file: {e}"))
 }
 
-/// The largest file [`read_file`] reads: 4 GiB.
-pub const MAX_FILE: u64 = 1 << 32;
+pub use crate::root::MAX_FILE;
 
 /// Opens `path` for reading if it is a regular file.  Paths come from
 /// recordings, which may name a FIFO (opening it would block), a device
 /// or a `/proc` file (reading it might never end): the file is opened
 /// without blocking and checked once open.
 pub fn open_regular(path: &Path) -> std::io::Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)?;
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "not a regular file",
-        ));
-    }
-    if meta.len() > MAX_FILE {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            format!("larger than {MAX_FILE} bytes"),
-        ));
-    }
-    Ok(file)
+    crate::root::regular(crate::root::open_nonblocking(path)?)
 }
 
 /// The bytes of the regular file at `path` (see [`open_regular`]).
@@ -121,7 +125,7 @@ impl ElfImage {
                 exec: ph.p_flags(endian) & PF_X != 0,
             })
             .collect();
-        let mut symbols: Vec<Sym> = elf
+        let symbols: Vec<Sym> = elf
             .symbols()
             .chain(elf.dynamic_symbols())
             .filter(|s| !s.is_undefined() && s.kind() == SymbolKind::Text && s.address() != 0)
@@ -135,27 +139,32 @@ impl ElfImage {
                 })
             })
             .collect();
-        // One symbol per address: the sized one, then the global-looking
-        // (shortest, for aliases like __libc_foo / foo the first by name).
-        symbols.sort_by(|a, b| {
-            a.addr
-                .cmp(&b.addr)
-                .then(b.size.cmp(&a.size))
-                .then(a.name.len().cmp(&b.name.len()))
-                .then(a.name.cmp(&b.name))
-        });
-        symbols.dedup_by(|b, a| a.addr == b.addr);
-        for s in &mut symbols {
-            if let std::borrow::Cow::Owned(d) = crate::demangle(&s.name) {
-                s.raw = Some(std::mem::replace(&mut s.name, d));
-            }
-        }
+        let symbols = one_per_address(symbols);
         let build_id = elf.build_id().ok().flatten().map(<[u8]>::to_vec);
         ElfImage {
             segments,
             symbols,
             build_id,
+            has_symtab: elf.section_by_name(".symtab").is_some(),
         }
+    }
+
+    /// Adds the function symbols of `debug`, the separate debug file of
+    /// this (stripped) file: its `.symtab` has the local functions that
+    /// stripping removed, at the same virtual addresses.  Segments and
+    /// build-id stay this file's.
+    pub fn add_symbols_of(&mut self, debug: &ElfImage) {
+        let mut all = std::mem::take(&mut self.symbols);
+        all.extend(debug.symbols.iter().cloned());
+        // Back to the raw names, which `one_per_address` orders and
+        // demangles.
+        for s in &mut all {
+            if let Some(raw) = s.raw.take() {
+                s.name = raw;
+            }
+        }
+        self.symbols = one_per_address(all);
+        self.has_symtab |= debug.has_symtab;
     }
 
     /// Reads and parses the ELF file at `path`.
@@ -342,6 +351,7 @@ pub(crate) mod tests {
                 },
             ],
             build_id: None,
+            has_symtab: true,
         };
         assert_eq!(image.symbol_at(0x10ff), None);
         assert_eq!(image.symbol_at(0x110f).map(|h| h.offset), Some(0xf));

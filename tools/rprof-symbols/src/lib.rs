@@ -5,7 +5,12 @@
 //!   module reports user samples; the GNU build-id of a file.
 //! - [`kallsyms`]: `/proc/kallsyms` text, looked up by address (kernel
 //!   samples) or by module and address (module samples).
-//! - [`dwarf`]: source lines of addresses from DWARF (`rprof annotate`).
+//! - [`dwarf`]: source lines and inlined functions of addresses from
+//!   DWARF, compressed sections included.
+//! - [`debuginfo`]: a stripped file's separate debug file, found the way
+//!   distributions ship them (build-id directory, `.gnu_debuglink`).
+//! - [`root`]: where recorded paths are opened (the host, or a `--symfs`
+//!   that cannot be escaped); regular files only.
 //! - [`demangle`]: Rust (legacy and v0) and C++ names as people read them.
 //! - [`dev`]: the kernel's `new_encode_dev()` device numbers against
 //!   `stat()`'s.
@@ -13,17 +18,22 @@
 //! Nothing here panics on a malformed file: a file that cannot be parsed is
 //! an error value, and lookups that find nothing return `None`.
 
-#![cfg_attr(not(test), forbid(unsafe_code))]
+// One module, `root`, makes one system call (openat2) that std does not
+// have; everything else is safe code.
+#![cfg_attr(not(test), deny(unsafe_code))]
 
+pub mod debuginfo;
 pub mod demangle;
 pub mod dev;
 pub mod dwarf;
 pub mod elf;
 pub mod kallsyms;
+pub mod root;
 
 pub use demangle::demangle;
 pub use elf::{read_build_id, ElfImage};
 pub use kallsyms::Kallsyms;
+pub use root::Root;
 
 /// A symbol found for an address: its name and how far into it the
 /// address is.
