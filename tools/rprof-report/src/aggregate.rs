@@ -50,6 +50,12 @@ pub struct Counts {
 }
 
 /// Which samples a report shows.
+///
+/// `pid`, `comm` and `event` are properties of the counted [`Key`]s and
+/// are applied when reporting ([`accepts`](Self::accepts)); `tids`,
+/// `cpus` and `time` are not kept in the counts, so an [`Aggregate`] made
+/// [`with_filter`](Aggregate::with_filter) applies them while it counts
+/// ([`accepts_sample`](Self::accepts_sample)).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Filter {
     /// Only this thread group.
@@ -58,19 +64,135 @@ pub struct Filter {
     pub comm: Option<String>,
     /// Only this event index.
     pub event: Option<u32>,
+    /// Only these threads (empty: all).
+    pub tids: Vec<u32>,
+    /// Only samples taken on these CPUs (empty: all).
+    pub cpus: Vec<u32>,
+    /// Only samples taken in this span of the module's clock.
+    pub time: Option<TimeRange>,
+}
+
+/// A span of the module's clock (`time_ns` of the samples), either end
+/// open: `start <= t < end`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TimeRange {
+    /// The first nanosecond in the span.
+    pub start: Option<u64>,
+    /// The first nanosecond past it.
+    pub end: Option<u64>,
+}
+
+impl TimeRange {
+    /// Parses `START,END` in seconds (as `rprof script` prints times, up
+    /// to nanoseconds), either side empty for an open end: `5.2,6`,
+    /// `5.2,`, `,6`.
+    pub fn parse(spec: &str) -> Result<TimeRange, String> {
+        let Some((a, b)) = spec.split_once(',') else {
+            return Err(format!("--time {spec}: expected START,END in seconds (either may be empty)"));
+        };
+        let range = TimeRange {
+            start: parse_seconds(a.trim())?,
+            end: parse_seconds(b.trim())?,
+        };
+        if let (Some(s), Some(e)) = (range.start, range.end) {
+            if e <= s {
+                return Err(format!("--time {spec}: the end is not after the start"));
+            }
+        }
+        Ok(range)
+    }
+
+    /// Whether `t` is in the span.
+    pub fn contains(&self, t: u64) -> bool {
+        self.start.is_none_or(|s| t >= s) && self.end.is_none_or(|e| t < e)
+    }
+}
+
+/// Seconds with up to 9 decimals, as nanoseconds; "" is `None`.
+fn parse_seconds(s: &str) -> Result<Option<u64>, String> {
+    if s.is_empty() {
+        return Ok(None);
+    }
+    let bad = || format!("{s:?} is not a time in seconds (such as 12.345678901)");
+    let (whole, frac) = s.split_once('.').unwrap_or((s, ""));
+    if frac.len() > 9 || !(whole.chars().chain(frac.chars())).all(|c| c.is_ascii_digit()) || (whole.is_empty() && frac.is_empty()) {
+        return Err(bad());
+    }
+    let whole: u64 = if whole.is_empty() { 0 } else { whole.parse().map_err(|_| bad())? };
+    let frac: u64 = format!("{frac:0<9}").parse().map_err(|_| bad())?;
+    whole
+        .checked_mul(1_000_000_000)
+        .and_then(|ns| ns.checked_add(frac))
+        .map(Some)
+        .ok_or_else(bad)
+}
+
+/// Parses a CPU list as perf takes it: `0,2-3` (CPUs 0, 2 and 3).
+pub fn parse_cpu_list(spec: &str) -> Result<Vec<u32>, String> {
+    let bad = || format!("--cpu {spec}: expected a list of CPUs and ranges such as 0,2-3");
+    let mut cpus = Vec::new();
+    for part in spec.split(',') {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        let a: u32 = a.trim().parse().map_err(|_| bad())?;
+        let b: u32 = b.trim().parse().map_err(|_| bad())?;
+        if b < a || b - a >= 1 << 16 {
+            return Err(bad());
+        }
+        cpus.extend(a..=b);
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    Ok(cpus)
 }
 
 impl Filter {
-    /// Whether `key` passes.
+    /// Whether `key` passes (`pid`, `comm`, `event`).
     pub fn accepts(&self, key: &Key) -> bool {
         self.pid.is_none_or(|p| p == key.pid)
             && self.comm.as_deref().is_none_or(|c| c == &*key.comm)
             && self.event.is_none_or(|e| e == key.event)
     }
 
+    /// Whether sample `s` passes `tids`, `cpus` and `time` (a sample
+    /// without a TASK record has no thread or CPU: it passes only if
+    /// those are not asked for).
+    pub fn accepts_sample(&self, s: &ResolvedSample) -> bool {
+        (self.tids.is_empty() || s.tid().is_some_and(|t| self.tids.contains(&t)))
+            && (self.cpus.is_empty() || s.cpu().is_some_and(|c| self.cpus.contains(&c)))
+            && self.time.is_none_or(|r| r.contains(s.time_ns))
+    }
+
+    /// Whether `tids`, `cpus` or `time` is set.
+    pub fn by_sample(&self) -> bool {
+        !self.tids.is_empty() || !self.cpus.is_empty() || self.time.is_some()
+    }
+
     /// Whether any filter is set.
     pub fn is_empty(&self) -> bool {
         *self == Filter::default()
+    }
+
+    /// The filters in words, for a report's header ("pid 7, CPUs 0-1").
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(p) = self.pid {
+            parts.push(format!("pid {p}"));
+        }
+        if let Some(c) = &self.comm {
+            parts.push(format!("comm {c}"));
+        }
+        let list = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+        if !self.tids.is_empty() {
+            parts.push(format!("tid {}", list(&self.tids)));
+        }
+        if !self.cpus.is_empty() {
+            parts.push(format!("cpu {}", list(&self.cpus)));
+        }
+        if let Some(r) = self.time {
+            let s = |t: Option<u64>| t.map_or(String::new(), |t| format!("{}.{:09}", t / 1_000_000_000, t % 1_000_000_000));
+            parts.push(format!("time {},{}", s(r.start), s(r.end)));
+        }
+        parts.join(", ")
     }
 }
 
@@ -105,12 +227,32 @@ pub struct Aggregate {
     /// Samples of an earlier interval that arrived after it was closed
     /// (counted in this one).
     pub late: u64,
+    /// Applied to every sample before it is counted (its `tids`, `cpus`
+    /// and `time`).
+    sample_filter: Filter,
+    /// Samples that `sample_filter` kept out of the counts.
+    pub filtered_out: u64,
 }
 
 impl Aggregate {
     /// An empty aggregate at the start of a stream.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty aggregate that counts only the samples passing `filter`'s
+    /// per-sample parts (`tids`, `cpus`, `time`); the others are counted
+    /// in [`filtered_out`](Self::filtered_out).
+    pub fn with_filter(filter: &Filter) -> Self {
+        Aggregate {
+            sample_filter: Filter {
+                tids: filter.tids.clone(),
+                cpus: filter.cpus.clone(),
+                time: filter.time,
+                ..Filter::default()
+            },
+            ..Self::default()
+        }
     }
 
     /// Takes the next record of the stream.
@@ -130,6 +272,10 @@ impl Aggregate {
         let Some(s) = self.resolver.feed(record) else {
             return;
         };
+        if !self.sample_filter.accepts_sample(&s) {
+            self.filtered_out += 1;
+            return;
+        }
         let comm = s.comm().unwrap_or("[unknown]");
         let comm = match self.comms.get(comm) {
             Some(c) => c.clone(),
@@ -186,6 +332,7 @@ impl Aggregate {
         self.lost_other = 0;
         self.throttles = 0;
         self.late = 0;
+        self.filtered_out = 0;
         self.floor_ns = self.cutoff_ns.or(self.floor_ns);
         self.cutoff_ns = next;
     }
@@ -245,6 +392,7 @@ impl Aggregate {
         self.lost_other = 0;
         self.throttles = 0;
         self.late = 0;
+        self.filtered_out = 0;
     }
 
     /// All lost samples.
@@ -287,6 +435,57 @@ pub fn is_fixed_cookie(cookie: u64) -> bool {
 mod tests {
     use super::*;
     use crate::testdata;
+
+    #[test]
+    fn time_ranges_and_cpu_lists_parse() {
+        let r = TimeRange::parse("5.2,6").unwrap();
+        assert_eq!((r.start, r.end), (Some(5_200_000_000), Some(6_000_000_000)));
+        let r = TimeRange::parse(" 8.694761507 , ").unwrap();
+        assert_eq!((r.start, r.end), (Some(8_694_761_507), None));
+        assert_eq!(TimeRange::parse(",.5").unwrap().end, Some(500_000_000));
+        assert!(r.contains(8_694_761_507) && !r.contains(8_694_761_506));
+        let r = TimeRange::parse("1,2").unwrap();
+        assert!(r.contains(1_999_999_999) && !r.contains(2_000_000_000));
+        for bad in ["5", "a,b", "1.0000000001,", "2,1", "1,1", "-1,", "1e3,", ".,", "99999999999999999999,"] {
+            assert!(TimeRange::parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_cpu_list("0,2-3,2").unwrap(), [0, 2, 3]);
+        assert_eq!(parse_cpu_list("7").unwrap(), [7]);
+        for bad in ["", "1-", "3-1", "x", "0-4294967295", "1,,2"] {
+            assert!(parse_cpu_list(bad).is_err(), "{bad}");
+        }
+    }
+
+    /// Threads, CPUs and a time span are applied as samples are counted;
+    /// what they keep out is counted apart.
+    #[test]
+    fn per_sample_filters_count_what_passes() {
+        let sample = |time_ns| Record::Sample { flags: 1, time_ns, offset: 0x10, period: 1, stack: None };
+        let task = |cpu, tid| Record::Task { cpu, pid: 7, tid, exe_cookie: 0, comm: "w".into() };
+        let mut stream = Vec::new();
+        for r in [task(0, 7), sample(10), sample(20), task(1, 8), sample(30), sample(40), task(0, 8), sample(50)] {
+            r.encode(&mut stream);
+        }
+        let count = |f: Filter| {
+            let mut agg = Aggregate::with_filter(&f);
+            agg.feed_stream(&stream).unwrap();
+            assert_eq!(agg.samples + agg.filtered_out, 5);
+            agg.samples
+        };
+        assert_eq!(count(Filter::default()), 5);
+        assert_eq!(count(Filter { tids: vec![8], ..Filter::default() }), 3);
+        assert_eq!(count(Filter { cpus: vec![0], ..Filter::default() }), 3);
+        assert_eq!(count(Filter { cpus: vec![2], ..Filter::default() }), 0);
+        let time = |start, end| Some(TimeRange { start, end });
+        assert_eq!(count(Filter { time: time(Some(20), Some(40)), ..Filter::default() }), 2);
+        assert_eq!(count(Filter { time: time(None, Some(20)), ..Filter::default() }), 1);
+        assert_eq!(
+            count(Filter { tids: vec![8], cpus: vec![0], time: time(Some(41), None), ..Filter::default() }),
+            1
+        );
+        // Key filters are not applied while counting.
+        assert_eq!(count(Filter { pid: Some(99), ..Filter::default() }), 5);
+    }
 
     #[test]
     fn counts_samples_and_losses() {

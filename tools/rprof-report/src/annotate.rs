@@ -65,7 +65,7 @@ pub fn annotate(
         if !filter.accepts(key) {
             continue;
         }
-        let frame = sym.frame(key.cookie, key.offset, agg.resolver());
+        let frame = sym.frame_of(key.pid, key.cookie, key.offset, agg.resolver());
         if !frame.resolved || frame.symbol != name {
             continue;
         }

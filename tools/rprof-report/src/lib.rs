@@ -30,7 +30,7 @@ pub mod speedscope;
 pub mod symbolize;
 pub mod table;
 
-pub use aggregate::{Aggregate, Filter, Key};
+pub use aggregate::{parse_cpu_list, Aggregate, Filter, Key, TimeRange};
 pub use loaded::Loaded;
 pub use symbolize::{Frame, Symbolizer};
 
@@ -70,11 +70,11 @@ pub fn rows(agg: &Aggregate, sym: &mut Symbolizer, filter: &Filter) -> Vec<Row> 
         if !filter.accepts(key) {
             continue;
         }
-        let frame = sym.frame(key.cookie, key.offset, agg.resolver());
+        let frame = sym.frame_of(key.pid, key.cookie, key.offset, agg.resolver());
         let callers = key
             .stack
             .as_ref()
-            .map(|s| caller_frames(s, key.user, sym, agg.resolver()));
+            .map(|s| caller_frames(s, key.user, key.pid, sym, agg.resolver()));
         let e = merged
             .entry((key.event, key.pid, key.comm.clone(), frame, callers))
             .or_default();
@@ -112,6 +112,7 @@ pub fn rows(agg: &Aggregate, sym: &mut Symbolizer, filter: &Filter) -> Vec<Row> 
 pub fn caller_frames(
     stack: &rprof_decode::Stack,
     user: bool,
+    pid: u32,
     sym: &mut Symbolizer,
     names: &rprof_decode::Resolver,
 ) -> Vec<Arc<Frame>> {
@@ -125,7 +126,7 @@ pub fn caller_frames(
             } else {
                 offset
             };
-            sym.frame(cookie, at, names)
+            sym.frame_of(pid, cookie, at, names)
         })
         .collect()
 }

@@ -22,7 +22,13 @@ pub struct Loaded {
 impl Loaded {
     /// Walks `data`'s stream; files are looked up under `symfs` if given.
     pub fn new(data: DataFile, symfs: Option<PathBuf>) -> Loaded {
-        let mut agg = Aggregate::new();
+        Self::filtered(data, symfs, &Filter::default())
+    }
+
+    /// [`new`](Self::new), counting only the samples that pass `filter`'s
+    /// per-sample parts (threads, CPUs, time; see [`Filter`]).
+    pub fn filtered(data: DataFile, symfs: Option<PathBuf>, filter: &Filter) -> Loaded {
+        let mut agg = Aggregate::with_filter(filter);
         let stream_error = agg.feed_stream(&data.stream).err();
         let sym = Symbolizer::new(&data.kallsyms, &data.files, symfs);
         Loaded {
@@ -35,7 +41,8 @@ impl Loaded {
 
     /// [`new`](Self::new) for a large file: tells `progress` (phase,
     /// done, total) how far decoding ("decoding", bytes of the stream)
-    /// and symbolizing ("symbolizing", keys passing `filter`) are.  The
+    /// and symbolizing ("symbolizing", keys passing `filter`) are.  Only
+    /// samples passing `filter`'s per-sample parts are counted.  The
     /// frames are computed here, once; reports of `filter` (or narrower)
     /// then find them in the symbolizer's cache.
     pub fn with_progress(
@@ -44,7 +51,7 @@ impl Loaded {
         filter: &Filter,
         progress: &mut dyn FnMut(&str, u64, u64),
     ) -> Loaded {
-        let mut agg = Aggregate::new();
+        let mut agg = Aggregate::with_filter(filter);
         let total = data.stream.len() as u64;
         let stream_error = agg
             .feed_stream_with_progress(&data.stream, &mut |pos| {
@@ -56,7 +63,7 @@ impl Loaded {
         let total = keys.clone().count() as u64;
         for (i, key) in keys.enumerate() {
             progress("symbolizing", i as u64, total);
-            sym.frame(key.cookie, key.offset, agg.resolver());
+            sym.frame_of(key.pid, key.cookie, key.offset, agg.resolver());
         }
         progress("symbolizing", total, total);
         Loaded {
@@ -140,7 +147,11 @@ impl Loaded {
         if let Some(ns) = self.agg.span.duration_ns() {
             writeln!(out, "# session: {:.3} s", ns as f64 / 1e9)?;
         }
-        writeln!(out, "# samples: {}", self.agg.samples)?;
+        writeln!(
+            out,
+            "# samples: {}",
+            self.agg.samples.saturating_add(self.agg.filtered_out)
+        )?;
         writeln!(
             out,
             "# lost: {} ({})",
@@ -154,19 +165,13 @@ impl Loaded {
                 s.samples, s.delivered, s.throttled
             )?;
         }
-        if !filter.is_empty() {
-            let mut parts = Vec::new();
-            if let Some(p) = filter.pid {
-                parts.push(format!("pid {p}"));
-            }
-            if let Some(c) = &filter.comm {
-                parts.push(format!("comm {c}"));
-            }
+        let parts = filter.describe();
+        if !parts.is_empty() {
             writeln!(
                 out,
                 "# shown: {} samples of {}",
                 crate::aggregate::filtered_samples(&self.agg, filter),
-                parts.join(", ")
+                parts
             )?;
         }
         if let Some(line) = self.cut_line() {

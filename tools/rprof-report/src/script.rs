@@ -68,7 +68,7 @@ pub fn write(
             continue;
         };
         let key = Key::of(&s, Arc::from(s.comm().unwrap_or("[unknown]")));
-        if !filter.accepts(&key) {
+        if !filter.accepts(&key) || !filter.accepts_sample(&s) {
             continue;
         }
         let event = labels
@@ -86,10 +86,10 @@ pub fn write(
             s.time_ns % 1_000_000_000,
             s.period,
         )?;
-        let leaf = sym.frame(s.cookie, s.offset, &resolver);
+        let leaf = sym.frame_of(s.pid().unwrap_or(0), s.cookie, s.offset, &resolver);
         frame_line(out, s.offset, &leaf)?;
         if let Some(stack) = &s.stack {
-            let frames = caller_frames(stack, s.user, sym, &resolver);
+            let frames = caller_frames(stack, s.user, s.pid().unwrap_or(0), sym, &resolver);
             for (f, &(_, offset)) in frames.iter().zip(&stack.frames) {
                 frame_line(out, offset, f)?;
             }

@@ -7,7 +7,7 @@
 //! | file, missing or deleted | its base name | `[unknown] PATH+0xOFF` |
 //! | KERNEL | `[kernel.kallsyms]` (or `[MODULE]`) | kallsyms, else `[unknown] 0xIP` |
 //! | module | `[NAME]` | kallsyms `[NAME]` entries at base + offset, else `[unknown] [NAME]+0xOFF` |
-//! | ANON | `[anon]` | `[unknown] 0xIP` |
+//! | ANON | `[anon]` (or `perf-PID.map`) | the process's `/tmp/perf-PID.map` (JIT code, see [`Symbolizer::frame_of`]), else `[unknown] 0xIP` |
 //! | NONE or never named | `[unknown]` | `[unknown] 0xOFF` |
 //!
 //! "The same file": when `rprof.data` recorded a build-id for the cookie,
@@ -24,6 +24,7 @@ use rprof_data::FileInfo;
 use rprof_decode::{CookieName, Resolver};
 use rprof_symbols::dev::same_device;
 use rprof_symbols::dwarf::Lines;
+use rprof_symbols::perfmap::PerfMap;
 use rprof_symbols::{ElfImage, Kallsyms, Root};
 use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::MetadataExt;
@@ -120,6 +121,10 @@ pub struct Symbolizer {
     dwarf_paths: HashMap<u64, String>,
     /// Each file cookie's DWARF, once asked for.
     lines: HashMap<u64, Option<Arc<Lines>>>,
+    /// Each process's `/tmp/perf-PID.map`, once asked for.
+    perf_maps: HashMap<u32, Option<Arc<PerfMap>>>,
+    /// Frames of anonymous memory named by a perf map, by (pid, ip).
+    jit_frames: HashMap<(u32, u64), Arc<Frame>>,
     frames: HashMap<(u64, u64), Arc<Frame>>,
     interned: HashSet<Arc<Frame>>,
     warnings: Vec<String>,
@@ -316,6 +321,95 @@ impl Symbolizer {
         ImageState::Ok(Arc::new(image))
     }
 
+    /// The frame of `offset` relative to `cookie` in process `pid`: for
+    /// anonymous memory, the function that the process's
+    /// `/tmp/perf-PID.map` (read in this symbolizer's root when first
+    /// needed, as `perf report` does) names there, if any; otherwise
+    /// [`frame`](Self::frame).  The map is the one on the machine (or
+    /// symfs) that reports, so report where the process ran, soon after.
+    pub fn frame_of(&mut self, pid: u32, cookie: u64, offset: u64, names: &Resolver) -> Arc<Frame> {
+        if cookie != u64::from(rprof_abi::RPROF_COOKIE_ANON) || pid == 0 {
+            return self.frame(cookie, offset, names);
+        }
+        if let Some(f) = self.jit_frames.get(&(pid, offset)) {
+            return f.clone();
+        }
+        let Some(map) = self.perf_map(pid) else {
+            return self.frame(cookie, offset, names);
+        };
+        let path = format!("/tmp/perf-{pid}.map");
+        let frame = match map.lookup(offset) {
+            Some(hit) => Frame {
+                dso: base_name(&path).to_string(),
+                path,
+                symbol: hit.name.to_string(),
+                kind: FrameKind::Anon,
+                resolved: true,
+                addr: hit.addr,
+                build_id: Vec::new(),
+            },
+            None => return self.frame(cookie, offset, names),
+        };
+        let frame = self.intern(frame);
+        self.jit_frames.insert((pid, offset), frame.clone());
+        frame
+    }
+
+    /// The one shared copy of `frame`.
+    fn intern(&mut self, frame: Frame) -> Arc<Frame> {
+        match self.interned.get(&frame) {
+            Some(f) => f.clone(),
+            None => {
+                let f = Arc::new(frame);
+                self.interned.insert(f.clone());
+                f
+            }
+        }
+    }
+
+    fn perf_map(&mut self, pid: u32) -> Option<Arc<PerfMap>> {
+        if let Some(m) = self.perf_maps.get(&pid) {
+            return m.clone();
+        }
+        let path = format!("/tmp/perf-{pid}.map");
+        let shown = self.host_path(&path);
+        let file = self.root.as_ref().and_then(|r| r.open(&path).ok());
+        let map = match file.map(|f| (f.metadata().map_or(0, |m| m.len()), f)) {
+            Some((len, _)) if len > rprof_symbols::perfmap::MAX_MAP => {
+                self.warnings.push(format!(
+                    "{}: larger than {} bytes, not read",
+                    shown.display(),
+                    rprof_symbols::perfmap::MAX_MAP
+                ));
+                None
+            }
+            Some((_, f)) => {
+                use std::io::Read;
+                let mut bytes = Vec::new();
+                match f.take(rprof_symbols::perfmap::MAX_MAP).read_to_end(&mut bytes) {
+                    Ok(_) => {
+                        let map = PerfMap::parse(&String::from_utf8_lossy(&bytes));
+                        if map.bad_lines > 0 {
+                            self.warnings.push(format!(
+                                "{}: {} lines that are not START SIZE NAME skipped",
+                                shown.display(),
+                                map.bad_lines
+                            ));
+                        }
+                        Some(Arc::new(map))
+                    }
+                    Err(e) => {
+                        self.warnings.push(format!("cannot read {}: {e}", shown.display()));
+                        None
+                    }
+                }
+            }
+            None => None,
+        };
+        self.perf_maps.insert(pid, map.clone());
+        map
+    }
+
     /// The frame of `offset` relative to `cookie`; `names` are the stream's
     /// cookie names.
     pub fn frame(&mut self, cookie: u64, offset: u64, names: &Resolver) -> Arc<Frame> {
@@ -323,14 +417,7 @@ impl Symbolizer {
             return f.clone();
         }
         let frame = self.compute(cookie, offset, names);
-        let frame = match self.interned.get(&frame) {
-            Some(f) => f.clone(),
-            None => {
-                let f = Arc::new(frame);
-                self.interned.insert(f.clone());
-                f
-            }
-        };
+        let frame = self.intern(frame);
         self.frames.insert((cookie, offset), frame.clone());
         frame
     }
@@ -667,5 +754,57 @@ mod tests {
         let f = sym.frame(16, 0x1234, agg.resolver());
         assert_eq!(f.symbol, "[unknown] /nonexistent/rprof/prog+0x1234");
         assert_eq!(f.dso, "prog");
+    }
+
+    /// Samples in anonymous memory take their names from the process's
+    /// `/tmp/perf-PID.map` (JIT code), read in the symfs; another
+    /// process's samples at the same addresses, or addresses the map does
+    /// not cover, stay `[unknown]`.
+    #[test]
+    fn jit_code_is_named_by_the_perf_map() {
+        use rprof_decode::Record;
+        let config = testdata::config();
+        let anon = u64::from(rprof_abi::RPROF_COOKIE_ANON);
+        let sample = |offset| Record::Sample {
+            flags: rprof_abi::RPROF_SAMPLE_USER as u16,
+            time_ns: 2,
+            offset,
+            period: 1,
+            stack: None,
+        };
+        let task = |pid| Record::Task { cpu: 0, pid, tid: pid, exe_cookie: 0, comm: "node".into() };
+        let mut r = vec![Record::Start { time_ns: 1, config }, task(4242), Record::Switch { cookie: anon }];
+        r.extend((0..5).map(|_| sample(0x7f00_0000_1010)));
+        r.extend((0..2).map(|_| sample(0x7f00_0000_5000)));
+        r.extend([task(4243), Record::Switch { cookie: anon }, sample(0x7f00_0000_1010)]);
+        r.push(Record::Stop { time_ns: 3, config });
+        let mut stream = Vec::new();
+        for rec in &r {
+            rec.encode(&mut stream);
+        }
+        let mut agg = crate::Aggregate::new();
+        agg.feed_stream(&stream).unwrap();
+        let dir = std::env::temp_dir().join(format!("rprof-perfmap-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("tmp")).unwrap();
+        std::fs::write(
+            dir.join("tmp/perf-4242.map"),
+            "7f0000001000 40 LazyCompile:~add /app/index.js:3\n7f0000002000 10 other\n",
+        )
+        .unwrap();
+        let mut sym = Symbolizer::new("", &[], Some(dir.clone()));
+        let rows = crate::rows(&agg, &mut sym, &crate::Filter::default());
+        let find = |pid: u32, symbol: &str| {
+            rows.iter()
+                .find(|r| r.pid == pid && r.frame.symbol == symbol)
+                .map(|r| (r.samples, r.frame.dso.clone(), r.frame.resolved))
+        };
+        assert_eq!(
+            find(4242, "LazyCompile:~add /app/index.js:3"),
+            Some((5, "perf-4242.map".to_string(), true)),
+            "{rows:?}"
+        );
+        assert_eq!(find(4242, "[unknown] 0x7f0000005000"), Some((2, "[anon]".to_string(), false)));
+        assert_eq!(find(4243, "[unknown] 0x7f0000001010"), Some((1, "[anon]".to_string(), false)));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -449,3 +449,42 @@ fn symfs_stays_inside_and_finds_debug_files() {
     assert!(a[0].lines.iter().any(|(f, _, _)| f.ends_with("attr_main.c")), "{:?}", a[0].lines);
     std::fs::remove_dir_all(&base).unwrap();
 }
+
+/// `--cpu`, `--tid` and `--time` split the recording: the parts add up
+/// to the whole, and each part is what the stream says (counted here
+/// from the decoded records, not by the report code).
+#[test]
+fn cpu_tid_and_time_filters_split_the_recording() {
+    use rprof_decode::Resolver;
+    use rprof_report::TimeRange;
+    let d = data();
+    let mut per_cpu = std::collections::BTreeMap::<u32, u64>::new();
+    let mut per_tid = std::collections::BTreeMap::<u32, u64>::new();
+    let mut times = Vec::new();
+    let mut resolver = Resolver::new();
+    for r in Decoder::new(&d.stream) {
+        if let Some(s) = resolver.feed(&r.unwrap()) {
+            *per_cpu.entry(s.cpu().unwrap()).or_default() += 1;
+            *per_tid.entry(s.tid().unwrap()).or_default() += 1;
+            times.push(s.time_ns);
+        }
+    }
+    times.sort_unstable();
+    let total = times.len() as u64;
+    let counted = |f: Filter| {
+        let l = Loaded::filtered(data(), None, &f);
+        assert_eq!(l.agg.samples + l.agg.filtered_out, total);
+        l.agg.samples
+    };
+    assert!(per_cpu.len() >= 2, "{per_cpu:?}");
+    for (cpu, n) in &per_cpu {
+        assert_eq!(counted(Filter { cpus: vec![*cpu], ..Filter::default() }), *n, "cpu {cpu}");
+    }
+    let (busiest, n) = per_tid.iter().filter(|(t, _)| **t != 0).max_by_key(|(_, n)| **n).unwrap();
+    assert_eq!(counted(Filter { tids: vec![*busiest], ..Filter::default() }), *n);
+    let mid = times[times.len() / 2];
+    let before = counted(Filter { time: Some(TimeRange { start: None, end: Some(mid) }), ..Filter::default() });
+    let after = counted(Filter { time: Some(TimeRange { start: Some(mid), end: None }), ..Filter::default() });
+    assert_eq!(before + after, total);
+    assert_eq!(before, times.iter().filter(|t| **t < mid).count() as u64);
+}

@@ -9,6 +9,7 @@
 //!   DWARF, compressed sections included.
 //! - [`debuginfo`]: a stripped file's separate debug file, found the way
 //!   distributions ship them (build-id directory, `.gnu_debuglink`).
+//! - [`perfmap`]: `/tmp/perf-PID.map`, JIT-compiled code's symbols.
 //! - [`root`]: where recorded paths are opened (the host, or a `--symfs`
 //!   that cannot be escaped); regular files only.
 //! - [`demangle`]: Rust (legacy and v0) and C++ names as people read them.
@@ -28,6 +29,7 @@ pub mod dev;
 pub mod dwarf;
 pub mod elf;
 pub mod kallsyms;
+pub mod perfmap;
 pub mod root;
 
 pub use demangle::demangle;

@@ -238,7 +238,7 @@ pub fn build(
     for (key, counts) in keys {
         let mut site = |cookie: u64, offset: u64| Site {
             cookie,
-            frame: sym.frame(cookie, offset, names),
+            frame: sym.frame_of(key.pid, cookie, offset, names),
             place: sym.place(cookie, offset, names),
         };
         let leaf = site(key.cookie, key.offset);

@@ -3,7 +3,7 @@
 use clap::Args;
 use rprof::Error;
 use rprof_data::{DataFile, ReadError};
-use rprof_report::{Filter, Loaded};
+use rprof_report::{Filter, Loaded, TimeRange};
 use std::io::ErrorKind;
 use std::path::PathBuf;
 
@@ -27,10 +27,34 @@ pub struct InputArgs {
     #[arg(long = "comm", value_name = "C")]
     pub comm: Option<String>,
 
+    /// Only samples of these threads (thread ids, comma-separated).
+    #[arg(long = "tid", value_name = "TID,...", value_delimiter = ',')]
+    pub tid: Vec<u32>,
+
+    /// Only samples taken on these CPUs: CPUs and ranges, as `0,2-3`.
+    #[arg(long = "cpu", value_name = "CPUS", value_parser = CpuList::parse)]
+    pub cpu: Option<CpuList>,
+
+    /// Only samples taken from START to END, in seconds of the sampling
+    /// clock as `rprof script` prints them; either may be left out
+    /// (`--time 12.5,` is from 12.5 s on).
+    #[arg(long = "time", value_name = "START,END", value_parser = TimeRange::parse)]
+    pub time: Option<TimeRange>,
+
     /// Look files up under DIR (DIR/usr/bin/foo for /usr/bin/foo), e.g.
     /// copies from the recording machine; build-ids are still checked.
     #[arg(long, value_name = "DIR")]
     pub symfs: Option<PathBuf>,
+}
+
+/// `--cpu`'s list (a newtype: clap reads a bare `Vec` as repeated values).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuList(pub Vec<u32>);
+
+impl CpuList {
+    fn parse(spec: &str) -> Result<CpuList, String> {
+        rprof_report::parse_cpu_list(spec).map(CpuList)
+    }
 }
 
 impl InputArgs {
@@ -42,7 +66,7 @@ impl InputArgs {
     pub fn load(&self) -> Result<Loaded, Error> {
         let data = self.read()?;
         let loaded = match super::progress::for_stderr(data.stream.len()) {
-            None => Loaded::new(data, self.symfs.clone()),
+            None => Loaded::filtered(data, self.symfs.clone(), &self.filter()),
             Some(mut progress) => {
                 let loaded = Loaded::with_progress(
                     data,
@@ -85,6 +109,9 @@ impl InputArgs {
             pid: self.pid,
             comm: self.comm.clone(),
             event: None,
+            tids: self.tid.clone(),
+            cpus: self.cpu.clone().map(|c| c.0).unwrap_or_default(),
+            time: self.time,
         }
     }
 }
