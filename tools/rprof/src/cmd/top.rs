@@ -10,6 +10,10 @@
 //! text is written: each refresh appends a plain snapshot, its header
 //! line, the table and an empty line, as `perf top --stdio` does, and the
 //! table has 20 lines unless `--lines` says otherwise.
+//!
+//! With several events (`-e cycles -e cpu-clock`), each has its own table
+//! and its own percentages: samples of different events are never added
+//! together.
 
 use clap::Args;
 use rprof::live::{self, AggregateSink};
@@ -119,24 +123,34 @@ fn stdout_is_terminal() -> bool {
 
 /// Draws one screen: on a terminal (`terminal_rows` is its height) over
 /// the last one, else as a plain snapshot after it.
+#[allow(clippy::too_many_arguments)]
 fn draw(
     out: &mut dyn Write,
     sym: &mut rprof_report::Symbolizer,
     sink: &AggregateSink,
+    config: &rprof_abi::rprof_config,
     args: &TopArgs,
     interval: Duration,
     screen: u64,
     terminal_rows: Option<usize>,
 ) -> io::Result<()> {
-    let rows = rprof_report::rows(&sink.agg, sym, &Filter::default());
-    let total: u64 = rows.iter().map(|r| r.samples).sum();
-    let lines = table::group(&rows, &args.sort.0);
+    // One table per configured event (every event, with samples or not:
+    // the screen keeps its layout).
+    let events = u32::from(config.nr_events).max(1);
     let height = args
         .lines
-        .or_else(|| terminal_rows.map(|r| r.saturating_sub(8)))
+        .or_else(|| terminal_rows.map(|r| r.saturating_sub(6 + 4 * events as usize) / events as usize))
         .unwrap_or(20)
         .max(1);
-    let shown: Vec<table::Line> = lines.into_iter().take(height).collect();
+    let mut tables = Vec::new();
+    for event in 0..events {
+        let filter = Filter { event: Some(event), ..Filter::default() };
+        let rows = rprof_report::rows(&sink.agg, sym, &filter);
+        let total: u64 = rows.iter().map(|r| r.samples).sum();
+        let shown: Vec<table::Line> = table::group(&rows, &args.sort.0).into_iter().take(height).collect();
+        tables.push((event, total, shown));
+    }
+    let total: u64 = tables.iter().map(|t| t.1).sum();
     let quit = if terminal_rows.is_some() {
         // Home and clear.
         write!(out, "\x1b[H\x1b[2J")?;
@@ -151,7 +165,12 @@ fn draw(
         screen + 1,
         sink.agg.lost_line()
     )?;
-    table::write(out, &shown, &args.sort.0, total, 0.0)?;
+    for (event, total, shown) in &tables {
+        if events > 1 {
+            writeln!(out, "\n# event {}: {total} samples", rprof_report::event_label(config, *event))?;
+        }
+        table::write(out, shown, &args.sort.0, *total, 0.0)?;
+    }
     if terminal_rows.is_none() {
         writeln!(out)?;
     }
@@ -185,7 +204,7 @@ pub fn run(device: &Path, args: &TopArgs) -> Result<(), Error> {
             } else {
                 None
             };
-            draw(&mut out, &mut sym, &sink, args, now - last, screen, rows)
+            draw(&mut out, &mut sym, &sink, &config, args, now - last, screen, rows)
                 .map_err(|e| Error::io("writing to standard output", e))?;
             sink.agg.clear_counts();
             screen += 1;
@@ -219,6 +238,7 @@ mod tests {
     #[test]
     fn screens_without_a_terminal_are_plain_snapshots() {
         let args = Cli::parse_from(["top"]).top;
+        let config = args.sampling.config(None).unwrap();
         let mut sym = rprof_report::Symbolizer::new("", &[], None);
         let mut sink = AggregateSink::new();
         let mut stream = Vec::new();
@@ -247,6 +267,7 @@ mod tests {
                 &mut out,
                 &mut sym,
                 &sink,
+                &config,
                 &args,
                 Duration::from_secs(1),
                 screen,
@@ -265,6 +286,7 @@ mod tests {
             &mut out,
             &mut sym,
             &sink,
+            &config,
             &args,
             Duration::from_secs(1),
             0,
@@ -272,5 +294,38 @@ mod tests {
         )
         .unwrap();
         assert!(out.starts_with(b"\x1b[H\x1b[2J"));
+    }
+
+    /// Two events: a table each, with its own total and percentages; the
+    /// samples are never added together.
+    #[test]
+    fn one_table_per_event() {
+        let args = Cli::parse_from(["top", "-e", "cpu-clock@99", "-e", "task-clock@99"]).top;
+        let config = args.sampling.config(None).unwrap();
+        let mut sym = rprof_report::Symbolizer::new("", &[], None);
+        let mut sink = AggregateSink::new();
+        let mut stream = Vec::new();
+        let sample = |event: u16, offset| rprof_decode::Record::Sample {
+            flags: event << rprof_abi::RPROF_SAMPLE_EVENT_SHIFT,
+            time_ns: 1,
+            offset,
+            period: 1,
+            stack: None,
+        };
+        let task = rprof_decode::Record::Task { cpu: 0, pid: 0, tid: 0, exe_cookie: 0, comm: "swapper/0".into() };
+        task.encode(&mut stream);
+        for r in [sample(0, 0x10), sample(0, 0x10), sample(0, 0x20), sample(1, 0x30)] {
+            r.encode(&mut stream);
+        }
+        rprof::session::Sink::feed(&mut sink, &stream).unwrap();
+        let mut out = Vec::new();
+        draw(&mut out, &mut sym, &sink, &config, &args, Duration::from_secs(1), 0, None).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("# event cpu-clock@99: 3 samples"), "{text}");
+        assert!(text.contains("# event task-clock@99: 1 samples"), "{text}");
+        // The second table's one row is all of its event.
+        let second = text.split("# event task-clock@99").nth(1).unwrap();
+        assert!(second.contains("100.00%"), "{text}");
+        assert!(!second.contains("0x10"), "{text}");
     }
 }
