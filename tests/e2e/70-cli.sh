@@ -34,7 +34,7 @@ rows() {
 	grep -E '^ +[0-9.]+% ' "$1"
 }
 
-plan 30
+plan 34
 unload
 load
 
@@ -290,6 +290,44 @@ check "... the daemon goes on: exit 0, profiles once there is room" \
 	sh -c "[ $rc -eq 0 ] && ls /tmp/full/p/rprof-*.pb.gz >/dev/null && gzip -t /tmp/full/p/rprof-*.pb.gz"
 check "... and no temporary file is left" sh -c '! ls -a /tmp/full/p | grep -q tmp'
 umount /tmp/full
+
+# A daemon that runs for weeks renews its session before the module's
+# cookie table fills and so that the files it pins go: with
+# max_cookies=32 it renews at 16 named files, and with --renew 2 every
+# 2 s.  80 distinct programs on a tmpfs, run one after another, lose no
+# sample for want of a cookie, the last one is in a profile, and once the
+# session has been renewed after they ran, the tmpfs unmounts while the
+# daemon still runs (before, one session pinned them all: no_cookie
+# losses after 32 files, and umount failed with EBUSY).
+load max_cookies=32
+mkdir -p /tmp/many /tmp/d7
+mount -t tmpfs tmpfs /tmp/many
+for i in $(seq 1 80); do cp /tests/bin/short /tmp/many/s$i; done
+rprof daemon --dir /tmp/d7 --interval 0.5 --keep 1000 --renew 2 >/tmp/d7.out 2>&1 &
+d=$!
+wait_for 30 1 '^rprof daemon: wrote' /tmp/d7.out
+for i in $(seq 1 80); do /tmp/many/s$i 30; done
+rm -f /tmp/many/s*
+n=$(grep -c 'new session' /tmp/d7.out)
+wait_for 30 $((n + 1)) 'new session' /tmp/d7.out
+if umount /tmp/many 2>/tmp/many.err; then
+	ok "daemon: the renewed session pins none of the 80 deleted programs (their tmpfs unmounts)"
+else
+	not_ok "daemon: the renewed session pins none of the 80 deleted programs: $(cat /tmp/many.err)"
+	umount -l /tmp/many
+fi
+kill -TERM $d
+wait $d
+rc=$?
+diag "$(grep -v '^rprof daemon: wrote' /tmp/d7.out; grep -c '^rprof daemon: wrote' /tmp/d7.out) profiles"
+check "daemon: exit 0 after its renewals" test $rc -eq 0
+check "daemon: renewed at least 4 times for 80 programs and 16 files a session" \
+	sh -c '[ $(grep -c "new session after .* and [0-9]* named files" /tmp/d7.out) -ge 4 ]'
+check "daemon: no sample lost for want of a cookie, in any profile" \
+	sh -c '! grep -E "no_cookie [1-9]" /tmp/d7.out && grep -q "no_cookie 0" /tmp/d7.out'
+check "daemon: the 80th program is named in a profile" \
+	sh -c 'for f in /tmp/d7/rprof-*.pb.gz; do gzip -dc "$f" | grep -aq /tmp/many/s80 && exit 0; done; exit 1'
+load
 
 # 9. One export and one daemon profile out to the host, where
 # tests/harness/guest_pprof.py reads them with `go tool pprof -raw` (the

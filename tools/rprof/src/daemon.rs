@@ -10,6 +10,15 @@
 //! blocks the daemon: the module drops what does not fit and counts it,
 //! and the LOST counts go into each profile's comment.  SIGTERM or SIGINT
 //! stop the session, drain it and write the last interval.
+//!
+//! A module session pins every file it names (its cookie table holds a
+//! reference on each path) and names at most `max_cookies` of them.  So
+//! that a daemon that runs for weeks neither runs out of cookies nor keeps
+//! deleted binaries alive, it renews the session at an interval's end
+//! once `--renew` seconds have passed or the session has named half of
+//! `max_cookies`: STOP, drain, write that interval (up to the STOP), then
+//! a new session whose table starts empty.  Sampling pauses for the
+//! switch (milliseconds); the next interval starts at the new START.
 
 use crate::sampling::SamplingArgs;
 use crate::session::Session;
@@ -33,6 +42,13 @@ pub struct DaemonArgs {
     #[arg(long, value_name = "N", default_value_t = 10,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub keep: u64,
+
+    /// Renew the module session (its cookie table and the files it pins)
+    /// at the end of the first interval this many seconds after it
+    /// started; it is also renewed once it has named half of the module's
+    /// `max_cookies`.
+    #[arg(long, value_name = "SECS", default_value = "3600", value_parser = parse_seconds)]
+    pub renew: Duration,
 
     /// Only sample the thread group (process) PID.
     #[arg(short = 'p', long = "pid", value_name = "PID",
@@ -205,8 +221,10 @@ pub fn rotate(dir: &Path, keep: u64) -> Result<(), Error> {
 struct Profiles<'a> {
     args: &'a DaemonArgs,
     config: &'a rprof_abi::rprof_config,
-    /// The session's start, since the Unix epoch.
+    /// The current session's start, since the Unix epoch.
     started: Duration,
+    /// The sequence number of the current session's first interval.
+    first: u64,
     seq: u64,
     written: u64,
     skipped: u64,
@@ -223,7 +241,7 @@ impl Profiles<'_> {
     ) {
         let interval = Interval {
             seq: self.seq,
-            start: self.started + self.args.interval * self.seq as u32,
+            start: self.started + self.args.interval * (self.seq - self.first) as u32,
             length,
         };
         self.seq += 1;
@@ -241,6 +259,20 @@ impl Profiles<'_> {
             }
         }
     }
+}
+
+/// The module's `max_cookies` parameter (its default if it cannot be
+/// read).
+fn max_cookies() -> u64 {
+    std::fs::read_to_string("/sys/module/rprof/parameters/max_cookies")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(4096)
+}
+
+/// How many files and modules the session has named so far.
+fn named(sink: &live::AggregateSink) -> u64 {
+    sink.agg.resolver().names().len() as u64
 }
 
 /// How long after an interval's end the daemon waits for its samples:
@@ -272,9 +304,10 @@ pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
     let mut sink = live::AggregateSink::new();
     let mut sym = live::symbolizer();
     let mut modules = module_list();
+    let renew_at = max_cookies() / 2;
     session.start()?;
     let started = now_unix();
-    let started_at = Instant::now();
+    let mut started_at = Instant::now();
     eprintln!(
         "rprof daemon: profiling into {} every {:?}, keeping {}",
         args.dir.display(),
@@ -286,18 +319,20 @@ pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
         args,
         config: &config,
         started,
+        first: 0,
         seq: 0,
         written: 0,
         skipped: 0,
     };
+    let mut renewals = 0u64;
     while !signal::stop_requested() {
         // The cutoff in the module's clock, once the START record is in.
         if sink.agg.cutoff().is_none() {
             if let Some(s) = sink.agg.span.start_ns {
-                sink.agg.set_cutoff(Some(s + step.as_nanos() as u64 * (out.seq + 1)));
+                sink.agg.set_cutoff(Some(s + step.as_nanos() as u64 * (out.seq - out.first + 1)));
             }
         }
-        let due = started_at + step * (out.seq + 1) as u32 + GRACE;
+        let due = started_at + step * (out.seq - out.first + 1) as u32 + GRACE;
         let now = Instant::now();
         if now >= due {
             // Everything the rings hold now, then what the buffer has.
@@ -312,6 +347,33 @@ pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
                 modules = now_loaded;
                 sym = live::symbolizer();
             }
+            let elapsed = started_at.elapsed();
+            if elapsed >= args.renew || named(&sink) >= renew_at {
+                // This interval runs to the STOP: every sample read counts
+                // in it.  Then a new session, and the next interval starts
+                // at its START.
+                let stopped = session.stop_and_drain(&mut sink)?;
+                sink.agg.set_cutoff(None);
+                let length = started_at.elapsed().saturating_sub(step * (out.seq - out.first) as u32);
+                out.write(&mut sink, &mut sym, length);
+                renewals += 1;
+                eprintln!(
+                    "rprof daemon: new session after {:.1} s and {} named files{}",
+                    elapsed.as_secs_f64(),
+                    named(&sink),
+                    if stopped { "" } else { " (no STOP record)" }
+                );
+                drop(session);
+                session = Session::new(&dev, &config, false)?;
+                sink = live::AggregateSink::new();
+                sym = live::symbolizer();
+                modules = module_list();
+                session.start()?;
+                out.started = now_unix();
+                out.first = out.seq;
+                started_at = Instant::now();
+                continue;
+            }
             out.write(&mut sink, &mut sym, step);
             let next = sink.agg.cutoff().map(|c| c + step.as_nanos() as u64);
             sink.agg.roll(next);
@@ -322,13 +384,14 @@ pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
     let stopped = session.stop_and_drain(&mut sink)?;
     // The last interval, cut short: every sample read counts in it.
     sink.agg.set_cutoff(None);
-    let length = started_at.elapsed().saturating_sub(step * out.seq as u32);
+    let length = started_at.elapsed().saturating_sub(step * (out.seq - out.first) as u32);
     out.write(&mut sink, &mut sym, length);
     eprintln!(
-        "rprof daemon: stopped{}; {} profiles written, {} skipped",
+        "rprof daemon: stopped{}; {} profiles written, {} skipped, {} sessions",
         if stopped { "" } else { " (no STOP record)" },
         out.written,
-        out.skipped
+        out.skipped,
+        renewals + 1
     );
     sink.finish()
 }
