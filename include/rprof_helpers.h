@@ -243,6 +243,8 @@ unsigned int rprof_nr_cpu_ids(void);
 unsigned int rprof_num_online_cpus(void);
 bool rprof_cpu_online(unsigned int cpu);
 __u64 rprof_local_clock(void);
+/* The stream's clock: CLOCK_MONOTONIC (ktime_get_mono_fast_ns), any context. */
+__u64 rprof_clock(void);
 
 /* KUnit: record a failure of the current case with its Rust location. */
 void rprof_kunit_fail(struct kunit *test, const char *file, unsigned int line,

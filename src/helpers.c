@@ -240,8 +240,16 @@ static void rprof_overflow(struct perf_event *event,
 			   struct perf_sample_data *data, struct pt_regs *regs)
 {
 	struct rprof_raw_sample s;
+#ifdef RPROF_BENCH
+	u64 t0 = local_clock();
+#endif
 
-	s.time_ns = local_clock();
+	/*
+	 * CLOCK_MONOTONIC, one clock for every CPU and the one userspace
+	 * reads: ktime_get_mono_fast_ns() is NMI-safe (a latched copy of the
+	 * timekeeper).  local_clock() is per CPU and drifts from it.
+	 */
+	s.time_ns = ktime_get_mono_fast_ns();
 	s.ip = instruction_pointer(regs);
 	s.period = data->period;
 	s.pid = task_tgid_nr(current);
@@ -259,7 +267,7 @@ static void rprof_overflow(struct perf_event *event,
 	s.comm[sizeof(s.comm) - 1] = 0;
 	rprof_on_sample(event->overflow_handler_context, &s, regs);
 #ifdef RPROF_BENCH
-	rprof_bench_stage(RPROF_BENCH_STAGE_HANDLER, local_clock() - s.time_ns);
+	rprof_bench_stage(RPROF_BENCH_STAGE_HANDLER, local_clock() - t0);
 #endif
 }
 
@@ -1130,6 +1138,11 @@ bool rprof_cpu_online(unsigned int cpu)
 u64 rprof_local_clock(void)
 {
 	return local_clock();
+}
+
+u64 rprof_clock(void)
+{
+	return ktime_get_mono_fast_ns();
 }
 
 /* ---- KUnit --------------------------------------------------------------- */

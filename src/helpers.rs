@@ -221,6 +221,7 @@ extern "C" {
     pub(crate) fn rprof_num_online_cpus() -> c_uint;
     pub(crate) fn rprof_cpu_online(cpu: c_uint) -> bool;
     pub(crate) fn rprof_local_clock() -> u64;
+    pub(crate) fn rprof_clock() -> u64;
 }
 
 #[cfg(rprof_kunit)]

@@ -217,9 +217,10 @@ impl Drop for Rings {
 /// The most memory one session's rings may take, all online CPUs together.
 const RING_BYTES_MAX: u64 = 256 << 20;
 
+/// The stream's clock, CLOCK_MONOTONIC in ns (as the samples').
 fn now() -> u64 {
-    // SAFETY: `local_clock()` may be called from any context.
-    unsafe { helpers::rprof_local_clock() }
+    // SAFETY: `ktime_get_mono_fast_ns()` may be called from any context.
+    unsafe { helpers::rprof_clock() }
 }
 
 fn nr_cpu_ids() -> usize {

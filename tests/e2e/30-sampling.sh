@@ -14,8 +14,8 @@ invariant() {
 }
 
 ncpu=$(nproc)
-# One rate check per CPU, 46 others.
-plan $((46 + ncpu))
+# One rate check per CPU, 47 others.
+plan $((47 + ncpu))
 unload
 load
 
@@ -146,5 +146,21 @@ check_fails "a second configurer is refused while a session is owned" rprof dump
 kill -9 "$owner"
 wait "$owner" 2>/dev/null
 check "after the owner is killed, a new session works" rprof dump -d 0.2 --quiet
+
+# The stream's times are CLOCK_MONOTONIC (the uapi header's "Times"),
+# the clock userspace and rprofd schedule with: START and STOP of a
+# session fall between /proc/uptime read just before and just after it
+# (CLOCK_BOOTTIME, which is CLOCK_MONOTONIC in a guest that never
+# suspends; 10 ms steps).  local_clock(), the clock before, counts from
+# another origin.
+u0=$(cut -d' ' -f1 /proc/uptime)
+rprof dump -d 0.5 --quiet --summary-json >$J
+u1=$(cut -d' ' -f1 /proc/uptime)
+start=$(json start_ns)
+stop=$(json stop_ns)
+diag "uptime $u0 .. $u1 s; START $start, STOP $stop ns"
+check "the stream's clock is CLOCK_MONOTONIC: START and STOP between the uptimes around the session" \
+	awk -v u0="$u0" -v u1="$u1" -v a="$start" -v b="$stop" \
+	'BEGIN { exit !(a / 1e9 >= u0 - 0.011 && b / 1e9 <= u1 + 0.011 && a < b) }'
 check "the module unloads cleanly after all that" rmmod rprof
 done_testing

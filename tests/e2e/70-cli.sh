@@ -217,6 +217,8 @@ rmmod rprof
 insmod "$RPROF_KO" buffer_pages=1
 rprof daemon --dir /tmp/d4 --interval 1 --keep 100 -e cpu-clock@10000 >/tmp/d4.out 2>&1 &
 d=$!
+# From its START on (it reads kallsyms first: seconds on a busy host).
+wait_for 30 1 '^rprof daemon: profiling into' /tmp/d4.out
 sleep 1.5
 kill -STOP $d
 # Nothing is written while it is stopped: the lines after these are
@@ -248,6 +250,7 @@ insmod "$RPROF_KO"
 busy=$!
 rprof daemon --dir /tmp/d5 --interval 1 --keep 100 >/tmp/d5.out 2>&1 &
 d=$!
+wait_for 30 1 '^rprof daemon: profiling into' /tmp/d5.out
 sleep 1.3
 kill -STOP $d
 sleep 1.5

@@ -18,6 +18,11 @@
  *  - Every record in the event stream starts with struct rprof_record_header
  *    whose size covers the whole record and is a multiple of 8, so a reader
  *    can skip record types it does not know.
+ *
+ * Times: every time_ns in the stream (samples, START, STOP, THROTTLE) is
+ * CLOCK_MONOTONIC in nanoseconds, the clock clock_gettime(CLOCK_MONOTONIC)
+ * reads, the same on every CPU (the kernel's ktime_get_mono_fast_ns(),
+ * NMI-safe), so a reader can place samples against its own clock.
  */
 #ifndef _UAPI_LINUX_RPROF_H
 #define _UAPI_LINUX_RPROF_H
@@ -299,7 +304,7 @@ struct rprof_record_header {
  * from the module's base; for KERNEL and ANON, the ip itself. */
 struct rprof_sample {
 	struct rprof_record_header header;
-	__u64 time_ns; /* local_clock() of the sampling CPU */
+	__u64 time_ns; /* CLOCK_MONOTONIC, ns (see "Times" above) */
 	__u64 offset;
 	__u64 period;  /* events this sample stands for */
 };

@@ -16,7 +16,7 @@ pub enum Record {
         /// `header.flags`: `RPROF_SAMPLE_USER` and the event index in bits
         /// 8-10 (see [`Record::sample_event`]).
         flags: u16,
-        /// `local_clock()` of the sampling CPU, in ns.
+        /// CLOCK_MONOTONIC when the sample was taken, in ns.
         time_ns: u64,
         /// Relative to the current cookie: the offset in the file, from the
         /// module's base, or for the KERNEL and ANON cookies the ip itself.

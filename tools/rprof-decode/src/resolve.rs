@@ -146,7 +146,7 @@ pub struct ResolvedSample {
     pub offset: u64,
     /// Events this sample stands for.
     pub period: u64,
-    /// `local_clock()` of the sampling CPU, in ns.
+    /// CLOCK_MONOTONIC when the sample was taken, in ns.
     pub time_ns: u64,
     /// The sample's call chain, if it named one the stream had (a STACK
     /// record before it).

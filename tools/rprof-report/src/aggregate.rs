@@ -215,15 +215,18 @@ pub struct Aggregate {
     pub throttles: u64,
     /// START and STOP records.
     pub span: SessionSpan,
-    /// Samples taken at or after this time (the module's clock, as
-    /// `time_ns`) belong to the next interval of a continuous session:
+    /// Samples taken at or after this time (the stream's clock, as
+    /// `time_ns`) belong to a later interval of a continuous session:
     /// they are counted apart until [`roll`](Self::roll).
     cutoff_ns: Option<u64>,
+    /// The intervals' length, if known ([`set_interval`](Self::set_interval)):
+    /// samples past the cutoff are then counted apart per interval.
+    step_ns: Option<u64>,
     /// Where the current interval began (the last cutoff rolled past).
     floor_ns: Option<u64>,
-    /// The next interval's counts and samples, so far.
-    later: HashMap<Key, Counts>,
-    later_samples: u64,
+    /// Later intervals' counts and samples so far, by the interval's
+    /// start (one bucket at the cutoff without a step).
+    later: std::collections::BTreeMap<u64, (HashMap<Key, Counts>, u64)>,
     /// Samples of an earlier interval that arrived after it was closed
     /// (counted in this one).
     pub late: u64,
@@ -286,13 +289,20 @@ impl Aggregate {
             }
         };
         let key = Key::of(&s, comm);
-        let later = self.cutoff_ns.is_some_and(|c| s.time_ns >= c);
-        if !later && self.floor_ns.is_some_and(|f| s.time_ns < f) {
+        let later = self.cutoff_ns.filter(|c| s.time_ns >= *c);
+        if later.is_none() && self.floor_ns.is_some_and(|f| s.time_ns < f) {
             self.late += 1;
         }
         let (counts, samples) = match later {
-            true => (&mut self.later, &mut self.later_samples),
-            false => (&mut self.counts, &mut self.samples),
+            Some(cutoff) => {
+                let start = match self.step_ns {
+                    Some(step) => cutoff + (s.time_ns - cutoff) / step * step,
+                    None => cutoff,
+                };
+                let bucket = self.later.entry(start).or_default();
+                (&mut bucket.0, &mut bucket.1)
+            }
+            None => (&mut self.counts, &mut self.samples),
         };
         let c = counts.entry(key).or_default();
         c.samples += 1;
@@ -306,13 +316,22 @@ impl Aggregate {
     pub fn set_cutoff(&mut self, ns: Option<u64>) {
         self.cutoff_ns = ns;
         if ns.is_none() {
-            for (key, c) in std::mem::take(&mut self.later) {
-                let e = self.counts.entry(key).or_default();
-                e.samples = e.samples.saturating_add(c.samples);
-                e.period = e.period.saturating_add(c.period);
+            for (counts, samples) in std::mem::take(&mut self.later).into_values() {
+                for (key, c) in counts {
+                    let e = self.counts.entry(key).or_default();
+                    e.samples = e.samples.saturating_add(c.samples);
+                    e.period = e.period.saturating_add(c.period);
+                }
+                self.samples = self.samples.saturating_add(samples);
             }
-            self.samples = self.samples.saturating_add(std::mem::take(&mut self.later_samples));
         }
+    }
+
+    /// The intervals are `ns` long (from the cutoff on): samples past the
+    /// cutoff are counted apart per interval, so that a reader that fell
+    /// several intervals behind still gives each its own samples.
+    pub fn set_interval(&mut self, ns: Option<u64>) {
+        self.step_ns = ns.filter(|n| *n > 0);
     }
 
     /// The current cutoff (see [`set_cutoff`](Self::set_cutoff)).
@@ -321,13 +340,19 @@ impl Aggregate {
     }
 
     /// Ends the current interval of a continuous session: the samples
-    /// counted apart (at or after the cutoff) become the counts, losses
+    /// counted apart for the interval that starts at the cutoff (with
+    /// [`set_interval`](Self::set_interval); without, all counted apart)
+    /// become the counts, losses
     /// and throttles start from zero, and samples before the old cutoff
     /// that still arrive count as [`late`](Self::late).  The new cutoff
     /// is `next`.  The stream's state (cookies, tasks, stacks) is kept.
     pub fn roll(&mut self, next: Option<u64>) {
-        self.counts = std::mem::take(&mut self.later);
-        self.samples = std::mem::take(&mut self.later_samples);
+        let (counts, samples) = self
+            .cutoff_ns
+            .and_then(|c| self.later.remove(&c))
+            .unwrap_or_default();
+        self.counts = counts;
+        self.samples = samples;
         self.lost = [0; 5];
         self.lost_other = 0;
         self.throttles = 0;
@@ -557,6 +582,29 @@ mod tests {
         agg.set_cutoff(None);
         assert_eq!(agg.samples, 4);
         assert_eq!(agg.counts().values().map(|c| c.samples).sum::<u64>(), 4);
+    }
+
+    /// A reader that fell several intervals behind: samples read early
+    /// for intervals past the next one keep to their own interval (one
+    /// bucket each), not lumped into the next.
+    #[test]
+    fn intervals_read_late_keep_their_samples() {
+        let sample = |time_ns| Record::Sample { flags: 1, time_ns, offset: 0x10, period: 1, stack: None };
+        let mut agg = Aggregate::new();
+        agg.feed(&Record::Task { cpu: 0, pid: 7, tid: 7, exe_cookie: 0, comm: "w".into() });
+        agg.set_interval(Some(10));
+        agg.set_cutoff(Some(20));
+        for t in [5, 25, 35, 36, 47, 19] {
+            agg.feed(&sample(t));
+        }
+        assert_eq!(agg.samples, 2);
+        let mut per_interval = Vec::new();
+        for next in [30, 40, 50] {
+            agg.roll(Some(next));
+            per_interval.push(agg.samples);
+        }
+        assert_eq!(per_interval, [1, 2, 1]);
+        assert_eq!(agg.late, 0);
     }
 
     /// LOST counts and periods are the stream's to choose: huge ones

@@ -8,7 +8,7 @@
 //!
 //! ```
 //!
-//! The first line: comm, pid/tid, CPU, the sampling CPU's clock in
+//! The first line: comm, pid/tid, CPU, the time (CLOCK_MONOTONIC) in
 //! seconds, the period (events the sample stands for) and the event.
 //! Then the sampled place and, with a call chain, its callers, innermost
 //! first: the offset (in the file, from the module's base, or the kernel

@@ -83,6 +83,19 @@ fn now_unix() -> Duration {
         .unwrap_or_default()
 }
 
+/// CLOCK_MONOTONIC now, in ns: the clock of the stream's times (see the
+/// uapi header), so intervals are scheduled in the samples' own clock.
+fn mono_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid timespec for clock_gettime to fill in;
+    // CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    u64::try_from(ts.tv_sec)
+        .unwrap_or(0)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(u64::try_from(ts.tv_nsec).unwrap_or(0))
+}
+
 /// One interval of the session: when it began (wall clock) and how
 /// long it lasted, as its profile's name and `time_nanos` /
 /// `duration_nanos` say.
@@ -154,7 +167,10 @@ pub fn write_profile(
         let _ = std::fs::remove_file(&tmp);
         return Err(e);
     }
-    rotate(dir, keep)?;
+    // The profile is there: a failure to delete old ones is not a skip.
+    if let Err(e) = rotate(dir, keep) {
+        eprintln!("rprof daemon: {}: old profiles not removed: {e}", path.display());
+    }
     eprintln!("rprof daemon: wrote {}", summary(&path, &sink.agg));
     Ok(path)
 }
@@ -241,7 +257,10 @@ impl Profiles<'_> {
     ) {
         let interval = Interval {
             seq: self.seq,
-            start: self.started + self.args.interval * (self.seq - self.first) as u32,
+            start: self.started
+                + Duration::from_nanos(
+                    nanos(self.args.interval).saturating_mul(self.seq - self.first),
+                ),
             length,
         };
         self.seq += 1;
@@ -258,6 +277,31 @@ impl Profiles<'_> {
                 );
             }
         }
+    }
+}
+
+/// `d` in ns, saturated.
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+impl Profiles<'_> {
+    /// At the end of a session (its STOP read): every complete interval
+    /// the aggregate still holds, each in its own profile (a daemon that
+    /// fell behind catches up rather than lumping them together), then
+    /// the last one, cut short at the STOP.
+    fn write_rest(&mut self, sink: &mut live::AggregateSink, sym: &mut rprof_report::Symbolizer, step_ns: u64) {
+        let until = sink.agg.span.stop_ns.unwrap_or_else(mono_ns);
+        while let Some(end) = sink.agg.cutoff().filter(|end| *end <= until) {
+            self.write(sink, sym, self.args.interval);
+            sink.agg.roll(Some(end.saturating_add(step_ns)));
+        }
+        let begin = match sink.agg.cutoff() {
+            Some(end) => end.saturating_sub(step_ns),
+            None => sink.agg.span.start_ns.unwrap_or(until),
+        };
+        sink.agg.set_cutoff(None);
+        self.write(sink, sym, Duration::from_nanos(until.saturating_sub(begin)));
     }
 }
 
@@ -282,10 +326,12 @@ const GRACE: Duration = Duration::from_millis(250);
 
 /// Runs the daemon until SIGTERM/SIGINT.
 ///
-/// Interval k holds the samples taken (by the module's clock) from the
-/// session's START plus k intervals to the next such time, whenever the
-/// daemon reads them: a sample of interval k read after k's profile was
-/// written counts in the next one and as late in its comment.  A profile
+/// Interval k holds the samples taken from the session's START plus k
+/// intervals to the next such time, in the stream's clock
+/// (CLOCK_MONOTONIC, which also schedules the writes), whenever the
+/// daemon reads them: a sample read early waits for its own interval,
+/// however many intervals ahead; one of interval k read after k's profile
+/// was written counts in the next one and as late in its comment.  A profile
 /// that cannot be written (a full disk) is skipped with a message; the
 /// daemon goes on.
 pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
@@ -315,6 +361,8 @@ pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
         args.keep
     );
     let step = args.interval;
+    let step_ns = nanos(step);
+    let grace_ns = nanos(GRACE);
     let mut out = Profiles {
         args,
         config: &config,
@@ -325,15 +373,21 @@ pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
         skipped: 0,
     };
     let mut renewals = 0u64;
+    sink.agg.set_interval(Some(step_ns));
     while !signal::stop_requested() {
-        // The cutoff in the module's clock, once the START record is in.
+        // The current interval ends at the cutoff, in the stream's clock
+        // (CLOCK_MONOTONIC), once the START record is in.
         if sink.agg.cutoff().is_none() {
             if let Some(s) = sink.agg.span.start_ns {
-                sink.agg.set_cutoff(Some(s + step.as_nanos() as u64 * (out.seq - out.first + 1)));
+                sink.agg.set_cutoff(Some(s.saturating_add(step_ns)));
             }
         }
-        let due = started_at + step * (out.seq - out.first + 1) as u32 + GRACE;
-        let now = Instant::now();
+        let Some(end) = sink.agg.cutoff() else {
+            session.pump(POLL_INTERVAL, &mut sink)?;
+            continue;
+        };
+        let due = end.saturating_add(grace_ns);
+        let now = mono_ns();
         if now >= due {
             // Everything the rings hold now, then what the buffer has.
             session.device().flush()?;
@@ -353,9 +407,7 @@ pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
                 // in it.  Then a new session, and the next interval starts
                 // at its START.
                 let stopped = session.stop_and_drain(&mut sink)?;
-                sink.agg.set_cutoff(None);
-                let length = started_at.elapsed().saturating_sub(step * (out.seq - out.first) as u32);
-                out.write(&mut sink, &mut sym, length);
+                out.write_rest(&mut sink, &mut sym, step_ns);
                 renewals += 1;
                 eprintln!(
                     "rprof daemon: new session after {:.1} s and {} named files{}",
@@ -366,6 +418,7 @@ pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
                 drop(session);
                 session = Session::new(&dev, &config, false)?;
                 sink = live::AggregateSink::new();
+                sink.agg.set_interval(Some(step_ns));
                 sym = live::symbolizer();
                 modules = module_list();
                 session.start()?;
@@ -375,17 +428,14 @@ pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
                 continue;
             }
             out.write(&mut sink, &mut sym, step);
-            let next = sink.agg.cutoff().map(|c| c + step.as_nanos() as u64);
-            sink.agg.roll(next);
+            sink.agg.roll(Some(end.saturating_add(step_ns)));
             continue;
         }
-        session.pump((due - now).min(POLL_INTERVAL), &mut sink)?;
+        session.pump(Duration::from_nanos(due - now).min(POLL_INTERVAL), &mut sink)?;
     }
     let stopped = session.stop_and_drain(&mut sink)?;
     // The last interval, cut short: every sample read counts in it.
-    sink.agg.set_cutoff(None);
-    let length = started_at.elapsed().saturating_sub(step * (out.seq - out.first) as u32);
-    out.write(&mut sink, &mut sym, length);
+    out.write_rest(&mut sink, &mut sym, step_ns);
     eprintln!(
         "rprof daemon: stopped{}; {} profiles written, {} skipped, {} sessions",
         if stopped { "" } else { " (no STOP record)" },
@@ -399,6 +449,66 @@ pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A daemon that fell behind (or a renewal) ends a session holding
+    /// samples of several intervals: each complete interval gets its own
+    /// profile, then the part up to the STOP; none lumps them together.
+    #[test]
+    fn the_rest_of_a_session_is_written_interval_by_interval() {
+        use clap::Parser;
+        use rprof_decode::Record;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            d: DaemonArgs,
+        }
+        let dir = std::env::temp_dir().join(format!("rprof-rest-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let args = Cli::parse_from(["d", "--dir", dir.to_str().unwrap(), "--interval", "1"]).d;
+        let config = args.sampling.config(None).unwrap();
+        let mut out = Profiles {
+            args: &args,
+            config: &config,
+            started: Duration::from_secs(1_000_000),
+            first: 0,
+            seq: 0,
+            written: 0,
+            skipped: 0,
+        };
+        let s = 1_000_000_000u64;
+        let sample = |t: u64| Record::Sample { flags: 0, time_ns: t, offset: 0xffffffff81000000, period: 1, stack: None };
+        let mut r = vec![
+            Record::Start { time_ns: 10 * s, config },
+            Record::Task { cpu: 0, pid: 0, tid: 0, exe_cookie: 0, comm: "swapper/0".into() },
+        ];
+        for t in [10 * s + s / 2, 11 * s + 1, 11 * s + s / 2, 12 * s, 12 * s + 9 * s / 10, 12 * s + 1, 12 * s + 2] {
+            r.push(sample(t));
+        }
+        r.push(Record::Stop { time_ns: 13 * s + s / 5, config });
+        let mut stream = Vec::new();
+        for rec in &r {
+            rec.encode(&mut stream);
+        }
+        let mut sink = live::AggregateSink::new();
+        sink.agg.set_interval(Some(s));
+        sink.agg.set_cutoff(Some(11 * s));
+        crate::session::Sink::feed(&mut sink, &stream).unwrap();
+        let mut sym = rprof_report::Symbolizer::new("", &[], None);
+        out.write_rest(&mut sink, &mut sym, s);
+        let mut names = names_in(&dir, |n| n.ends_with(SUFFIX)).unwrap();
+        names.sort();
+        let counts: Vec<i64> = names
+            .iter()
+            .map(|n| {
+                let p = rprof_report::pprof::read(&std::fs::read(dir.join(n)).unwrap()).unwrap();
+                p.sample.iter().map(|x| x.value[0]).sum()
+            })
+            .collect();
+        assert_eq!(counts, [1, 2, 4, 0], "{names:?}");
+        assert_eq!((out.written, out.skipped), (4, 0));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn rotation_keeps_the_newest() {

@@ -159,7 +159,7 @@ impl Summary {
              \"samples_per_cpu\":{},\"samples_no_task\":{},\"samples_per_event\":{},\
              \"lost_by_stage\":{{\"ring\":{},\"buffer\":{},\"no_mm\":{},\
              \"no_mapping\":{},\"no_cookie\":{},\"other\":{}}},\
-             \"session_ns\":{},\"stacks\":{},\"samples_with_stack\":{},\"samples_chain_cut\":{}",
+             \"session_ns\":{},\"start_ns\":{},\"stop_ns\":{},\"stacks\":{},\"samples_with_stack\":{},\"samples_chain_cut\":{}",
             self.records,
             self.samples,
             self.lost(),
@@ -186,6 +186,8 @@ impl Summary {
             self.lost_by_stage.no_cookie,
             self.lost_by_stage.other,
             self.span.duration_ns().unwrap_or(0),
+            self.span.start_ns.unwrap_or(0),
+            self.span.stop_ns.unwrap_or(0),
             self.stacks,
             self.samples_with_stack,
             self.samples_chain_cut,
@@ -362,7 +364,7 @@ mod tests {
         assert_eq!(j.matches('[').count(), j.matches(']').count());
         assert!(Summary::default()
             .to_json(None)
-            .ends_with("\"session_ns\":0,\"stacks\":0,\"samples_with_stack\":0,\"samples_chain_cut\":0}"));
+            .ends_with("\"session_ns\":0,\"start_ns\":0,\"stop_ns\":0,\"stacks\":0,\"samples_with_stack\":0,\"samples_chain_cut\":0}"));
     }
 
     #[test]
