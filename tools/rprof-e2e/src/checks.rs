@@ -314,3 +314,19 @@ pub fn read_semantics() -> Outcome {
         records.len()
     ))
 }
+
+/// `tick [USEC]`: the kernel's tick length, set first if asked.
+pub fn tick(usec: Option<i64>) -> Outcome {
+    // SAFETY: An all-zero timex is a valid argument (modes 0: read only).
+    let mut tx: libc::timex = unsafe { std::mem::zeroed() };
+    if let Some(u) = usec {
+        tx.modes = libc::ADJ_TICK as u32;
+        tx.tick = u;
+    }
+    // SAFETY: `tx` is a valid timex the call reads and fills in.
+    let rc = unsafe { libc::syscall(libc::SYS_adjtimex, &mut tx as *mut libc::timex) };
+    if rc < 0 {
+        return Err(format!("adjtimex: {}", std::io::Error::last_os_error()));
+    }
+    Ok(format!("tick {} us", tx.tick))
+}

@@ -30,6 +30,7 @@
 //! rprof-e2e stats-size                      GET_STATS's size convention
 //! rprof-e2e eof-after-stop [ROUNDS]         a blocked reader sees STOP before EOF
 //! rprof-e2e ref-samples HZ SECONDS          the kernel's own cpu-clock sampler's count
+//! rprof-e2e tick [USEC]                     the kernel's tick length (adjtimex ADJ_TICK)
 //! ```
 //!
 //! The checks on a raw stream (`rprof dump --raw RAW`) print one JSON line
@@ -197,6 +198,14 @@ enum Command {
         hz: u64,
         seconds: f64,
     },
+    /// Prints the kernel's tick length in microseconds (adjtimex); with
+    /// USEC, sets it first (9000 to 11000 at USER_HZ 100: CLOCK_MONOTONIC
+    /// then runs up to 10% slow or fast against the TSC).  The raw
+    /// system call: glibc's adjtimex() is clock_adjtime(), which a kernel
+    /// without POSIX timers lacks.
+    Tick {
+        usec: Option<i64>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -235,6 +244,7 @@ fn main() -> ExitCode {
         Command::StatsSize => hostile::stats_size(),
         Command::EofAfterStop { rounds } => hostile::eof_after_stop(rounds),
         Command::RefSamples { hz, seconds } => refrate::run(hz, seconds),
+        Command::Tick { usec } => checks::tick(usec),
     };
     match outcome {
         Ok(msg) => {
