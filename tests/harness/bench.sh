@@ -11,6 +11,8 @@
 #    vm.sh's RPROF_VM_HOOK;
 #  - QEMU runs with -icount: guest time follows the instruction count, so
 #    the figures do not depend on the load of the host;
+#  - on the host, the rate at which a large recording is read, counted
+#    and exported (tools/rprof-report/examples/report_rate.rs);
 #  - bench_report.py turns the guest's lines into build/bench.json and a
 #    table (build/bench/table.md); RPROF_BENCH_README=1 also puts the
 #    table into README.md.
@@ -84,6 +86,13 @@ if [ -n "${RPROF_BENCH_PROFILE:-}" ]; then
 	msg "make bench (profile): $((booted - started)) s; $OUT/profile.txt"
 	exit 0
 fi
+# On the host: how fast a large recording is read, counted and exported
+# (rprof report, and rprofd's decoding), from the test fixture repeated
+# to 64 MiB of stream; one "B host" line for bench_report.py.
+msg "timing rprof report on a 64 MiB recording (host)"
+(cd "$RPROF_TOP/tools" && cargo run -q --release -p rprof-report --example report_rate -- \
+	"$RPROF_TOP/tests/fixtures/attr_main.rprof.data" "$RPROF_TOP/tests/fixtures/symfs" 64) \
+	>>"$OUT/results.log" || msg "report_rate failed (no host figures)"
 machine="$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n 1), $(nproc) cores, $(free -g | awk '/^Mem:/ { print $2 }') GiB, $(. /etc/os-release && echo "$PRETTY_NAME")"
 python3 "$RPROF_TOP/tests/harness/bench_report.py" "$OUT/results.log" \
 	--json "$RPROF_BUILD/bench.json" --markdown "$OUT/table.md" \

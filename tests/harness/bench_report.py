@@ -54,6 +54,9 @@ def parse(path):
                 errors.append(line)
             elif kind == "done":
                 info["complete"] = "yes"
+            elif kind == "host":
+                # Figures measured on the host (report_rate), not in the guest.
+                info.setdefault("_host", {}).update(kv)
     return info, runs, micro, stages, solo, errors
 
 
@@ -222,6 +225,16 @@ def compute(info, runs, micro, stages, solo):
         if "drain_record" in by and flat_rec is not None and frames:
             rec = by["drain_record"][1] / by["drain_record"][0]
             fig.add(f"{pre}.stage.drain_ns_per_frame", (rec - flat_rec) / frames, "ns/frame")
+    host = info.get("_host", {})
+    if "report_decode_s" in host:
+        f = lambda k: float(host[k])
+        fig.add("report.stream_mb", f("report_stream_mb"), "MB (10^6 bytes) of stream")
+        fig.add("report.samples", f("report_samples"), "samples")
+        fig.add("report.read_mb_per_s", f("report_file_mb") / max(f("report_read_s"), 1e-9), "MB/s (file read and parsed)")
+        fig.add("report.decode_mb_per_s", f("report_stream_mb") / max(f("report_decode_s"), 1e-9), "MB/s (stream decoded and counted)")
+        fig.add("report.decode_msamples_per_s", f("report_samples") / 1e6 / max(f("report_decode_s"), 1e-9), "M samples/s")
+        fig.add("report.rows_s", f("report_rows_s"), "s (symbolized report table)")
+        fig.add("report.pprof_s", f("report_pprof_s"), "s (pprof export)")
     return fig
 
 
@@ -303,6 +316,15 @@ def markdown(fig, meta, info):
                 f"{fmt(g('stage.drain_pass_overhead_ns_per_record'), 0)} | {fmt(g('stage.reader_ns_per_sample'), 0)} | "
                 f"{fmt(g('stage.sum_ns_per_sample'), 0)} | {fmt(g('stage.new_cookie_ns_each'), 0)} |"
             )
+    if "report.decode_mb_per_s" in d:
+        g = fig.get
+        lines.append("")
+        lines.append(f"Reading a recording on the host (`rprof report` and `rprofd` decode with the same code; "
+                     f"tools/rprof-report/examples/report_rate.rs): {fmt(g('report.stream_mb'))} MB of stream, "
+                     f"{fmt(g('report.samples'), 0)} samples: file read and parsed at {fmt(g('report.read_mb_per_s'), 0)} MB/s, "
+                     f"decoded and counted at {fmt(g('report.decode_mb_per_s'), 0)} MB/s "
+                     f"({fmt(g('report.decode_msamples_per_s'), 2)} M samples/s); the symbolized table in "
+                     f"{fmt(g('report.rows_s'), 3)} s, the pprof export in {fmt(g('report.pprof_s'), 3)} s.")
     depths = sorted({int(k.split(".")[1][:-4]) for k in d if re.match(r"^chain\.\d+deep\.", k)})
     if depths:
         lines.append("")
@@ -346,7 +368,7 @@ def main():
     a = ap.parse_args()
     info, runs, micro, stages, solo, errors = parse(a.log)
     meta = dict(m.split("=", 1) for m in a.meta)
-    meta.update({f"guest_{k}": v for k, v in info.items()})
+    meta.update({f"guest_{k}": v for k, v in info.items() if not k.startswith("_")})
     fig = compute(info, runs, micro, stages, solo)
     table = markdown(fig, meta, info)
     out = {"meta": meta, "figures": fig.d, "errors": errors,

@@ -44,6 +44,16 @@ class Report(unittest.TestCase):
             os.unlink(path)
         return info, bench_report.compute(info, runs, micro, stages, solo)
 
+    def test_host_report_rate(self):
+        host = "B host report_stream_mb=64.0 report_file_mb=65.0 report_samples=1600000 report_read_s=0.5 " \
+               "report_decode_s=0.8 report_rows_s=0.01 report_pprof_s=0.02 report_lines=100\n"
+        info, fig = self.figures(LOG.format(r=1) + host + "B done\n")
+        self.assertAlmostEqual(fig.get("report.decode_mb_per_s"), 80.0)
+        self.assertAlmostEqual(fig.get("report.decode_msamples_per_s"), 2.0)
+        self.assertAlmostEqual(fig.get("report.read_mb_per_s"), 130.0)
+        table = bench_report.markdown(fig, {}, info)
+        self.assertIn("decoded and counted at 80 MB/s", table)
+
     def test_slowdown_cost_and_ratio(self):
         info, fig = self.figures(LOG.format(r=1) + LOG.format(r=2).split("\n", 2)[2] + "B done\n")
         self.assertEqual(info.get("complete"), "yes")

@@ -269,7 +269,16 @@ impl Aggregate {
                 _ => self.lost_other = self.lost_other.saturating_add(*count),
             },
             Record::Throttle { .. } => self.throttles += 1,
-            Record::Start { .. } | Record::Stop { .. } => self.span.add(record),
+            Record::Start { time_ns, .. } => {
+                self.span.add(record);
+                // With intervals, the first one ends a step after START,
+                // so that samples read in the same chunk as START are
+                // already counted by interval.
+                if let (None, Some(step)) = (self.cutoff_ns, self.step_ns) {
+                    self.cutoff_ns = Some(time_ns.saturating_add(step));
+                }
+            }
+            Record::Stop { .. } => self.span.add(record),
             _ => {}
         }
         let Some(s) = self.resolver.feed(record) else {
@@ -329,7 +338,8 @@ impl Aggregate {
 
     /// The intervals are `ns` long (from the cutoff on): samples past the
     /// cutoff are counted apart per interval, so that a reader that fell
-    /// several intervals behind still gives each its own samples.
+    /// several intervals behind still gives each its own samples.  Without
+    /// a cutoff, the START record sets it one interval after its time.
     pub fn set_interval(&mut self, ns: Option<u64>) {
         self.step_ns = ns.filter(|n| *n > 0);
     }
@@ -605,6 +615,29 @@ mod tests {
         }
         assert_eq!(per_interval, [1, 2, 1]);
         assert_eq!(agg.late, 0);
+    }
+
+    /// A reader that reads a session's START and seconds of its samples in
+    /// one chunk (rprofd after a renewal, while it read kallsyms): the
+    /// START sets the first cutoff before those samples are counted.
+    #[test]
+    fn the_start_record_sets_the_first_cutoff() {
+        let sample = |time_ns| Record::Sample { flags: 1, time_ns, offset: 0x10, period: 1, stack: None };
+        let config = crate::testdata::config();
+        let mut agg = Aggregate::new();
+        agg.set_interval(Some(10));
+        agg.feed(&Record::Start { time_ns: 100, config });
+        agg.feed(&Record::Task { cpu: 0, pid: 7, tid: 7, exe_cookie: 0, comm: "w".into() });
+        for t in [101, 115, 116, 135] {
+            agg.feed(&sample(t));
+        }
+        assert_eq!((agg.samples, agg.cutoff()), (1, Some(110)));
+        let mut per_interval = Vec::new();
+        for next in [120, 130, 140] {
+            agg.roll(Some(next));
+            per_interval.push(agg.samples);
+        }
+        assert_eq!(per_interval, [2, 0, 1]);
     }
 
     /// LOST counts and periods are the stream's to choose: huge ones

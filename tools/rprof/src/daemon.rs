@@ -14,10 +14,11 @@
 //! A module session pins every file it names (its cookie table holds a
 //! reference on each path) and names at most `max_cookies` of them.  So
 //! that a daemon that runs for weeks neither runs out of cookies nor keeps
-//! deleted binaries alive, it renews the session at an interval's end
-//! once `--renew` seconds have passed or the session has named half of
-//! `max_cookies`: STOP, drain, write that interval (up to the STOP), then
-//! a new session whose table starts empty.  Sampling pauses for the
+//! deleted binaries alive, it renews the session as soon as it has named
+//! half of `max_cookies` (checked every 100 ms at most) and at an
+//! interval's end once `--renew` seconds have passed: STOP, drain, write
+//! what it holds (each complete interval, then the one cut short at the
+//! STOP), then a new session whose table starts empty.  Sampling pauses for the
 //! switch (milliseconds); the next interval starts at the new START.
 
 use crate::sampling::SamplingArgs;
@@ -348,7 +349,8 @@ pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
     }
     signal::install_stop_handler().map_err(|e| Error::io("installing a SIGTERM handler", e))?;
     let mut sink = live::AggregateSink::new();
-    let mut sym = live::symbolizer();
+    let mut kallsyms = crate::snapshot::read_kallsyms();
+    let mut sym = rprof_report::Symbolizer::new(&kallsyms, &[], None);
     let mut modules = module_list();
     let renew_at = max_cookies() / 2;
     session.start()?;
@@ -388,6 +390,38 @@ pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
         };
         let due = end.saturating_add(grace_ns);
         let now = mono_ns();
+        // A new session once half the cookie table is used (checked at
+        // least every POLL_INTERVAL: files can come faster than
+        // intervals), or at an interval's end once --renew has passed.
+        let elapsed = started_at.elapsed();
+        if named(&sink) >= renew_at || (now >= due && elapsed >= args.renew) {
+            // Every sample up to the STOP counts: the complete intervals
+            // each in its profile, then the one cut short at the STOP.
+            let stopped = session.stop_and_drain(&mut sink)?;
+            out.write_rest(&mut sink, &mut sym, step_ns);
+            renewals += 1;
+            eprintln!(
+                "rprof daemon: new session after {:.1} s and {} named files{}",
+                elapsed.as_secs_f64(),
+                named(&sink),
+                if stopped { "" } else { " (no STOP record)" }
+            );
+            drop(session);
+            session = Session::new(&dev, &config, false)?;
+            // Sampling first; the symbolizer (kallsyms) is read while the
+            // module buffers.  The next interval starts at this START.
+            session.start()?;
+            out.started = now_unix();
+            out.first = out.seq;
+            started_at = Instant::now();
+            sink = live::AggregateSink::new();
+            sink.agg.set_interval(Some(step_ns));
+            // File symbols are cached by cookie, which the new session
+            // numbers afresh; kernel symbols are kept (read again only
+            // when the module list changes).
+            sym = rprof_report::Symbolizer::new(&kallsyms, &[], None);
+            continue;
+        }
         if now >= due {
             // Everything the rings hold now, then what the buffer has.
             session.device().flush()?;
@@ -399,33 +433,8 @@ pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
             let now_loaded = module_list();
             if now_loaded != modules {
                 modules = now_loaded;
-                sym = live::symbolizer();
-            }
-            let elapsed = started_at.elapsed();
-            if elapsed >= args.renew || named(&sink) >= renew_at {
-                // This interval runs to the STOP: every sample read counts
-                // in it.  Then a new session, and the next interval starts
-                // at its START.
-                let stopped = session.stop_and_drain(&mut sink)?;
-                out.write_rest(&mut sink, &mut sym, step_ns);
-                renewals += 1;
-                eprintln!(
-                    "rprof daemon: new session after {:.1} s and {} named files{}",
-                    elapsed.as_secs_f64(),
-                    named(&sink),
-                    if stopped { "" } else { " (no STOP record)" }
-                );
-                drop(session);
-                session = Session::new(&dev, &config, false)?;
-                sink = live::AggregateSink::new();
-                sink.agg.set_interval(Some(step_ns));
-                sym = live::symbolizer();
-                modules = module_list();
-                session.start()?;
-                out.started = now_unix();
-                out.first = out.seq;
-                started_at = Instant::now();
-                continue;
+                kallsyms = crate::snapshot::read_kallsyms();
+                sym = rprof_report::Symbolizer::new(&kallsyms, &[], None);
             }
             out.write(&mut sink, &mut sym, step);
             sink.agg.roll(Some(end.saturating_add(step_ns)));
