@@ -34,7 +34,7 @@ rows() {
 	grep -E '^ +[0-9.]+% ' "$1"
 }
 
-plan 34
+plan 35
 unload
 load
 
@@ -298,8 +298,9 @@ umount /tmp/full
 # cookie table fills and so that the files it pins go: with
 # max_cookies=32 it renews at 16 named files, and with --renew 2 every
 # 2 s.  80 distinct programs on a tmpfs, run one after another, lose no
-# sample for want of a cookie, and once the session has been renewed
-# after they ran, the tmpfs unmounts while the daemon still runs (before, one session pinned them all: no_cookie
+# sample for want of a cookie, the last one is in a profile, and once the
+# session has been renewed after they ran, the tmpfs unmounts while the
+# daemon still runs (before, one session pinned them all: no_cookie
 # losses after 32 files, and umount failed with EBUSY).
 load max_cookies=32
 mkdir -p /tmp/many /tmp/d7
@@ -327,6 +328,10 @@ check "daemon: renewed at least 4 times for 80 programs and 16 files a session" 
 	sh -c '[ $(grep -c "new session after .* and [0-9]* named files" /tmp/d7.out) -ge 4 ]'
 check "daemon: no sample lost for want of a cookie, in any profile" \
 	sh -c '! grep -E "no_cookie [1-9]" /tmp/d7.out && grep -q "no_cookie 0" /tmp/d7.out'
+# (The new session samples while the old one's profiles are written: the
+# programs that ran meanwhile were in no profile before.)
+check "daemon: the 80th program is named in a profile" \
+	sh -c 'for f in /tmp/d7/rprof-*.pb.gz; do gzip -dc "$f" | grep -aq /tmp/many/s80 && exit 0; done; exit 1'
 load
 
 # 9. One export and one daemon profile out to the host, where

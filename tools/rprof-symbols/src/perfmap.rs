@@ -56,18 +56,26 @@ impl PerfMap {
             }
         }
         // Newest first, then keep each entry only where no newer one
-        // already covers it.
+        // already covers it.  A BTreeMap by start: a JIT writes millions
+        // of lines at rising addresses, and inserting into a sorted Vec
+        // would be quadratic.
         parsed.reverse();
-        let mut kept: Vec<Entry> = Vec::new();
+        let mut by_start: std::collections::BTreeMap<u64, Entry> = std::collections::BTreeMap::new();
         for (_, e) in parsed {
             let end = e.start.saturating_add(e.size);
-            let i = kept.partition_point(|k| k.start < e.start);
-            let hits_prev = i > 0 && kept[i - 1].start.saturating_add(kept[i - 1].size) > e.start;
-            let hits_next = kept.get(i).is_some_and(|k| k.start < end);
+            let hits_prev = by_start
+                .range(..=e.start)
+                .next_back()
+                .is_some_and(|(s, k)| s.saturating_add(k.size) > e.start);
+            let hits_next = by_start
+                .range(e.start..)
+                .next()
+                .is_some_and(|(s, _)| *s < end);
             if !hits_prev && !hits_next {
-                kept.insert(i, e);
+                by_start.insert(e.start, e);
             }
         }
+        let kept: Vec<Entry> = by_start.into_values().collect();
         PerfMap {
             entries: kept,
             bad_lines,
@@ -151,5 +159,20 @@ mod tests {
         }
         let m = PerfMap::parse("ffffffffffffff00 ffff big\n");
         assert_eq!(m.lookup(u64::MAX).unwrap().name, "big");
+    }
+
+    /// A JIT's map of many functions at rising addresses (each newest line
+    /// went to the front of a sorted Vec: quadratic) parses, and every
+    /// function is found.
+    #[test]
+    fn a_long_map_at_rising_addresses() {
+        let mut text = String::new();
+        for i in 0..200_000u64 {
+            text.push_str(&format!("{:x} 10 f{i}\n", 0x7f00_0000_0000u64 + i * 0x10));
+        }
+        let m = PerfMap::parse(&text);
+        assert_eq!(m.len(), 200_000);
+        assert_eq!(m.lookup(0x7f00_0000_0000 + 199_999 * 0x10 + 3).unwrap().name, "f199999");
+        assert_eq!(m.lookup(0x7f00_0000_0000 + 5).unwrap().name, "f0");
     }
 }

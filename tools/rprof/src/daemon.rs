@@ -398,28 +398,34 @@ pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
             // Every sample up to the STOP counts: the complete intervals
             // each in its profile, then the one cut short at the STOP.
             let stopped = session.stop_and_drain(&mut sink)?;
-            out.write_rest(&mut sink, &mut sym, step_ns);
-            renewals += 1;
-            eprintln!(
-                "rprof daemon: new session after {:.1} s and {} named files{}",
-                elapsed.as_secs_f64(),
-                named(&sink),
-                if stopped { "" } else { " (no STOP record)" }
-            );
+            // The new session samples before the old one's profiles are
+            // written (symbolizing and writing take seconds on a slow
+            // machine, and what runs meanwhile must be in a profile).
             drop(session);
             session = Session::new(&dev, &config, false)?;
-            // Sampling first; the symbolizer (kallsyms) is read while the
-            // module buffers.  The next interval starts at this START.
             session.start()?;
-            out.started = now_unix();
-            out.first = out.seq;
-            started_at = Instant::now();
-            sink = live::AggregateSink::new();
+            let restarted = now_unix();
+            let mut old_sink = std::mem::replace(&mut sink, live::AggregateSink::new());
             sink.agg.set_interval(Some(step_ns));
             // File symbols are cached by cookie, which the new session
             // numbers afresh; kernel symbols are kept (read again only
             // when the module list changes).
-            sym = rprof_report::Symbolizer::new(&kallsyms, &[], None);
+            let mut old_sym = std::mem::replace(&mut sym, rprof_report::Symbolizer::new(&kallsyms, &[], None));
+            out.write_rest(&mut old_sink, &mut old_sym, step_ns);
+            if let Err(e) = old_sink.finish() {
+                eprintln!("rprof daemon: the previous session's stream: {e}");
+            }
+            renewals += 1;
+            eprintln!(
+                "rprof daemon: new session after {:.1} s and {} named files{}",
+                elapsed.as_secs_f64(),
+                named(&old_sink),
+                if stopped { "" } else { " (no STOP record)" }
+            );
+            // The next interval starts at the new START.
+            out.started = restarted;
+            out.first = out.seq;
+            started_at = Instant::now();
             continue;
         }
         if now >= due {
