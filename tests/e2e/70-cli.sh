@@ -296,7 +296,7 @@ umount /tmp/full
 
 # A daemon that runs for weeks renews its session before the module's
 # cookie table fills and so that the files it pins go: with
-# max_cookies=32 it renews at 16 named files, and with --renew 2 every
+# max_cookies=32 it renews at 8 named files, and with --renew 2 every
 # 2 s.  80 distinct programs on a tmpfs, run one after another, lose no
 # sample for want of a cookie, the last one is in a profile, and once the
 # session has been renewed after they ran, the tmpfs unmounts while the
@@ -324,7 +324,7 @@ wait $d
 rc=$?
 diag "$(grep -v '^rprof daemon: wrote' /tmp/d7.out; grep -c '^rprof daemon: wrote' /tmp/d7.out) profiles"
 check "daemon: exit 0 after its renewals" test $rc -eq 0
-check "daemon: renewed at least 4 times for 80 programs and 16 files a session" \
+check "daemon: renewed at least 4 times for 80 programs and 8 files a session" \
 	sh -c '[ $(grep -c "new session after .* and [0-9]* named files" /tmp/d7.out) -ge 4 ]'
 check "daemon: no sample lost for want of a cookie, in any profile" \
 	sh -c '! grep -E "no_cookie [1-9]" /tmp/d7.out && grep -q "no_cookie 0" /tmp/d7.out'

@@ -15,7 +15,7 @@
 //! reference on each path) and names at most `max_cookies` of them.  So
 //! that a daemon that runs for weeks neither runs out of cookies nor keeps
 //! deleted binaries alive, it renews the session as soon as it has named
-//! half of `max_cookies` (checked every 100 ms at most) and at an
+//! a quarter of `max_cookies` (checked every 100 ms at most) and at an
 //! interval's end once `--renew` seconds have passed: STOP, drain, write
 //! what it holds (each complete interval, then the one cut short at the
 //! STOP), then a new session whose table starts empty.  Sampling pauses for the
@@ -46,8 +46,8 @@ pub struct DaemonArgs {
 
     /// Renew the module session (its cookie table and the files it pins)
     /// at the end of the first interval this many seconds after it
-    /// started; it is also renewed once it has named half of the module's
-    /// `max_cookies`.
+    /// started; it is also renewed once it has named a quarter of the
+    /// module's `max_cookies`.
     #[arg(long, value_name = "SECS", default_value = "3600", value_parser = parse_seconds)]
     pub renew: Duration,
 
@@ -352,7 +352,9 @@ pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
     let mut kallsyms = crate::snapshot::read_kallsyms();
     let mut sym = rprof_report::Symbolizer::new(&kallsyms, &[], None);
     let mut modules = module_list();
-    let renew_at = max_cookies() / 2;
+    // A quarter: the daemon does not watch the table while it writes
+    // profiles (up to seconds), and files keep coming meanwhile.
+    let renew_at = max_cookies() / 4;
     session.start()?;
     let started = now_unix();
     let mut started_at = Instant::now();
