@@ -220,6 +220,8 @@ extern "C" {
     pub(crate) fn rprof_nr_cpu_ids() -> c_uint;
     pub(crate) fn rprof_num_online_cpus() -> c_uint;
     pub(crate) fn rprof_cpu_online(cpu: c_uint) -> bool;
+    /// Only the benchmark module (`make bench`) times with it.
+    #[cfg(rprof_bench)]
     pub(crate) fn rprof_local_clock() -> u64;
     pub(crate) fn rprof_clock() -> u64;
 }

@@ -69,19 +69,28 @@ check "rprof script: samples in hot list their callers b, a, main in order" \
 	sh -c "grep -A3 -E '^[[:space:]]+[0-9a-f]+ hot \(' /tmp/ch.script | tr -s ' \t' '  ' | cut -d' ' -f3 | tr '\n' ' ' | grep -q 'hot b a main'"
 
 # 2. The flat profile is the same without chains: hot's share of chains'
-# samples (percent) within 5 points.
-share() { # FOLDED: hot's percent of comm chains' samples
+# user samples (percent) within 5 points.  Its kernel samples (the tick,
+# softirqs, page faults: slow and uneven under TCG with KASAN, 7% of its
+# samples in one run and 21% in the next) are left out of both.
+share() { # FOLDED: "H K": hot's percent of comm chains' user samples, and
+	# the percent of its samples in the kernel
 	awk '{ n = $NF; s = $0; sub(/ [0-9]+$/, "", s)
 		if (index(s, "chains;") != 1) next
+		a += n
+		# A kernel leaf: "sym_[k]" in a chain, "[kernel.kallsyms];sym"
+		# in a flat profile.
+		if (s ~ /_\[k\]$/ || s ~ /;\[kernel\.kallsyms\];[^;]*$/) { k += n; next }
 		t += n; if (s ~ /;hot$/) h += n
-	} END { if (t) printf "%d\n", 100 * h / t; else print 0 }' "$1"
+	} END { if (t) printf "%d %d\n", 100 * h / t, 100 * k / a; else print "0 0" }' "$1"
 }
 rprof record -o /tmp/flat.data -- /tests/bin/chains split 4 >/dev/null 2>&1
 rprof export --format folded -i /tmp/flat.data -o /tmp/flat.folded >/dev/null 2>&1
-with=$(share /tmp/ch.folded)
-without=$(share /tmp/flat.folded)
-check "the same flat profile with and without chains: hot $with% and $without% of chains' samples" \
-	test "$without" -ge 50 -a $((with - without)) -le 5 -a $((without - with)) -le 5
+set -- $(share /tmp/ch.folded) $(share /tmp/flat.folded)
+with=$1 without=$3
+diag "chains' samples in the kernel: $2% with chains, $4% without"
+diag "$(grep '^chains;' /tmp/flat.folded | awk '{ print $NF, $0 }' | sort -nr | head -6)"
+check "the same flat profile with and without chains: hot $with% and $without% of chains' user samples" \
+	test "$without" -ge 80 -a $((with - without)) -le 5 -a $((without - with)) -le 5
 
 # 3. Recursion 200 deep, beyond the 127-frame limit: chains cut and
 # flagged, nothing else lost.

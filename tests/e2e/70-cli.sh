@@ -301,7 +301,12 @@ umount /tmp/full
 # sample for want of a cookie, the last one is in a profile, and once the
 # session has been renewed after they ran, the tmpfs unmounts while the
 # daemon still runs (before, one session pinned them all: no_cookie
-# losses after 32 files, and umount failed with EBUSY).
+# losses after 32 files, and umount failed with EBUSY).  The programs
+# run 100 ms each: the table is tiny here (its default is 4096 files), so
+# the slack between a renewal's trigger (8 files) and a full table (32)
+# is 24 programs, against the time the daemon takes to stop, drain and
+# start a session and to write an interval's profile (it writes a renewed
+# session's profiles on a thread of its own).
 load max_cookies=32
 mkdir -p /tmp/many /tmp/d7
 mount -t tmpfs tmpfs /tmp/many
@@ -309,7 +314,7 @@ for i in $(seq 1 80); do cp /tests/bin/short /tmp/many/s$i; done
 rprof daemon --dir /tmp/d7 --interval 0.5 --keep 1000 --renew 2 >/tmp/d7.out 2>&1 &
 d=$!
 wait_for 30 1 '^rprof daemon: wrote' /tmp/d7.out
-for i in $(seq 1 80); do /tmp/many/s$i 30; done
+for i in $(seq 1 80); do /tmp/many/s$i 100; done
 rm -f /tmp/many/s*
 n=$(grep -c 'new session' /tmp/d7.out)
 wait_for 30 $((n + 1)) 'new session' /tmp/d7.out

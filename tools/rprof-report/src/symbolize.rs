@@ -142,7 +142,12 @@ impl Symbolizer {
     /// A symbolizer over kallsyms text and the recorded file snapshot;
     /// with `symfs`, files are looked up under that directory.
     pub fn new(kallsyms: &str, files: &[FileInfo], symfs: Option<PathBuf>) -> Self {
-        let kallsyms = Kallsyms::parse(kallsyms);
+        Symbolizer::with_kallsyms(Kallsyms::parse(kallsyms), files, symfs)
+    }
+
+    /// [`new`](Self::new) with kallsyms parsed already (a daemon keeps
+    /// them across sessions).
+    pub fn with_kallsyms(kallsyms: Kallsyms, files: &[FileInfo], symfs: Option<PathBuf>) -> Self {
         let mut warnings = Vec::new();
         if kallsyms.restricted() {
             warnings.push(

@@ -69,7 +69,11 @@ pub fn parse_seconds(s: &str) -> Result<Duration, String> {
     if !(secs.is_finite() && secs > 0.0 && secs <= 1e9) {
         return Err(format!("'{s}': the duration must be positive"));
     }
-    Ok(Duration::from_secs_f64(secs))
+    let d = Duration::from_secs_f64(secs);
+    if d < Duration::from_micros(1) {
+        return Err(format!("'{s}': the duration must be at least a microsecond"));
+    }
+    Ok(d)
 }
 
 /// The longest wait in `poll()`.
@@ -291,8 +295,17 @@ impl Profiles<'_> {
     /// the aggregate still holds, each in its own profile (a daemon that
     /// fell behind catches up rather than lumping them together), then
     /// the last one, cut short at the STOP.
-    fn write_rest(&mut self, sink: &mut live::AggregateSink, sym: &mut rprof_report::Symbolizer, step_ns: u64) {
-        let until = sink.agg.span.stop_ns.unwrap_or_else(mono_ns);
+    ///
+    /// `until` is the session's end ([`session_end`]); the profiles are
+    /// numbered from `self.seq` on, [`profiles_left`] of them.
+    fn write_rest(
+        &mut self,
+        sink: &mut live::AggregateSink,
+        sym: &mut rprof_report::Symbolizer,
+        step_ns: u64,
+        until: u64,
+    ) {
+        let step_ns = step_ns.max(1);
         while let Some(end) = sink.agg.cutoff().filter(|end| *end <= until) {
             self.write(sink, sym, self.args.interval);
             sink.agg.roll(Some(end.saturating_add(step_ns)));
@@ -304,6 +317,26 @@ impl Profiles<'_> {
         sink.agg.set_cutoff(None);
         self.write(sink, sym, Duration::from_nanos(until.saturating_sub(begin)));
     }
+}
+
+/// Where a stopped session ends, in the stream's clock: its STOP
+/// record's time, or now if it has none.
+fn session_end(sink: &live::AggregateSink) -> u64 {
+    sink.agg.span.stop_ns.unwrap_or_else(mono_ns)
+}
+
+/// How many profiles [`Profiles::write_rest`] writes for a session that
+/// ends at `until`: one per interval that ended by then, plus the last
+/// one, cut short.
+fn profiles_left(agg: &rprof_report::Aggregate, step_ns: u64, until: u64) -> u64 {
+    let mut n = 1;
+    let mut cutoff = agg.cutoff();
+    while let Some(end) = cutoff.filter(|end| *end <= until) {
+        n += 1;
+        // As `roll` moves it; a zero step would not move it at all.
+        cutoff = Some(end.saturating_add(step_ns.max(1)));
+    }
+    n
 }
 
 /// The module's `max_cookies` parameter (its default if it cannot be
@@ -349,12 +382,15 @@ pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
     }
     signal::install_stop_handler().map_err(|e| Error::io("installing a SIGTERM handler", e))?;
     let mut sink = live::AggregateSink::new();
-    let mut kallsyms = crate::snapshot::read_kallsyms();
-    let mut sym = rprof_report::Symbolizer::new(&kallsyms, &[], None);
+    // Parsed once, and again only when the module list changes.
+    let mut kallsyms = rprof_symbols::Kallsyms::parse(&crate::snapshot::read_kallsyms());
+    let new_symbolizer =
+        |k: &rprof_symbols::Kallsyms| rprof_report::Symbolizer::with_kallsyms(k.clone(), &[], None);
+    let mut sym = new_symbolizer(&kallsyms);
     let mut modules = module_list();
     // A quarter: the daemon does not watch the table while it writes
     // profiles (up to seconds), and files keep coming meanwhile.
-    let renew_at = max_cookies() / 4;
+    let renew_at = (max_cookies() / 4).max(1);
     session.start()?;
     let started = now_unix();
     let mut started_at = Instant::now();
@@ -378,89 +414,144 @@ pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
     };
     let mut renewals = 0u64;
     sink.agg.set_interval(Some(step_ns));
-    while !signal::stop_requested() {
-        // The current interval ends at the cutoff, in the stream's clock
-        // (CLOCK_MONOTONIC), once the START record is in.
-        if sink.agg.cutoff().is_none() {
-            if let Some(s) = sink.agg.span.start_ns {
-                sink.agg.set_cutoff(Some(s.saturating_add(step_ns)));
-            }
-        }
-        let Some(end) = sink.agg.cutoff() else {
-            session.pump(POLL_INTERVAL, &mut sink)?;
-            continue;
-        };
-        let due = end.saturating_add(grace_ns);
-        let now = mono_ns();
-        // A new session once half the cookie table is used (checked at
-        // least every POLL_INTERVAL: files can come faster than
-        // intervals), or at an interval's end once --renew has passed.
-        let elapsed = started_at.elapsed();
-        if named(&sink) >= renew_at || (now >= due && elapsed >= args.renew) {
-            // Every sample up to the STOP counts: the complete intervals
-            // each in its profile, then the one cut short at the STOP.
-            let stopped = session.stop_and_drain(&mut sink)?;
-            // The new session samples before the old one's profiles are
-            // written (symbolizing and writing take seconds on a slow
-            // machine, and what runs meanwhile must be in a profile).
-            drop(session);
-            session = Session::new(&dev, &config, false)?;
-            session.start()?;
-            let restarted = now_unix();
-            let mut old_sink = std::mem::replace(&mut sink, live::AggregateSink::new());
-            sink.agg.set_interval(Some(step_ns));
-            // File symbols are cached by cookie, which the new session
-            // numbers afresh; kernel symbols are kept (read again only
-            // when the module list changes).
-            let mut old_sym = std::mem::replace(&mut sym, rprof_report::Symbolizer::new(&kallsyms, &[], None));
-            out.write_rest(&mut old_sink, &mut old_sym, step_ns);
-            if let Err(e) = old_sink.finish() {
-                eprintln!("rprof daemon: the previous session's stream: {e}");
-            }
-            renewals += 1;
-            eprintln!(
-                "rprof daemon: new session after {:.1} s and {} named files{}",
-                elapsed.as_secs_f64(),
-                named(&old_sink),
-                if stopped { "" } else { " (no STOP record)" }
-            );
-            // The next interval starts at the new START.
-            out.started = restarted;
-            out.first = out.seq;
-            started_at = Instant::now();
-            continue;
-        }
-        if now >= due {
-            // Everything the rings hold now, then what the buffer has.
-            session.device().flush()?;
-            for _ in 0..64 {
-                if session.pump(Duration::ZERO, &mut sink)? == 0 {
-                    break;
+    // A renewed session's profiles are written on a thread of their own:
+    // symbolizing and compressing take seconds on a slow machine, and
+    // meanwhile this thread must go on reading the new session (whose
+    // rings and cookie table fill) and renew it in time.
+    std::thread::scope(|scope| {
+        let mut writers: Vec<std::thread::ScopedJoinHandle<'_, (u64, u64)>> = Vec::new();
+        while !signal::stop_requested() {
+            reap(&mut writers, &mut out, false);
+            // The current interval ends at the cutoff, in the stream's clock
+            // (CLOCK_MONOTONIC), once the START record is in.
+            if sink.agg.cutoff().is_none() {
+                if let Some(s) = sink.agg.span.start_ns {
+                    sink.agg.set_cutoff(Some(s.saturating_add(step_ns)));
                 }
             }
-            let now_loaded = module_list();
-            if now_loaded != modules {
-                modules = now_loaded;
-                kallsyms = crate::snapshot::read_kallsyms();
-                sym = rprof_report::Symbolizer::new(&kallsyms, &[], None);
+            let Some(end) = sink.agg.cutoff() else {
+                session.pump(POLL_INTERVAL, &mut sink)?;
+                continue;
+            };
+            let due = end.saturating_add(grace_ns);
+            let now = mono_ns();
+            // A new session once a quarter of the cookie table is used
+            // (checked at least every POLL_INTERVAL: files can come faster
+            // than intervals), or at an interval's end once --renew has
+            // passed.
+            let elapsed = started_at.elapsed();
+            if named(&sink) >= renew_at || (now >= due && elapsed >= args.renew) {
+                // Every sample up to the STOP counts: the complete intervals
+                // each in its profile, then the one cut short at the STOP.
+                let stopped = session.stop_and_drain(&mut sink)?;
+                drop(session);
+                session = Session::new(&dev, &config, false)?;
+                session.start()?;
+                started_at = Instant::now();
+                let restarted = now_unix();
+                let mut old_sink = std::mem::replace(&mut sink, live::AggregateSink::new());
+                sink.agg.set_interval(Some(step_ns));
+                // File symbols are cached by cookie, which the new session
+                // numbers afresh: a new symbolizer for each session, and one
+                // of its own for the writer (a symbolizer's DWARF cache
+                // cannot move between threads).  The kernel's symbols are
+                // kept (read again only when the module list changes).
+                sym = new_symbolizer(&kallsyms);
+                let old_kallsyms = kallsyms.clone();
+                let until = session_end(&old_sink);
+                let mut old_out = Profiles {
+                    args,
+                    config: &config,
+                    started: out.started,
+                    first: out.first,
+                    seq: out.seq,
+                    written: 0,
+                    skipped: 0,
+                };
+                // The new session's profiles are numbered after the old
+                // one's.
+                out.seq += profiles_left(&old_sink.agg, step_ns, until);
+                out.started = restarted;
+                out.first = out.seq;
+                renewals += 1;
+                eprintln!(
+                    "rprof daemon: new session after {:.1} s and {} named files{}",
+                    elapsed.as_secs_f64(),
+                    named(&old_sink),
+                    if stopped { "" } else { " (no STOP record)" }
+                );
+                writers.push(scope.spawn(move || {
+                    let mut old_sym = new_symbolizer(&old_kallsyms);
+                    old_out.write_rest(&mut old_sink, &mut old_sym, step_ns, until);
+                    if let Err(e) = old_sink.finish() {
+                        eprintln!("rprof daemon: the previous session's stream: {e}");
+                    }
+                    (old_out.written, old_out.skipped)
+                }));
+                continue;
             }
-            out.write(&mut sink, &mut sym, step);
-            sink.agg.roll(Some(end.saturating_add(step_ns)));
+            if now >= due {
+                // Everything the rings hold now, then what the buffer has.
+                session.device().flush()?;
+                for _ in 0..64 {
+                    if session.pump(Duration::ZERO, &mut sink)? == 0 {
+                        break;
+                    }
+                }
+                let now_loaded = module_list();
+                if now_loaded != modules {
+                    modules = now_loaded;
+                    kallsyms = rprof_symbols::Kallsyms::parse(&crate::snapshot::read_kallsyms());
+                    sym = new_symbolizer(&kallsyms);
+                }
+                out.write(&mut sink, &mut sym, step);
+                sink.agg.roll(Some(end.saturating_add(step_ns)));
+                continue;
+            }
+            session.pump(Duration::from_nanos(due - now).min(POLL_INTERVAL), &mut sink)?;
+        }
+        let stopped = session.stop_and_drain(&mut sink)?;
+        // The last interval, cut short: every sample read counts in it.
+        let until = session_end(&sink);
+        out.write_rest(&mut sink, &mut sym, step_ns, until);
+        reap(&mut writers, &mut out, true);
+        eprintln!(
+            "rprof daemon: stopped{}; {} profiles written, {} skipped, {} sessions",
+            if stopped { "" } else { " (no STOP record)" },
+            out.written,
+            out.skipped,
+            renewals + 1
+        );
+        sink.finish()
+    })
+}
+
+/// Joins the profile writers of renewed sessions that are done (all of
+/// them with `all`, waiting), and counts what they wrote.
+fn reap(
+    writers: &mut Vec<std::thread::ScopedJoinHandle<'_, (u64, u64)>>,
+    out: &mut Profiles<'_>,
+    all: bool,
+) {
+    let mut i = 0;
+    while i < writers.len() {
+        if !all && !writers[i].is_finished() {
+            i += 1;
             continue;
         }
-        session.pump(Duration::from_nanos(due - now).min(POLL_INTERVAL), &mut sink)?;
+        match writers.swap_remove(i).join() {
+            Ok((written, skipped)) => {
+                out.written += written;
+                out.skipped += skipped;
+            }
+            // Its message is out already; the profiles it had left are
+            // not written.
+            Err(_) => {
+                out.skipped += 1;
+                eprintln!("rprof daemon: the thread writing a previous session's profiles failed");
+            }
+        }
     }
-    let stopped = session.stop_and_drain(&mut sink)?;
-    // The last interval, cut short: every sample read counts in it.
-    out.write_rest(&mut sink, &mut sym, step_ns);
-    eprintln!(
-        "rprof daemon: stopped{}; {} profiles written, {} skipped, {} sessions",
-        if stopped { "" } else { " (no STOP record)" },
-        out.written,
-        out.skipped,
-        renewals + 1
-    );
-    sink.finish()
 }
 
 #[cfg(test)]
@@ -512,7 +603,13 @@ mod tests {
         sink.agg.set_cutoff(Some(11 * s));
         crate::session::Sink::feed(&mut sink, &stream).unwrap();
         let mut sym = rprof_report::Symbolizer::new("", &[], None);
-        out.write_rest(&mut sink, &mut sym, s);
+        let until = session_end(&sink);
+        assert_eq!(until, 13 * s + s / 5);
+        // A renewal numbers the next session's profiles with this count
+        // before the writer has written any.
+        let left = profiles_left(&sink.agg, s, until);
+        out.write_rest(&mut sink, &mut sym, s, until);
+        assert_eq!(out.seq, left);
         let mut names = names_in(&dir, |n| n.ends_with(SUFFIX)).unwrap();
         names.sort();
         let counts: Vec<i64> = names
@@ -602,6 +699,8 @@ mod tests {
     fn seconds() {
         assert_eq!(parse_seconds("0.5"), Ok(Duration::from_millis(500)));
         assert!(parse_seconds("0").is_err());
+        // Positive, but nothing as a Duration: intervals would not advance.
+        assert!(parse_seconds("1e-12").is_err());
         assert!(parse_seconds("x").is_err());
     }
 }
