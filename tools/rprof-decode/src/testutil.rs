@@ -154,7 +154,11 @@ pub(crate) fn random_record(rng: &mut XorShift) -> Record {
     match rng.below(12) {
         0 => {
             let stack = (rng.below(2) == 0).then(|| rng.next());
-            let flag = if stack.is_some() { RPROF_SAMPLE_STACK as u16 } else { 0 };
+            let flag = if stack.is_some() {
+                RPROF_SAMPLE_STACK as u16
+            } else {
+                0
+            };
             Record::Sample {
                 flags: (rng.next() as u16 & !(RPROF_SAMPLE_STACK as u16)) | flag,
                 time_ns: rng.next(),

@@ -46,8 +46,8 @@ mod json;
 mod lookup_cookie;
 mod lost_invariant;
 mod mapping;
-mod refrate;
 mod module_samples;
+mod refrate;
 mod resolved_fraction;
 mod same_stream;
 mod stream;
@@ -194,18 +194,13 @@ enum Command {
     },
     /// Samples of a CPU-wide perf cpu-clock counter at HZ on every CPU over
     /// SECONDS: the yardstick of the sampling-rate checks.
-    RefSamples {
-        hz: u64,
-        seconds: f64,
-    },
+    RefSamples { hz: u64, seconds: f64 },
     /// Prints the kernel's tick length in microseconds (adjtimex); with
     /// USEC, sets it first (9000 to 11000 at USER_HZ 100: CLOCK_MONOTONIC
     /// then runs up to 10% slow or fast against the TSC).  The raw
     /// system call: glibc's adjtimex() is clock_adjtime(), which a kernel
     /// without POSIX timers lacks.
-    Tick {
-        usec: Option<i64>,
-    },
+    Tick { usec: Option<i64> },
 }
 
 fn main() -> ExitCode {

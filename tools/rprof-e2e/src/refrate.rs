@@ -45,13 +45,30 @@ fn open(cpu: i32, hz: u64, data_pages: usize) -> Result<Counter, String> {
         ..Default::default()
     };
     // SAFETY: A valid VER0 attr for the syscall: every task, this CPU.
-    let fd = unsafe { libc::syscall(libc::SYS_perf_event_open, &attr as *const PerfEventAttr, -1, cpu, -1, 0) };
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            &attr as *const PerfEventAttr,
+            -1,
+            cpu,
+            -1,
+            0,
+        )
+    };
     if fd < 0 {
-        return Err(format!("perf_event_open on CPU {cpu}: {}", std::io::Error::last_os_error()));
+        return Err(format!(
+            "perf_event_open on CPU {cpu}: {}",
+            std::io::Error::last_os_error()
+        ));
     }
     let fd = fd as i32;
     let page = page_size()?;
-    match Map::new(fd, (1 + data_pages) * page, libc::PROT_READ | libc::PROT_WRITE, 0) {
+    match Map::new(
+        fd,
+        (1 + data_pages) * page,
+        libc::PROT_READ | libc::PROT_WRITE,
+        0,
+    ) {
         Ok(ring) => Ok(Counter { fd, ring }),
         Err(e) => {
             // SAFETY: Our descriptor, closed once.
@@ -66,7 +83,9 @@ fn count(c: &Counter, data_bytes: usize) -> Result<(u64, u64), String> {
     let page = page_size()?;
     let head = c.ring.load_u64(DATA_HEAD).map_err(|e| e.to_string())? as usize;
     if head > data_bytes {
-        return Err(format!("the reference ring wrapped ({head} bytes in {data_bytes})"));
+        return Err(format!(
+            "the reference ring wrapped ({head} bytes in {data_bytes})"
+        ));
     }
     let data = c.ring.read_bytes(page, head).map_err(|e| e.to_string())?;
     let (mut samples, mut lost, mut at) = (0, 0, 0);
@@ -74,7 +93,10 @@ fn count(c: &Counter, data_bytes: usize) -> Result<(u64, u64), String> {
         let type_ = u32::from_le_bytes(data[at..at + 4].try_into().unwrap_or_default());
         let size = u16::from_le_bytes(data[at + 6..at + 8].try_into().unwrap_or_default()) as usize;
         if size < 8 || at + size > data.len() {
-            return Err(format!("a record of {size} bytes at {at} of {}", data.len()));
+            return Err(format!(
+                "a record of {size} bytes at {at} of {}",
+                data.len()
+            ));
         }
         match type_ {
             PERF_RECORD_SAMPLE => samples += 1,
@@ -96,7 +118,9 @@ pub fn run(hz: u64, seconds: f64) -> Result<String, String> {
     let page = page_size()?;
     let data_pages = want.div_ceil(page).max(1).next_power_of_two();
     let t0 = Instant::now();
-    let counters = (0..cpus).map(|c| open(c, hz, data_pages)).collect::<Result<Vec<_>, _>>()?;
+    let counters = (0..cpus)
+        .map(|c| open(c, hz, data_pages))
+        .collect::<Result<Vec<_>, _>>()?;
     std::thread::sleep(Duration::from_secs_f64(seconds));
     let mut per_cpu = Vec::new();
     let mut lost = 0;
@@ -108,7 +132,13 @@ pub fn run(hz: u64, seconds: f64) -> Result<String, String> {
     }
     let window = t0.elapsed().as_nanos();
     drop(counters);
-    let list = per_cpu.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
+    let list = per_cpu
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
     println!("{{\"per_cpu\":[{list}],\"window_ns\":{window},\"lost\":{lost}}}");
-    Ok(format!("cpu-clock at {hz} Hz for {seconds} s on {cpus} CPUs: {list} samples, {lost} lost"))
+    Ok(format!(
+        "cpu-clock at {hz} Hz for {seconds} s on {cpus} CPUs: {list} samples, {lost} lost"
+    ))
 }

@@ -24,7 +24,10 @@ fn main() -> Result<(), String> {
     let (Some(input), Some(symfs)) = (args.get(1), args.get(2)) else {
         return Err("usage: report_rate RECORDING SYMFS [MIB]".into());
     };
-    let mib: usize = args.get(3).map_or(Ok(64), |s| s.parse()).map_err(|e| format!("MIB: {e}"))?;
+    let mib: usize = args
+        .get(3)
+        .map_or(Ok(64), |s| s.parse())
+        .map_err(|e| format!("MIB: {e}"))?;
     let bytes = std::fs::read(input).map_err(|e| format!("{input}: {e}"))?;
     let mut data = DataFile::parse(&bytes).map_err(|e| format!("{input}: {e}"))?;
     // One copy of the stream without START/STOP; naming records (COOKIE,
@@ -37,7 +40,9 @@ fn main() -> Result<(), String> {
         match r {
             Record::Start { .. } => r.encode(&mut head),
             Record::Stop { .. } => r.encode(&mut tail),
-            Record::Cookie { .. } | Record::Module { .. } | Record::Stack { .. } => r.encode(&mut head),
+            Record::Cookie { .. } | Record::Module { .. } | Record::Stack { .. } => {
+                r.encode(&mut head)
+            }
             _ => r.encode(&mut body),
         }
     }
@@ -67,10 +72,19 @@ fn main() -> Result<(), String> {
     let samples = l.agg.samples;
     let t = Instant::now();
     let rows = rprof_report::rows(&l.agg, &mut l.sym, &Filter::default());
-    let lines = table::group(&rows, &table::parse_sort(table::DEFAULT_SORT).map_err(|e| e.to_string())?);
+    let lines = table::group(
+        &rows,
+        &table::parse_sort(table::DEFAULT_SORT).map_err(|e| e.to_string())?,
+    );
     let report_s = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    let p = pprof::build(&l.agg, &mut l.sym, &Filter::default(), &config, &pprof::Options::default());
+    let p = pprof::build(
+        &l.agg,
+        &mut l.sym,
+        &Filter::default(),
+        &config,
+        &pprof::Options::default(),
+    );
     let mut out = Vec::new();
     pprof::write_gz(&mut out, &p).map_err(|e| e.to_string())?;
     let pprof_s = t.elapsed().as_secs_f64();

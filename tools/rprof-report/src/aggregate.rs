@@ -88,7 +88,9 @@ impl TimeRange {
     /// `5.2,`, `,6`.
     pub fn parse(spec: &str) -> Result<TimeRange, String> {
         let Some((a, b)) = spec.split_once(',') else {
-            return Err(format!("--time {spec}: expected START,END in seconds (either may be empty)"));
+            return Err(format!(
+                "--time {spec}: expected START,END in seconds (either may be empty)"
+            ));
         };
         let range = TimeRange {
             start: parse_seconds(a.trim())?,
@@ -115,10 +117,17 @@ fn parse_seconds(s: &str) -> Result<Option<u64>, String> {
     }
     let bad = || format!("{s:?} is not a time in seconds (such as 12.345678901)");
     let (whole, frac) = s.split_once('.').unwrap_or((s, ""));
-    if frac.len() > 9 || !(whole.chars().chain(frac.chars())).all(|c| c.is_ascii_digit()) || (whole.is_empty() && frac.is_empty()) {
+    if frac.len() > 9
+        || !(whole.chars().chain(frac.chars())).all(|c| c.is_ascii_digit())
+        || (whole.is_empty() && frac.is_empty())
+    {
         return Err(bad());
     }
-    let whole: u64 = if whole.is_empty() { 0 } else { whole.parse().map_err(|_| bad())? };
+    let whole: u64 = if whole.is_empty() {
+        0
+    } else {
+        whole.parse().map_err(|_| bad())?
+    };
     let frac: u64 = format!("{frac:0<9}").parse().map_err(|_| bad())?;
     whole
         .checked_mul(1_000_000_000)
@@ -189,7 +198,11 @@ impl Filter {
             parts.push(format!("cpu {}", list(&self.cpus)));
         }
         if let Some(r) = self.time {
-            let s = |t: Option<u64>| t.map_or(String::new(), |t| format!("{}.{:09}", t / 1_000_000_000, t % 1_000_000_000));
+            let s = |t: Option<u64>| {
+                t.map_or(String::new(), |t| {
+                    format!("{}.{:09}", t / 1_000_000_000, t % 1_000_000_000)
+                })
+            };
             parts.push(format!("time {},{}", s(r.start), s(r.end)));
         }
         parts.join(", ")
@@ -481,7 +494,17 @@ mod tests {
         assert!(r.contains(8_694_761_507) && !r.contains(8_694_761_506));
         let r = TimeRange::parse("1,2").unwrap();
         assert!(r.contains(1_999_999_999) && !r.contains(2_000_000_000));
-        for bad in ["5", "a,b", "1.0000000001,", "2,1", "1,1", "-1,", "1e3,", ".,", "99999999999999999999,"] {
+        for bad in [
+            "5",
+            "a,b",
+            "1.0000000001,",
+            "2,1",
+            "1,1",
+            "-1,",
+            "1e3,",
+            ".,",
+            "99999999999999999999,",
+        ] {
             assert!(TimeRange::parse(bad).is_err(), "{bad}");
         }
         assert_eq!(parse_cpu_list("0,2-3,2").unwrap(), [0, 2, 3]);
@@ -495,10 +518,31 @@ mod tests {
     /// what they keep out is counted apart.
     #[test]
     fn per_sample_filters_count_what_passes() {
-        let sample = |time_ns| Record::Sample { flags: 1, time_ns, offset: 0x10, period: 1, stack: None };
-        let task = |cpu, tid| Record::Task { cpu, pid: 7, tid, exe_cookie: 0, comm: "w".into() };
+        let sample = |time_ns| Record::Sample {
+            flags: 1,
+            time_ns,
+            offset: 0x10,
+            period: 1,
+            stack: None,
+        };
+        let task = |cpu, tid| Record::Task {
+            cpu,
+            pid: 7,
+            tid,
+            exe_cookie: 0,
+            comm: "w".into(),
+        };
         let mut stream = Vec::new();
-        for r in [task(0, 7), sample(10), sample(20), task(1, 8), sample(30), sample(40), task(0, 8), sample(50)] {
+        for r in [
+            task(0, 7),
+            sample(10),
+            sample(20),
+            task(1, 8),
+            sample(30),
+            sample(40),
+            task(0, 8),
+            sample(50),
+        ] {
             r.encode(&mut stream);
         }
         let count = |f: Filter| {
@@ -508,18 +552,59 @@ mod tests {
             agg.samples
         };
         assert_eq!(count(Filter::default()), 5);
-        assert_eq!(count(Filter { tids: vec![8], ..Filter::default() }), 3);
-        assert_eq!(count(Filter { cpus: vec![0], ..Filter::default() }), 3);
-        assert_eq!(count(Filter { cpus: vec![2], ..Filter::default() }), 0);
-        let time = |start, end| Some(TimeRange { start, end });
-        assert_eq!(count(Filter { time: time(Some(20), Some(40)), ..Filter::default() }), 2);
-        assert_eq!(count(Filter { time: time(None, Some(20)), ..Filter::default() }), 1);
         assert_eq!(
-            count(Filter { tids: vec![8], cpus: vec![0], time: time(Some(41), None), ..Filter::default() }),
+            count(Filter {
+                tids: vec![8],
+                ..Filter::default()
+            }),
+            3
+        );
+        assert_eq!(
+            count(Filter {
+                cpus: vec![0],
+                ..Filter::default()
+            }),
+            3
+        );
+        assert_eq!(
+            count(Filter {
+                cpus: vec![2],
+                ..Filter::default()
+            }),
+            0
+        );
+        let time = |start, end| Some(TimeRange { start, end });
+        assert_eq!(
+            count(Filter {
+                time: time(Some(20), Some(40)),
+                ..Filter::default()
+            }),
+            2
+        );
+        assert_eq!(
+            count(Filter {
+                time: time(None, Some(20)),
+                ..Filter::default()
+            }),
+            1
+        );
+        assert_eq!(
+            count(Filter {
+                tids: vec![8],
+                cpus: vec![0],
+                time: time(Some(41), None),
+                ..Filter::default()
+            }),
             1
         );
         // Key filters are not applied while counting.
-        assert_eq!(count(Filter { pid: Some(99), ..Filter::default() }), 5);
+        assert_eq!(
+            count(Filter {
+                pid: Some(99),
+                ..Filter::default()
+            }),
+            5
+        );
     }
 
     #[test]
@@ -561,8 +646,16 @@ mod tests {
         };
         let mut agg = Aggregate::new();
         let head = [
-            Record::Task { cpu: 0, pid: 7, tid: 7, exe_cookie: 0, comm: "w".into() },
-            Record::Switch { cookie: u64::from(RPROF_COOKIE_ANON) },
+            Record::Task {
+                cpu: 0,
+                pid: 7,
+                tid: 7,
+                exe_cookie: 0,
+                comm: "w".into(),
+            },
+            Record::Switch {
+                cookie: u64::from(RPROF_COOKIE_ANON),
+            },
         ];
         for r in &head {
             agg.feed(r);
@@ -571,10 +664,17 @@ mod tests {
         for t in [10, 20, 30, 40] {
             agg.feed(&sample(t));
         }
-        agg.feed(&Record::Lost { stage: 1, cpu: 0, count: 2 });
+        agg.feed(&Record::Lost {
+            stage: 1,
+            cpu: 0,
+            count: 2,
+        });
         assert_eq!((agg.samples, agg.lost_total(), agg.late), (2, 2, 0));
         agg.roll(Some(45));
-        assert_eq!((agg.samples, agg.lost_total(), agg.cutoff()), (2, 0, Some(45)));
+        assert_eq!(
+            (agg.samples, agg.lost_total(), agg.cutoff()),
+            (2, 0, Some(45))
+        );
         // From another CPU, read late: before the interval just closed.
         agg.feed(&sample(15));
         agg.feed(&sample(50));
@@ -599,9 +699,21 @@ mod tests {
     /// bucket each), not lumped into the next.
     #[test]
     fn intervals_read_late_keep_their_samples() {
-        let sample = |time_ns| Record::Sample { flags: 1, time_ns, offset: 0x10, period: 1, stack: None };
+        let sample = |time_ns| Record::Sample {
+            flags: 1,
+            time_ns,
+            offset: 0x10,
+            period: 1,
+            stack: None,
+        };
         let mut agg = Aggregate::new();
-        agg.feed(&Record::Task { cpu: 0, pid: 7, tid: 7, exe_cookie: 0, comm: "w".into() });
+        agg.feed(&Record::Task {
+            cpu: 0,
+            pid: 7,
+            tid: 7,
+            exe_cookie: 0,
+            comm: "w".into(),
+        });
         agg.set_interval(Some(10));
         agg.set_cutoff(Some(20));
         for t in [5, 25, 35, 36, 47, 19] {
@@ -622,12 +734,27 @@ mod tests {
     /// START sets the first cutoff before those samples are counted.
     #[test]
     fn the_start_record_sets_the_first_cutoff() {
-        let sample = |time_ns| Record::Sample { flags: 1, time_ns, offset: 0x10, period: 1, stack: None };
+        let sample = |time_ns| Record::Sample {
+            flags: 1,
+            time_ns,
+            offset: 0x10,
+            period: 1,
+            stack: None,
+        };
         let config = crate::testdata::config();
         let mut agg = Aggregate::new();
         agg.set_interval(Some(10));
-        agg.feed(&Record::Start { time_ns: 100, config });
-        agg.feed(&Record::Task { cpu: 0, pid: 7, tid: 7, exe_cookie: 0, comm: "w".into() });
+        agg.feed(&Record::Start {
+            time_ns: 100,
+            config,
+        });
+        agg.feed(&Record::Task {
+            cpu: 0,
+            pid: 7,
+            tid: 7,
+            exe_cookie: 0,
+            comm: "w".into(),
+        });
         for t in [101, 115, 116, 135] {
             agg.feed(&sample(t));
         }

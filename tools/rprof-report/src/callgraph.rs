@@ -36,7 +36,8 @@ pub fn write(
 ) -> io::Result<()> {
     let mut figs: HashMap<Entry, Figures> = HashMap::new();
     for r in rows {
-        let entry = |dso: &str, sym: &str| -> Entry { (r.comm.clone(), dso.to_string(), sym.to_string()) };
+        let entry =
+            |dso: &str, sym: &str| -> Entry { (r.comm.clone(), dso.to_string(), sym.to_string()) };
         let leaf = entry(&r.frame.dso, &r.frame.symbol);
         let mut seen: HashSet<Entry> = HashSet::new();
         seen.insert(leaf.clone());
@@ -53,16 +54,34 @@ pub fn write(
             *f.chains.entry(chain).or_default() += r.samples;
         }
     }
-    let pct = |n: u64| if total == 0 { 0.0 } else { 100.0 * n as f64 / total as f64 };
+    let pct = |n: u64| {
+        if total == 0 {
+            0.0
+        } else {
+            100.0 * n as f64 / total as f64
+        }
+    };
     let mut order: Vec<(&Entry, &Figures)> = figs.iter().collect();
     order.sort_by(|a, b| {
-        let key = |f: &Figures| if children { (f.children, f.self_) } else { (f.self_, f.children) };
+        let key = |f: &Figures| {
+            if children {
+                (f.children, f.self_)
+            } else {
+                (f.self_, f.children)
+            }
+        };
         key(b.1).cmp(&key(a.1)).then_with(|| a.0.cmp(b.0))
     });
     if children {
-        writeln!(out, "# Children      Self  Command          Shared Object         Symbol")?;
+        writeln!(
+            out,
+            "# Children      Self  Command          Shared Object         Symbol"
+        )?;
     } else {
-        writeln!(out, "#     Self  Command          Shared Object         Symbol")?;
+        writeln!(
+            out,
+            "#     Self  Command          Shared Object         Symbol"
+        )?;
     }
     for (e, f) in order {
         let shown = if children { f.children } else { f.self_ };
@@ -141,13 +160,20 @@ mod tests {
 
     #[test]
     fn children_self_and_chains() {
-        let rows = [row("hot", &["b", "a", "main"], 30), row("hot", &["x", "main"], 10), row("a", &["main"], 0)];
+        let rows = [
+            row("hot", &["b", "a", "main"], 30),
+            row("hot", &["x", "main"], 10),
+            row("a", &["main"], 0),
+        ];
         let mut out = Vec::new();
         write(&mut out, &rows, 40, true, 0.0).unwrap();
         let text = String::from_utf8(out).unwrap();
         let line = |sym: &str| {
             text.lines()
-                .find(|l| l.ends_with(&format!("  {sym}")) && l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+                .find(|l| {
+                    l.ends_with(&format!("  {sym}"))
+                        && l.trim_start().starts_with(|c: char| c.is_ascii_digit())
+                })
                 .unwrap()
                 .to_string()
         };
@@ -159,14 +185,19 @@ mod tests {
         assert!(text.contains("|--25.00%--x\n"), "{text}");
         // The callers follow their first, innermost first.
         let b = text.find("|--75.00%--b").unwrap();
-        assert!(text[b..].find("a\n").unwrap() < text[b..].find("main\n").unwrap(), "{text}");
+        assert!(
+            text[b..].find("a\n").unwrap() < text[b..].find("main\n").unwrap(),
+            "{text}"
+        );
 
         let mut out = Vec::new();
         write(&mut out, &rows, 40, false, 0.0).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert!(text.starts_with("#     Self"), "{text}");
-        let entries: Vec<&str> =
-            text.lines().filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit())).collect();
+        let entries: Vec<&str> = text
+            .lines()
+            .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+            .collect();
         assert_eq!(entries.len(), 1, "only functions with self samples: {text}");
         assert!(entries[0].ends_with("  hot"), "{text}");
     }

@@ -112,15 +112,48 @@ mod tests {
         let mut out = Vec::new();
         let w = write(&mut out, &d.stream, &d.config, &mut sym, &Filter::default()).unwrap();
         let text = String::from_utf8(out).unwrap();
-        assert_eq!(w, Written { samples: testdata::SAMPLES, error: None });
+        assert_eq!(
+            w,
+            Written {
+                samples: testdata::SAMPLES,
+                error: None
+            }
+        );
         let blocks: Vec<&str> = text.split("\n\n").filter(|b| !b.is_empty()).collect();
         assert_eq!(blocks.len() as u64, testdata::SAMPLES, "{text}");
-        let head: Vec<&str> = blocks[0].lines().next().unwrap().split_whitespace().collect();
-        assert_eq!(head, ["attr_main", "100/100", "[000]", "0.000000001:", "1001001", "cpu-clock@999:"]);
+        let head: Vec<&str> = blocks[0]
+            .lines()
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .collect();
+        assert_eq!(
+            head,
+            [
+                "attr_main",
+                "100/100",
+                "[000]",
+                "0.000000001:",
+                "1001001",
+                "cpu-clock@999:"
+            ]
+        );
         let leaf = blocks[0].lines().nth(1).unwrap();
-        assert!(leaf.starts_with('\t') && leaf.contains(" rprof_report_test_hot ("), "{leaf}");
-        assert!(blocks[30].contains(" rprof_report_test_warm ("), "{}", blocks[30]);
-        assert!(blocks[40].trim_start().starts_with("swapper/1") && blocks[40].contains(" do_idle [k] ([kernel.kallsyms])"), "{}", blocks[40]);
+        assert!(
+            leaf.starts_with('\t') && leaf.contains(" rprof_report_test_hot ("),
+            "{leaf}"
+        );
+        assert!(
+            blocks[30].contains(" rprof_report_test_warm ("),
+            "{}",
+            blocks[30]
+        );
+        assert!(
+            blocks[40].trim_start().starts_with("swapper/1")
+                && blocks[40].contains(" do_idle [k] ([kernel.kallsyms])"),
+            "{}",
+            blocks[40]
+        );
         assert!(blocks[49].contains(" busy_spin [k] ("), "{}", blocks[49]);
     }
 
@@ -129,7 +162,10 @@ mod tests {
         let d = testdata::data_file();
         let mut sym = Symbolizer::new(&d.kallsyms, &d.files, None);
         let mut out = Vec::new();
-        let filter = Filter { comm: Some("swapper/1".into()), ..Filter::default() };
+        let filter = Filter {
+            comm: Some("swapper/1".into()),
+            ..Filter::default()
+        };
         let w = write(&mut out, &d.stream, &d.config, &mut sym, &filter).unwrap();
         assert_eq!(w.samples, 10);
         assert!(!String::from_utf8(out).unwrap().contains("attr_main"));
@@ -142,8 +178,20 @@ mod tests {
         let mut cut = d.stream.clone();
         // A record header announcing more bytes than are there.
         cut.truncate(cut.len() - 4);
-        let w = write(&mut Vec::new(), &cut, &d.config, &mut sym, &Filter::default()).unwrap();
-        assert!(w.error.as_deref().is_some_and(|e| e.contains("stream offset")), "{w:?}");
+        let w = write(
+            &mut Vec::new(),
+            &cut,
+            &d.config,
+            &mut sym,
+            &Filter::default(),
+        )
+        .unwrap();
+        assert!(
+            w.error
+                .as_deref()
+                .is_some_and(|e| e.contains("stream offset")),
+            "{w:?}"
+        );
         assert_eq!(w.samples, testdata::SAMPLES);
     }
 }

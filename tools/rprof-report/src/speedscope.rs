@@ -31,7 +31,12 @@ pub fn document(rows: &[Row], name: &str) -> Value {
     let mut by_comm: BTreeMap<&str, BTreeMap<Vec<usize>, u64>> = BTreeMap::new();
     for r in rows {
         let stack = if r.chain {
-            let mut s: Vec<usize> = r.callers.iter().rev().map(|f| frame(&f.symbol, &f.path)).collect();
+            let mut s: Vec<usize> = r
+                .callers
+                .iter()
+                .rev()
+                .map(|f| frame(&f.symbol, &f.path))
+                .collect();
             s.push(frame(&r.frame.symbol, &r.frame.path));
             s
         } else {

@@ -269,10 +269,14 @@ impl Symbolizer {
         let data = {
             use std::io::Read;
             let mut data = Vec::new();
-            match file.take(rprof_symbols::root::MAX_FILE).read_to_end(&mut data) {
+            match file
+                .take(rprof_symbols::root::MAX_FILE)
+                .read_to_end(&mut data)
+            {
                 Ok(_) => data,
                 Err(e) => {
-                    self.warnings.push(format!("cannot read {}: {e}", host.display()));
+                    self.warnings
+                        .push(format!("cannot read {}: {e}", host.display()));
                     return ImageState::Unreadable;
                 }
             }
@@ -391,7 +395,10 @@ impl Symbolizer {
             Some((_, f)) => {
                 use std::io::Read;
                 let mut bytes = Vec::new();
-                match f.take(rprof_symbols::perfmap::MAX_MAP).read_to_end(&mut bytes) {
+                match f
+                    .take(rprof_symbols::perfmap::MAX_MAP)
+                    .read_to_end(&mut bytes)
+                {
                     Ok(_) => {
                         let map = PerfMap::parse(&String::from_utf8_lossy(&bytes));
                         if map.bad_lines > 0 {
@@ -404,7 +411,8 @@ impl Symbolizer {
                         Some(Arc::new(map))
                     }
                     Err(e) => {
-                        self.warnings.push(format!("cannot read {}: {e}", shown.display()));
+                        self.warnings
+                            .push(format!("cannot read {}: {e}", shown.display()));
                         None
                     }
                 }
@@ -777,11 +785,25 @@ mod tests {
             period: 1,
             stack: None,
         };
-        let task = |pid| Record::Task { cpu: 0, pid, tid: pid, exe_cookie: 0, comm: "node".into() };
-        let mut r = vec![Record::Start { time_ns: 1, config }, task(4242), Record::Switch { cookie: anon }];
+        let task = |pid| Record::Task {
+            cpu: 0,
+            pid,
+            tid: pid,
+            exe_cookie: 0,
+            comm: "node".into(),
+        };
+        let mut r = vec![
+            Record::Start { time_ns: 1, config },
+            task(4242),
+            Record::Switch { cookie: anon },
+        ];
         r.extend((0..5).map(|_| sample(0x7f00_0000_1010)));
         r.extend((0..2).map(|_| sample(0x7f00_0000_5000)));
-        r.extend([task(4243), Record::Switch { cookie: anon }, sample(0x7f00_0000_1010)]);
+        r.extend([
+            task(4243),
+            Record::Switch { cookie: anon },
+            sample(0x7f00_0000_1010),
+        ]);
         r.push(Record::Stop { time_ns: 3, config });
         let mut stream = Vec::new();
         for rec in &r {
@@ -808,8 +830,14 @@ mod tests {
             Some((5, "perf-4242.map".to_string(), true)),
             "{rows:?}"
         );
-        assert_eq!(find(4242, "[unknown] 0x7f0000005000"), Some((2, "[anon]".to_string(), false)));
-        assert_eq!(find(4243, "[unknown] 0x7f0000001010"), Some((1, "[anon]".to_string(), false)));
+        assert_eq!(
+            find(4242, "[unknown] 0x7f0000005000"),
+            Some((2, "[anon]".to_string(), false))
+        );
+        assert_eq!(
+            find(4243, "[unknown] 0x7f0000001010"),
+            Some((1, "[anon]".to_string(), false))
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

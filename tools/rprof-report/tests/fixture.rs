@@ -393,7 +393,11 @@ fn symfs_stays_inside_and_finds_debug_files() {
     let _ = std::fs::remove_dir_all(&base);
     let symfs = base.join("symfs");
     std::fs::create_dir_all(symfs.join("tests/bin")).unwrap();
-    std::fs::copy(real.join("libattr_lib.so"), symfs.join("tests/bin/libattr_lib.so")).unwrap();
+    std::fs::copy(
+        real.join("libattr_lib.so"),
+        symfs.join("tests/bin/libattr_lib.so"),
+    )
+    .unwrap();
     let main_hot = |l: &mut Loaded| {
         let rows = rprof_report::rows(&l.agg, &mut l.sym, &attr_main());
         let lines = table::group(&rows, &table::parse_sort("sym").unwrap());
@@ -411,7 +415,10 @@ fn symfs_stays_inside_and_finds_debug_files() {
         symlink(&target, &link).unwrap();
         let mut l = Loaded::new(data(), Some(symfs.clone()));
         let top = main_hot(&mut l);
-        assert!(top.starts_with("[unknown] /tests/bin/attr_main+0x"), "{target:?} gave {top}");
+        assert!(
+            top.starts_with("[unknown] /tests/bin/attr_main+0x"),
+            "{target:?} gave {top}"
+        );
     }
     // An absolute symlink to a path inside the symfs is followed there.
     std::fs::create_dir_all(symfs.join("opt")).unwrap();
@@ -419,7 +426,10 @@ fn symfs_stays_inside_and_finds_debug_files() {
     let link = symfs.join("tests/bin/attr_main");
     std::fs::remove_file(&link).unwrap();
     symlink("/opt/attr_main", &link).unwrap();
-    assert_eq!(main_hot(&mut Loaded::new(data(), Some(symfs.clone()))), "main_hot");
+    assert_eq!(
+        main_hot(&mut Loaded::new(data(), Some(symfs.clone()))),
+        "main_hot"
+    );
 
     // Stripped, with the debug file in the build-id tree.
     std::fs::remove_file(&link).unwrap();
@@ -435,18 +445,44 @@ fn symfs_stays_inside_and_finds_debug_files() {
     let tree = symfs.join(format!("usr/lib/debug/.build-id/{}", &hex[..2]));
     std::fs::create_dir_all(&tree).unwrap();
     let debug = tree.join(format!("{}.debug", &hex[2..]));
-    assert!(Command::new("objcopy").arg("--only-keep-debug").arg(&link).arg(&debug).status().unwrap().success());
-    assert!(Command::new("strip").arg("--strip-all").arg(&link).status().unwrap().success());
+    assert!(Command::new("objcopy")
+        .arg("--only-keep-debug")
+        .arg(&link)
+        .arg(&debug)
+        .status()
+        .unwrap()
+        .success());
+    assert!(Command::new("strip")
+        .arg("--strip-all")
+        .arg(&link)
+        .status()
+        .unwrap()
+        .success());
     std::fs::remove_dir_all(symfs.join("usr/lib/debug")).unwrap();
     let top = main_hot(&mut Loaded::new(data(), Some(symfs.clone())));
-    assert!(top.starts_with("[unknown] "), "stripped attr_main named {top} without its debug file");
+    assert!(
+        top.starts_with("[unknown] "),
+        "stripped attr_main named {top} without its debug file"
+    );
     std::fs::create_dir_all(&tree).unwrap();
-    assert!(Command::new("objcopy").arg("--only-keep-debug").arg(real.join("attr_main")).arg(&debug).status().unwrap().success());
+    assert!(Command::new("objcopy")
+        .arg("--only-keep-debug")
+        .arg(real.join("attr_main"))
+        .arg(&debug)
+        .status()
+        .unwrap()
+        .success());
     let mut l = Loaded::new(data(), Some(symfs.clone()));
     assert_eq!(main_hot(&mut l), "main_hot");
     let a = annotate::annotate(&l.agg, &mut l.sym, &attr_main(), "main_hot");
     assert!(!a[0].insns.is_empty() && a[0].insns.iter().all(|i| !i.bytes.is_empty()));
-    assert!(a[0].lines.iter().any(|(f, _, _)| f.ends_with("attr_main.c")), "{:?}", a[0].lines);
+    assert!(
+        a[0].lines
+            .iter()
+            .any(|(f, _, _)| f.ends_with("attr_main.c")),
+        "{:?}",
+        a[0].lines
+    );
     std::fs::remove_dir_all(&base).unwrap();
 }
 
@@ -478,13 +514,42 @@ fn cpu_tid_and_time_filters_split_the_recording() {
     };
     assert!(per_cpu.len() >= 2, "{per_cpu:?}");
     for (cpu, n) in &per_cpu {
-        assert_eq!(counted(Filter { cpus: vec![*cpu], ..Filter::default() }), *n, "cpu {cpu}");
+        assert_eq!(
+            counted(Filter {
+                cpus: vec![*cpu],
+                ..Filter::default()
+            }),
+            *n,
+            "cpu {cpu}"
+        );
     }
-    let (busiest, n) = per_tid.iter().filter(|(t, _)| **t != 0).max_by_key(|(_, n)| **n).unwrap();
-    assert_eq!(counted(Filter { tids: vec![*busiest], ..Filter::default() }), *n);
+    let (busiest, n) = per_tid
+        .iter()
+        .filter(|(t, _)| **t != 0)
+        .max_by_key(|(_, n)| **n)
+        .unwrap();
+    assert_eq!(
+        counted(Filter {
+            tids: vec![*busiest],
+            ..Filter::default()
+        }),
+        *n
+    );
     let mid = times[times.len() / 2];
-    let before = counted(Filter { time: Some(TimeRange { start: None, end: Some(mid) }), ..Filter::default() });
-    let after = counted(Filter { time: Some(TimeRange { start: Some(mid), end: None }), ..Filter::default() });
+    let before = counted(Filter {
+        time: Some(TimeRange {
+            start: None,
+            end: Some(mid),
+        }),
+        ..Filter::default()
+    });
+    let after = counted(Filter {
+        time: Some(TimeRange {
+            start: Some(mid),
+            end: None,
+        }),
+        ..Filter::default()
+    });
     assert_eq!(before + after, total);
     assert_eq!(before, times.iter().filter(|t| **t < mid).count() as u64);
 }

@@ -122,7 +122,10 @@ mod tests {
 
     /// `objcopy --only-keep-debug BIN DEBUG`, then `strip BIN`.
     fn split(bin: &Path, debug: &Path) {
-        run(Command::new("objcopy").arg("--only-keep-debug").arg(bin).arg(debug));
+        run(Command::new("objcopy")
+            .arg("--only-keep-debug")
+            .arg(bin)
+            .arg(debug));
         run(Command::new("strip").arg("--strip-all").arg(bin));
     }
 
@@ -173,7 +176,14 @@ mod tests {
         split(&bin, &tree.join(format!("{}.debug", &hex[2..])));
         let root = Root::symfs(&fs).unwrap();
         let (found, line) = symbolize(&root, "/bin/prog");
-        assert_eq!(found.as_deref(), Some(&*format!("/usr/lib/debug/.build-id/{}/{}.debug", &hex[..2], &hex[2..])));
+        assert_eq!(
+            found.as_deref(),
+            Some(&*format!(
+                "/usr/lib/debug/.build-id/{}/{}.debug",
+                &hex[..2],
+                &hex[2..]
+            ))
+        );
         assert!(line.is_some_and(|l| l > 0), "no line for local_hot");
         // Without the debug file, the stripped binary has no local_hot.
         std::fs::remove_dir_all(fs.join("usr")).unwrap();
@@ -209,11 +219,22 @@ mod tests {
         let dir = tmp("gz");
         let plain = build(&dir, "plain", &[]);
         let gz = build(&dir, "gz", &["-gz=zlib"]);
-        let sections = Command::new("readelf").arg("-SW").arg(&gz).output().unwrap();
+        let sections = Command::new("readelf")
+            .arg("-SW")
+            .arg(&gz)
+            .output()
+            .unwrap();
         let sections = String::from_utf8_lossy(&sections.stdout).into_owned();
-        let info = sections.lines().find(|l| l.contains(".debug_info")).unwrap();
+        let info = sections
+            .lines()
+            .find(|l| l.contains(".debug_info"))
+            .unwrap();
         // readelf's flags column: C for SHF_COMPRESSED.
-        assert!(info.split_whitespace().any(|f| f.contains('C') && f.len() <= 4), "{info}");
+        assert!(
+            info.split_whitespace()
+                .any(|f| f.contains('C') && f.len() <= 4),
+            "{info}"
+        );
         let host = Root::host();
         let a = symbolize(&host, &plain.to_string_lossy());
         let b = symbolize(&host, &gz.to_string_lossy());

@@ -84,7 +84,11 @@ impl Lines {
                 Some(l) => (l.file.map(str::to_string), l.line.unwrap_or(0)),
                 None => (None, 0),
             };
-            out.push(InlineFrame { function, file, line });
+            out.push(InlineFrame {
+                function,
+                file,
+                line,
+            });
         }
         out
     }

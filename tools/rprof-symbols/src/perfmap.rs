@@ -60,7 +60,8 @@ impl PerfMap {
         // of lines at rising addresses, and inserting into a sorted Vec
         // would be quadratic.
         parsed.reverse();
-        let mut by_start: std::collections::BTreeMap<u64, Entry> = std::collections::BTreeMap::new();
+        let mut by_start: std::collections::BTreeMap<u64, Entry> =
+            std::collections::BTreeMap::new();
         for (_, e) in parsed {
             let end = e.start.saturating_add(e.size);
             let hits_prev = by_start
@@ -141,9 +142,15 @@ mod tests {
         assert_eq!(m.bad_lines, 2);
         assert_eq!(m.len(), 3);
         let h = m.lookup(0x7f000000100f).unwrap();
-        assert_eq!((h.name, h.addr, h.offset), ("LazyCompile:~add /app/index.js:3:13", 0x7f0000001000, 0xf));
+        assert_eq!(
+            (h.name, h.addr, h.offset),
+            ("LazyCompile:~add /app/index.js:3:13", 0x7f0000001000, 0xf)
+        );
         assert_eq!(m.lookup(0x7f0000001040).unwrap().name, "py::f:/x.py");
-        assert!(m.lookup(0x7f0000001060).is_none(), "past the end of the last entry");
+        assert!(
+            m.lookup(0x7f0000001060).is_none(),
+            "past the end of the last entry"
+        );
         assert!(m.lookup(0x7f0000000fff).is_none());
         // The newer line for a reused address wins.
         assert_eq!(m.lookup(0x7f0000002008).unwrap().name, "second");
@@ -152,7 +159,13 @@ mod tests {
 
     #[test]
     fn hostile_maps_do_not_panic() {
-        for text in ["ffffffffffffffff ffffffffffffffff x\n0 1 y", "1 1\n", "  \n\t", "g 1 x", "1 g x"] {
+        for text in [
+            "ffffffffffffffff ffffffffffffffff x\n0 1 y",
+            "1 1\n",
+            "  \n\t",
+            "g 1 x",
+            "1 g x",
+        ] {
             let m = PerfMap::parse(text);
             let _ = m.lookup(u64::MAX);
             let _ = m.lookup(0);
@@ -172,7 +185,12 @@ mod tests {
         }
         let m = PerfMap::parse(&text);
         assert_eq!(m.len(), 200_000);
-        assert_eq!(m.lookup(0x7f00_0000_0000 + 199_999 * 0x10 + 3).unwrap().name, "f199999");
+        assert_eq!(
+            m.lookup(0x7f00_0000_0000 + 199_999 * 0x10 + 3)
+                .unwrap()
+                .name,
+            "f199999"
+        );
         assert_eq!(m.lookup(0x7f00_0000_0000 + 5).unwrap().name, "f0");
     }
 }

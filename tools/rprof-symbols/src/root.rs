@@ -183,12 +183,18 @@ mod tests {
         symlink(&outside, fs.join("lib/abs.so")).unwrap();
         symlink("/proc/self/root/etc/hostname", fs.join("lib/proc.so")).unwrap();
         let root = Root::symfs(&fs).unwrap();
-        let read = |p: &str| root.read(p).map(|b| String::from_utf8_lossy(&b).into_owned());
+        let read = |p: &str| {
+            root.read(p)
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+        };
         assert_eq!(read("/lib/real.so").unwrap(), "inside");
         assert_eq!(read("/lib/rel.so").unwrap(), "inside");
         // `..` stops at the symfs.
         assert_eq!(read("/../../../lib/real.so").unwrap(), "inside");
-        assert!(read("/lib/up.so").is_err(), "a relative symlink left the symfs");
+        assert!(
+            read("/lib/up.so").is_err(),
+            "a relative symlink left the symfs"
+        );
         assert!(
             read(&format!("/../../../../..{}", outside.display())).unwrap() == "copy",
             "`..` left the symfs"

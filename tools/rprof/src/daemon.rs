@@ -71,7 +71,9 @@ pub fn parse_seconds(s: &str) -> Result<Duration, String> {
     }
     let d = Duration::from_secs_f64(secs);
     if d < Duration::from_micros(1) {
-        return Err(format!("'{s}': the duration must be at least a microsecond"));
+        return Err(format!(
+            "'{s}': the duration must be at least a microsecond"
+        ));
     }
     Ok(d)
 }
@@ -91,7 +93,10 @@ fn now_unix() -> Duration {
 /// CLOCK_MONOTONIC now, in ns: the clock of the stream's times (see the
 /// uapi header), so intervals are scheduled in the samples' own clock.
 fn mono_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: `ts` is a valid timespec for clock_gettime to fill in;
     // CLOCK_MONOTONIC always exists on Linux.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
@@ -174,7 +179,10 @@ pub fn write_profile(
     }
     // The profile is there: a failure to delete old ones is not a skip.
     if let Err(e) = rotate(dir, keep) {
-        eprintln!("rprof daemon: {}: old profiles not removed: {e}", path.display());
+        eprintln!(
+            "rprof daemon: {}: old profiles not removed: {e}",
+            path.display()
+        );
     }
     eprintln!("rprof daemon: wrote {}", summary(&path, &sink.agg));
     Ok(path)
@@ -269,7 +277,14 @@ impl Profiles<'_> {
             length,
         };
         self.seq += 1;
-        match write_profile(&self.args.dir, interval, sink, self.config, sym, self.args.keep) {
+        match write_profile(
+            &self.args.dir,
+            interval,
+            sink,
+            self.config,
+            sym,
+            self.args.keep,
+        ) {
             Ok(_) => self.written += 1,
             Err(e) => {
                 self.skipped += 1;
@@ -508,7 +523,10 @@ pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
                 sink.agg.roll(Some(end.saturating_add(step_ns)));
                 continue;
             }
-            session.pump(Duration::from_nanos(due - now).min(POLL_INTERVAL), &mut sink)?;
+            session.pump(
+                Duration::from_nanos(due - now).min(POLL_INTERVAL),
+                &mut sink,
+            )?;
         }
         let stopped = session.stop_and_drain(&mut sink)?;
         // The last interval, cut short: every sample read counts in it.
@@ -585,15 +603,41 @@ mod tests {
             skipped: 0,
         };
         let s = 1_000_000_000u64;
-        let sample = |t: u64| Record::Sample { flags: 0, time_ns: t, offset: 0xffffffff81000000, period: 1, stack: None };
+        let sample = |t: u64| Record::Sample {
+            flags: 0,
+            time_ns: t,
+            offset: 0xffffffff81000000,
+            period: 1,
+            stack: None,
+        };
         let mut r = vec![
-            Record::Start { time_ns: 10 * s, config },
-            Record::Task { cpu: 0, pid: 0, tid: 0, exe_cookie: 0, comm: "swapper/0".into() },
+            Record::Start {
+                time_ns: 10 * s,
+                config,
+            },
+            Record::Task {
+                cpu: 0,
+                pid: 0,
+                tid: 0,
+                exe_cookie: 0,
+                comm: "swapper/0".into(),
+            },
         ];
-        for t in [10 * s + s / 2, 11 * s + 1, 11 * s + s / 2, 12 * s, 12 * s + 9 * s / 10, 12 * s + 1, 12 * s + 2] {
+        for t in [
+            10 * s + s / 2,
+            11 * s + 1,
+            11 * s + s / 2,
+            12 * s,
+            12 * s + 9 * s / 10,
+            12 * s + 1,
+            12 * s + 2,
+        ] {
             r.push(sample(t));
         }
-        r.push(Record::Stop { time_ns: 13 * s + s / 5, config });
+        r.push(Record::Stop {
+            time_ns: 13 * s + s / 5,
+            config,
+        });
         let mut stream = Vec::new();
         for rec in &r {
             rec.encode(&mut stream);
@@ -673,7 +717,14 @@ mod tests {
             .map(|e| e.unwrap().file_name().into_string().unwrap())
             .collect();
         left.sort();
-        assert_eq!(left, [".other.tmp", ".rprof-notes.txt.tmp", "rprof-0000000001-000000.pb.gz"]);
+        assert_eq!(
+            left,
+            [
+                ".other.tmp",
+                ".rprof-notes.txt.tmp",
+                "rprof-0000000001-000000.pb.gz"
+            ]
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 

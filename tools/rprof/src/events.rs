@@ -308,8 +308,16 @@ mod tests {
             ("cycles:u", None, Levels::User),
             ("cpu-clock:k", None, Levels::Kernel),
             ("cycles:uk", None, Levels::All),
-            ("cycles:100000:u", Some(Sampling::Period(100000)), Levels::User),
-            ("cpu-clock@4000:k", Some(Sampling::Freq(4000)), Levels::Kernel),
+            (
+                "cycles:100000:u",
+                Some(Sampling::Period(100000)),
+                Levels::User,
+            ),
+            (
+                "cpu-clock@4000:k",
+                Some(Sampling::Freq(4000)),
+                Levels::Kernel,
+            ),
         ] {
             let e = s.parse::<EventSpec>().unwrap();
             assert_eq!((e.sampling, e.levels), (sampling, levels), "{s}");
@@ -386,7 +394,10 @@ mod tests {
     #[test]
     fn modifiers_and_period_make_the_session() {
         let o = SessionOptions {
-            events: vec!["cycles:u".parse().unwrap(), "instructions:u".parse().unwrap()],
+            events: vec![
+                "cycles:u".parse().unwrap(),
+                "instructions:u".parse().unwrap(),
+            ],
             period: Some(12345),
             freq: Some(99),
             ..Default::default()
@@ -409,7 +420,10 @@ mod tests {
             exclude_user: true,
             ..Default::default()
         };
-        assert!(none.to_config().unwrap_err().contains("nothing would be sampled"));
+        assert!(none
+            .to_config()
+            .unwrap_err()
+            .contains("nothing would be sampled"));
     }
 
     #[test]

@@ -130,8 +130,14 @@ impl Launch {
     /// Lets the child exec its command; an error if the exec failed (the
     /// child is reaped then).
     pub fn release(mut self) -> Result<Running, Error> {
-        let go = self.go.take().expect("a Launch holds its pipe until released");
-        let err = self.err.take().expect("a Launch holds its pipe until released");
+        let go = self
+            .go
+            .take()
+            .expect("a Launch holds its pipe until released");
+        let err = self
+            .err
+            .take()
+            .expect("a Launch holds its pipe until released");
         // SAFETY: One byte from a live local to our open pipe.
         let wrote = unsafe { libc::write(go.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
         drop(go);
@@ -139,13 +145,8 @@ impl Launch {
         let mut got = 0;
         while got < 4 {
             // SAFETY: Reads into the rest of `errno`, from our open pipe.
-            let n = unsafe {
-                libc::read(
-                    err.as_raw_fd(),
-                    errno[got..].as_mut_ptr().cast(),
-                    4 - got,
-                )
-            };
+            let n =
+                unsafe { libc::read(err.as_raw_fd(), errno[got..].as_mut_ptr().cast(), 4 - got) };
             if n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
                 continue;
             }
@@ -288,16 +289,28 @@ mod tests {
     #[test]
     fn a_missing_program_is_an_error_at_release() {
         let l = Launch::fork(&["/nonexistent/rprof-no-such-program".into()]).unwrap();
-        let e = l.release().err().expect("exec of a missing program succeeded");
+        let e = l
+            .release()
+            .err()
+            .expect("exec of a missing program succeeded");
         let msg = e.to_string();
-        assert!(msg.contains("cannot run /nonexistent/rprof-no-such-program") && msg.contains("No such file"), "{msg}");
+        assert!(
+            msg.contains("cannot run /nonexistent/rprof-no-such-program")
+                && msg.contains("No such file"),
+            "{msg}"
+        );
     }
 
     #[test]
     fn a_launch_dropped_unreleased_never_runs() {
         let dir = std::env::temp_dir().join(format!("rprof-launch-drop-{}", std::process::id()));
         let _ = std::fs::remove_file(&dir);
-        let l = Launch::fork(&["sh".into(), "-c".into(), format!("echo ran > {}", dir.display())]).unwrap();
+        let l = Launch::fork(&[
+            "sh".into(),
+            "-c".into(),
+            format!("echo ran > {}", dir.display()),
+        ])
+        .unwrap();
         let pid = l.pid();
         drop(l);
         // Reaped: the pid is no child of ours any more.

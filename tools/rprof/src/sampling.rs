@@ -18,7 +18,11 @@ pub struct SamplingArgs {
     /// events, `NAME@HZ` about HZ times a second; perf's `:u` (user mode
     /// only) or `:k` (kernel mode only) after it, the same for every
     /// event.  Repeatable (up to 8).  Default: cpu-clock@999.
-    #[arg(short = 'e', long = "event", value_name = "EVENT[:PERIOD|@FREQ][:u|:k]")]
+    #[arg(
+        short = 'e',
+        long = "event",
+        value_name = "EVENT[:PERIOD|@FREQ][:u|:k]"
+    )]
     pub events: Vec<EventSpec>,
 
     /// Sampling frequency in Hz of events given without a period or
@@ -82,7 +86,10 @@ pub struct CallGraphArgs {
 impl CallGraphArgs {
     /// The (kernel, user) depths asked for, if any.
     pub fn depths(&self) -> Result<Option<(u16, u16)>, Error> {
-        let mode = self.call_graph.as_ref().map(|m| m.split(',').next().unwrap_or("").to_string());
+        let mode = self
+            .call_graph
+            .as_ref()
+            .map(|m| m.split(',').next().unwrap_or("").to_string());
         match mode.as_deref() {
             None | Some("fp") => {}
             Some(m @ ("dwarf" | "lbr")) => {
@@ -92,11 +99,17 @@ impl CallGraphArgs {
                      -fno-omit-frame-pointer"
                 )))
             }
-            Some(m) => return Err(Error::Usage(format!("unknown --call-graph mode '{m}' (only fp)"))),
+            Some(m) => {
+                return Err(Error::Usage(format!(
+                    "unknown --call-graph mode '{m}' (only fp)"
+                )))
+            }
         }
         if !self.g && mode.is_none() {
             if self.max_stack.is_some() {
-                return Err(Error::Usage("--max-stack needs -g or --call-graph fp".into()));
+                return Err(Error::Usage(
+                    "--max-stack needs -g or --call-graph fp".into(),
+                ));
             }
             return Ok(None);
         }

@@ -97,14 +97,26 @@ fn script_of_the_fixture() {
         .find_map(|l| l.strip_prefix("# shown: "))
         .and_then(|n| n.split_whitespace().next()?.parse().ok())
         .expect("the report's sample count");
-    let out = rprof(&["script", "-i", &data(), "--symfs", &symfs(), "--comm", "attr_main"]);
+    let out = rprof(&[
+        "script",
+        "-i",
+        &data(),
+        "--symfs",
+        &symfs(),
+        "--comm",
+        "attr_main",
+    ]);
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let blocks: Vec<&str> = stdout.split("\n\n").filter(|b| !b.is_empty()).collect();
     assert_eq!(blocks.len() as u64, samples, "{report}");
-    assert!(blocks.iter().all(|b| b.trim_start().starts_with("attr_main ")));
+    assert!(blocks
+        .iter()
+        .all(|b| b.trim_start().starts_with("attr_main ")));
     assert!(
-        blocks.iter().any(|b| b.contains(" main_hot (/tests/bin/attr_main)")),
+        blocks
+            .iter()
+            .any(|b| b.contains(" main_hot (/tests/bin/attr_main)")),
         "{}",
         blocks[0]
     );
@@ -311,7 +323,8 @@ fn usage_errors_exit_2() {
 #[test]
 fn help_everywhere() {
     for sub in [
-        "record", "report", "annotate", "script", "export", "top", "daemon", "stat", "dump", "version",
+        "record", "report", "annotate", "script", "export", "top", "daemon", "stat", "dump",
+        "version",
     ] {
         let out = rprof(&[sub, "--help"]);
         assert!(out.status.success(), "{sub}");

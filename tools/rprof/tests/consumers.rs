@@ -427,15 +427,37 @@ fn chain_recording() -> (PathBuf, [String; 5]) {
     let config = d.config;
     let mut r = vec![
         Record::Start { time_ns: 1, config },
-        Record::Task { cpu: 0, pid: 7, tid: 7, exe_cookie: 0, comm: "work".into() },
+        Record::Task {
+            cpu: 0,
+            pid: 7,
+            tid: 7,
+            exe_cookie: 0,
+            comm: "work".into(),
+        },
         Record::Switch { cookie: kernel },
         // hot's callers, innermost first: b, a, main; and x, main.
-        Record::Stack { id: 1, flags: 0, nr_kernel: 3, frames: vec![(kernel, at(1)), (kernel, at(2)), (kernel, at(4))] },
-        Record::Stack { id: 2, flags: 0, nr_kernel: 2, frames: vec![(kernel, at(3)), (kernel, at(4))] },
+        Record::Stack {
+            id: 1,
+            flags: 0,
+            nr_kernel: 3,
+            frames: vec![(kernel, at(1)), (kernel, at(2)), (kernel, at(4))],
+        },
+        Record::Stack {
+            id: 2,
+            flags: 0,
+            nr_kernel: 2,
+            frames: vec![(kernel, at(3)), (kernel, at(4))],
+        },
     ];
     for (n, stack) in [(30, 1), (10, 2)] {
         for _ in 0..n {
-            r.push(Record::Sample { flags: 0, time_ns: 2, offset: at(0), period: 1_001_001, stack: Some(stack) });
+            r.push(Record::Sample {
+                flags: 0,
+                time_ns: 2,
+                offset: at(0),
+                period: 1_001_001,
+                stack: Some(stack),
+            });
         }
     }
     r.push(Record::Stop { time_ns: 3, config });
@@ -466,7 +488,11 @@ fn chains_in_pprof_and_folded() {
         // Label lines ("comm:  work") are not frames.
         let frames: Vec<&str> = block
             .lines()
-            .filter(|l| !l.split_whitespace().next().is_some_and(|w| w.ends_with(':')))
+            .filter(|l| {
+                !l.split_whitespace()
+                    .next()
+                    .is_some_and(|w| w.ends_with(':'))
+            })
             .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('-'))
             .collect();
         let names: Vec<String> = frames
@@ -474,7 +500,11 @@ fn chains_in_pprof_and_folded() {
             .filter_map(|l| l.split_whitespace().last())
             .map(str::to_string)
             .collect();
-        let value = frames.first().and_then(|l| l.split_whitespace().next()).unwrap_or("").to_string();
+        let value = frames
+            .first()
+            .and_then(|l| l.split_whitespace().next())
+            .unwrap_or("")
+            .to_string();
         if names.first() == Some(&hot) {
             seen.insert(names, value);
         }
@@ -487,34 +517,85 @@ fn chains_in_pprof_and_folded() {
     assert!(seen[&path1].starts_with("30."), "{traces}");
     assert!(seen[&path2].starts_with("10."), "{traces}");
     let top = go_pprof(&["-top", "-cum"], &pb);
-    let main_line = top.lines().find(|l| l.split_whitespace().last() == Some(main.as_str())).unwrap();
-    assert!(main_line.contains("100%"), "{main} should have every sample cumulatively:\n{top}");
+    let main_line = top
+        .lines()
+        .find(|l| l.split_whitespace().last() == Some(main.as_str()))
+        .unwrap();
+    assert!(
+        main_line.contains("100%"),
+        "{main} should have every sample cumulatively:\n{top}"
+    );
 
     let folded = tmp("chains.folded");
-    rprof(&["export", "--format", "folded", "-i", &data.to_string_lossy(), "-o", &folded.to_string_lossy()]);
+    rprof(&[
+        "export",
+        "--format",
+        "folded",
+        "-i",
+        &data.to_string_lossy(),
+        "-o",
+        &folded.to_string_lossy(),
+    ]);
     let text = std::fs::read_to_string(&folded).unwrap();
     let k = |n: &str| format!("{n}_[k]");
-    assert!(text.contains(&format!("work;{};{};{};{} 30\n", k(&main), k(&a), k(&b), k(&hot))), "{text}");
-    assert!(text.contains(&format!("work;{};{};{} 10\n", k(&main), k(&x), k(&hot))), "{text}");
+    assert!(
+        text.contains(&format!(
+            "work;{};{};{};{} 30\n",
+            k(&main),
+            k(&a),
+            k(&b),
+            k(&hot)
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("work;{};{};{} 10\n", k(&main), k(&x), k(&hot))),
+        "{text}"
+    );
 
     // The flame graph (inferno): every function a frame, kernel frames in
     // the Java palette's kernel orange (green = 0, as "rgb(R,G,0)").
     let svg = tmp("chains.svg");
-    rprof(&["flamegraph", "-i", &data.to_string_lossy(), "-o", &svg.to_string_lossy()]);
+    rprof(&[
+        "flamegraph",
+        "-i",
+        &data.to_string_lossy(),
+        "-o",
+        &svg.to_string_lossy(),
+    ]);
     let text = std::fs::read_to_string(&svg).unwrap();
     for n in [&hot, &b, &a, &x, &main] {
-        assert!(text.contains(&format!("<title>{n} (")), "{n} not in the SVG");
+        assert!(
+            text.contains(&format!("<title>{n} (")),
+            "{n} not in the SVG"
+        );
     }
-    assert!(text.contains(",0)\""), "no kernel-coloured frame in the SVG");
+    assert!(
+        text.contains(",0)\""),
+        "no kernel-coloured frame in the SVG"
+    );
 
     // speedscope: valid by the published schema, and the two stacks root
     // first, as speedscope reads them.
     let json = tmp("chains.speedscope.json");
-    rprof(&["export", "-f", "speedscope", "-i", &data.to_string_lossy(), "-o", &json.to_string_lossy()]);
-    json_schema_check(&json, &speedscope_schema()).unwrap_or_else(|e| panic!("speedscope schema: {e}"));
+    rprof(&[
+        "export",
+        "-f",
+        "speedscope",
+        "-i",
+        &data.to_string_lossy(),
+        "-o",
+        &json.to_string_lossy(),
+    ]);
+    json_schema_check(&json, &speedscope_schema())
+        .unwrap_or_else(|e| panic!("speedscope schema: {e}"));
     let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    let names: Vec<&str> =
-        doc["shared"]["frames"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = doc["shared"]["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
     let profile = &doc["profiles"][0];
     let mut stacks: Vec<(Vec<&str>, u64)> = profile["samples"]
         .as_array()
@@ -522,13 +603,21 @@ fn chains_in_pprof_and_folded() {
         .iter()
         .zip(profile["weights"].as_array().unwrap())
         .map(|(s, w)| {
-            let s = s.as_array().unwrap().iter().map(|i| names[i.as_u64().unwrap() as usize]).collect();
+            let s = s
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|i| names[i.as_u64().unwrap() as usize])
+                .collect();
             (s, w.as_u64().unwrap())
         })
         .collect();
     stacks.sort();
     let mut want = vec![
-        (vec![main.as_str(), a.as_str(), b.as_str(), hot.as_str()], 30),
+        (
+            vec![main.as_str(), a.as_str(), b.as_str(), hot.as_str()],
+            30,
+        ),
         (vec![main.as_str(), x.as_str(), hot.as_str()], 10),
     ];
     want.sort();
@@ -555,15 +644,30 @@ fn chains_in_pprof_tree() {
             }) else {
                 continue;
             };
-            let names = |ls: &[&str]| ls.iter().map(|l| name_of(l).trim().to_string()).collect::<Vec<_>>();
+            let names = |ls: &[&str]| {
+                ls.iter()
+                    .map(|l| name_of(l).trim().to_string())
+                    .collect::<Vec<_>>()
+            };
             return (names(&lines[..own]), names(&lines[own + 1..]));
         }
         panic!("no block for {f} in\n{tree}");
     };
-    assert_eq!(block_of(&a), (vec![main.clone()], vec![b.clone()]), "{tree}");
-    assert_eq!(block_of(&x), (vec![main.clone()], vec![hot.clone()]), "{tree}");
+    assert_eq!(
+        block_of(&a),
+        (vec![main.clone()], vec![b.clone()]),
+        "{tree}"
+    );
+    assert_eq!(
+        block_of(&x),
+        (vec![main.clone()], vec![hot.clone()]),
+        "{tree}"
+    );
     let (callers, callees) = block_of(&hot);
-    assert!(callers.contains(&b) && callers.contains(&x) && callees.is_empty(), "{tree}");
+    assert!(
+        callers.contains(&b) && callers.contains(&x) && callees.is_empty(),
+        "{tree}"
+    );
 }
 
 /// A program whose hot loop is a function inlined into another: an
@@ -596,42 +700,85 @@ fn inlined_functions_in_pprof() {
     )
     .unwrap();
     let bin = dir.join("prog");
-    let cc = Command::new("cc").args(["-O2", "-g", "-o"]).arg(&bin).arg(&src).status().unwrap();
+    let cc = Command::new("cc")
+        .args(["-O2", "-g", "-o"])
+        .arg(&bin)
+        .arg(&src)
+        .status()
+        .unwrap();
     assert!(cc.success(), "cc failed");
     // outer's range, from the symbol table.
-    let nm = Command::new("nm").args(["-S", "--defined-only"]).arg(&bin).output().unwrap();
+    let nm = Command::new("nm")
+        .args(["-S", "--defined-only"])
+        .arg(&bin)
+        .output()
+        .unwrap();
     let nm = String::from_utf8_lossy(&nm.stdout).into_owned();
     let (start, size) = nm
         .lines()
         .find_map(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();
-            (f.len() == 4 && f[3] == "outer")
-                .then(|| (u64::from_str_radix(f[0], 16).unwrap(), u64::from_str_radix(f[1], 16).unwrap()))
+            (f.len() == 4 && f[3] == "outer").then(|| {
+                (
+                    u64::from_str_radix(f[0], 16).unwrap(),
+                    u64::from_str_radix(f[1], 16).unwrap(),
+                )
+            })
         })
         .expect("outer in nm");
     // An address where addr2line -i says inner is inlined into outer.
     let addrs: Vec<String> = (start..start + size).map(|a| format!("{a:#x}")).collect();
-    let out = Command::new("addr2line").args(["-a", "-i", "-f", "-e"]).arg(&bin).args(&addrs).output().unwrap();
+    let out = Command::new("addr2line")
+        .args(["-a", "-i", "-f", "-e"])
+        .arg(&bin)
+        .args(&addrs)
+        .output()
+        .unwrap();
     let out = String::from_utf8_lossy(&out.stdout).into_owned();
     let mut found = None;
-    for chunk in out.split("\n0x").skip(1).chain(out.strip_prefix("0x").map(|s| s.split("\n0x").next().unwrap())) {
+    for chunk in out.split("\n0x").skip(1).chain(
+        out.strip_prefix("0x")
+            .map(|s| s.split("\n0x").next().unwrap()),
+    ) {
         let lines: Vec<&str> = chunk.lines().collect();
         // "ADDR", then function / file:line pairs, innermost first.
         if lines.len() == 5 && lines[1] == "inner" && lines[3] == "outer" {
-            let line_of = |s: &str| s.rsplit(':').next().unwrap().split_whitespace().next().unwrap().to_string();
-            found = Some((u64::from_str_radix(lines[0].trim_start_matches("0x"), 16).unwrap(), line_of(lines[2]), line_of(lines[4])));
+            let line_of = |s: &str| {
+                s.rsplit(':')
+                    .next()
+                    .unwrap()
+                    .split_whitespace()
+                    .next()
+                    .unwrap()
+                    .to_string()
+            };
+            found = Some((
+                u64::from_str_radix(lines[0].trim_start_matches("0x"), 16).unwrap(),
+                line_of(lines[2]),
+                line_of(lines[4]),
+            ));
             break;
         }
     }
-    let (vaddr, inner_line, outer_line) = found.unwrap_or_else(|| panic!("no inlined address in outer:\n{out}"));
+    let (vaddr, inner_line, outer_line) =
+        found.unwrap_or_else(|| panic!("no inlined address in outer:\n{out}"));
     // The file offset of that address: its PT_LOAD (readelf -lW).
-    let re = Command::new("readelf").args(["-lW"]).arg(&bin).output().unwrap();
+    let re = Command::new("readelf")
+        .args(["-lW"])
+        .arg(&bin)
+        .output()
+        .unwrap();
     let re = String::from_utf8_lossy(&re.stdout).into_owned();
     let offset = re
         .lines()
         .filter(|l| l.trim_start().starts_with("LOAD"))
         .find_map(|l| {
-            let f: Vec<u64> = l.split_whitespace().skip(1).take(5).map(|x| u64::from_str_radix(x.trim_start_matches("0x"), 16).unwrap()).collect();
+            let f: Vec<u64> = l
+                .split_whitespace()
+                .skip(1)
+                .take(5)
+                .map(|x| u64::from_str_radix(x.trim_start_matches("0x"), 16).unwrap())
+                .collect();
             let (off, va, memsz) = (f[0], f[1], f[4]);
             (vaddr >= va && vaddr < va + memsz).then(|| vaddr - va + off)
         })
@@ -641,13 +788,31 @@ fn inlined_functions_in_pprof() {
     let config = d.config;
     let mut r = vec![
         Record::Start { time_ns: 1, config },
-        Record::Task { cpu: 0, pid: 9, tid: 9, exe_cookie: 0, comm: "prog".into() },
-        Record::Cookie { cookie: 77, flags: 0, dev: 0, ino: 0, path: "/prog".into() },
+        Record::Task {
+            cpu: 0,
+            pid: 9,
+            tid: 9,
+            exe_cookie: 0,
+            comm: "prog".into(),
+        },
+        Record::Cookie {
+            cookie: 77,
+            flags: 0,
+            dev: 0,
+            ino: 0,
+            path: "/prog".into(),
+        },
         Record::Switch { cookie: 77 },
     ];
     for _ in 0..5 {
         let flags = rprof_abi::RPROF_SAMPLE_USER as u16;
-        r.push(Record::Sample { flags, time_ns: 2, offset, period: 1_000_000, stack: None });
+        r.push(Record::Sample {
+            flags,
+            time_ns: 2,
+            offset,
+            period: 1_000_000,
+            stack: None,
+        });
     }
     r.push(Record::Stop { time_ns: 3, config });
     let mut stream = Vec::new();
@@ -659,15 +824,38 @@ fn inlined_functions_in_pprof() {
     std::fs::write(&data, d.to_bytes()).unwrap();
     let pb = tmp("inline.pb.gz");
     rprof(&[
-        "export", "-f", "pprof", "-i", &data.to_string_lossy(), "--symfs", &dir.to_string_lossy(), "-o",
+        "export",
+        "-f",
+        "pprof",
+        "-i",
+        &data.to_string_lossy(),
+        "--symfs",
+        &dir.to_string_lossy(),
+        "-o",
         &pb.to_string_lossy(),
     ]);
     let traces = go_pprof(&["-traces", "-lines"], &pb);
-    let inner_at = traces.lines().find(|l| l.contains(" inner ")).unwrap_or_else(|| panic!("no inner in\n{traces}"));
-    assert!(inner_at.contains("(inline)"), "inner not marked inline:\n{traces}");
-    assert!(inner_at.contains(&format!("inl.c:{inner_line}")), "inner not at line {inner_line}:\n{traces}");
-    let below = traces.lines().skip_while(|l| !l.contains(" inner ")).nth(1).unwrap_or("");
-    assert!(below.contains(" outer ") && below.contains(&format!("inl.c:{outer_line}")), "outer at {outer_line} not under inner:\n{traces}");
+    let inner_at = traces
+        .lines()
+        .find(|l| l.contains(" inner "))
+        .unwrap_or_else(|| panic!("no inner in\n{traces}"));
+    assert!(
+        inner_at.contains("(inline)"),
+        "inner not marked inline:\n{traces}"
+    );
+    assert!(
+        inner_at.contains(&format!("inl.c:{inner_line}")),
+        "inner not at line {inner_line}:\n{traces}"
+    );
+    let below = traces
+        .lines()
+        .skip_while(|l| !l.contains(" inner "))
+        .nth(1)
+        .unwrap_or("");
+    assert!(
+        below.contains(" outer ") && below.contains(&format!("inl.c:{outer_line}")),
+        "outer at {outer_line} not under inner:\n{traces}"
+    );
 }
 
 /// The daemon's profiles carry the call chains: interval one's samples
@@ -682,7 +870,10 @@ fn daemon_profiles_carry_chains() {
     let d = DataFile::read(&data).unwrap();
     let mut records = Vec::new();
     Decoder::new(&d.stream).for_each(|r| records.push(r.unwrap()));
-    let samples: Vec<&Record> = records.iter().filter(|r| matches!(r, Record::Sample { .. })).collect();
+    let samples: Vec<&Record> = records
+        .iter()
+        .filter(|r| matches!(r, Record::Sample { .. }))
+        .collect();
     let encode = |rs: &[&Record]| {
         let mut out = Vec::new();
         for r in rs {
@@ -695,7 +886,10 @@ fn daemon_profiles_carry_chains() {
     std::fs::create_dir_all(&dir).unwrap();
     let mut sink = rprof::live::AggregateSink::new();
     // Interval one: the whole recording but its STOP.
-    let first: Vec<&Record> = records.iter().filter(|r| !matches!(r, Record::Stop { .. })).collect();
+    let first: Vec<&Record> = records
+        .iter()
+        .filter(|r| !matches!(r, Record::Stop { .. }))
+        .collect();
     sink.feed(&encode(&first)).unwrap();
     let interval = |seq| rprof::daemon::Interval {
         seq,
@@ -703,11 +897,13 @@ fn daemon_profiles_carry_chains() {
         length: std::time::Duration::from_secs(1),
     };
     let mut sym = rprof::live::symbolizer();
-    let one = rprof::daemon::write_profile(&dir, interval(0), &mut sink, &d.config, &mut sym, 10).unwrap();
+    let one = rprof::daemon::write_profile(&dir, interval(0), &mut sink, &d.config, &mut sym, 10)
+        .unwrap();
     sink.agg.clear_counts();
     // Interval two: the same samples again, no STACK, TASK or SWITCH.
     sink.feed(&encode(&samples)).unwrap();
-    let two = rprof::daemon::write_profile(&dir, interval(1), &mut sink, &d.config, &mut sym, 10).unwrap();
+    let two = rprof::daemon::write_profile(&dir, interval(1), &mut sink, &d.config, &mut sym, 10)
+        .unwrap();
     for pb in [one, two] {
         let traces = go_pprof(&["-traces"], &pb);
         let mut depths: Vec<(usize, String)> = traces
@@ -717,7 +913,11 @@ fn daemon_profiles_carry_chains() {
             .filter_map(|block| {
                 let frames: Vec<&str> = block
                     .lines()
-                    .filter(|l| !l.split_whitespace().next().is_some_and(|w| w.ends_with(':')))
+                    .filter(|l| {
+                        !l.split_whitespace()
+                            .next()
+                            .is_some_and(|w| w.ends_with(':'))
+                    })
                     .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('-'))
                     .collect();
                 let value = frames.first()?.split_whitespace().next()?.to_string();
@@ -726,7 +926,15 @@ fn daemon_profiles_carry_chains() {
             .collect();
         depths.sort();
         assert_eq!(depths.len(), 2, "{}:\n{traces}", pb.display());
-        assert!(depths[0].0 == 3 && depths[0].1.starts_with("10"), "{}:\n{traces}", pb.display());
-        assert!(depths[1].0 == 4 && depths[1].1.starts_with("30"), "{}:\n{traces}", pb.display());
+        assert!(
+            depths[0].0 == 3 && depths[0].1.starts_with("10"),
+            "{}:\n{traces}",
+            pb.display()
+        );
+        assert!(
+            depths[1].0 == 4 && depths[1].1.starts_with("30"),
+            "{}:\n{traces}",
+            pb.display()
+        );
     }
 }

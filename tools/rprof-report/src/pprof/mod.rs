@@ -46,9 +46,9 @@ use crate::symbolize::{FrameKind, MappingKey};
 use crate::{Aggregate, Filter, Symbolizer};
 use flate2::write::GzEncoder;
 use profile::{Function, Label, Line, Location, Mapping, Profile, Sample, ValueType};
-use rprof_symbols::dwarf::InlineFrame;
 use prost::Message;
 use rprof_abi::rprof_config;
+use rprof_symbols::dwarf::InlineFrame;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Read, Write};
 use std::sync::Arc;
@@ -296,7 +296,12 @@ pub fn build(
         vaddrs.sort_unstable();
         vaddrs.dedup();
         for (v, frames) in vaddrs.iter().zip(sym.source_frames(cookie, &vaddrs, names)) {
-            if let Some(InlineFrame { file: Some(file), line, .. }) = frames.last() {
+            if let Some(InlineFrame {
+                file: Some(file),
+                line,
+                ..
+            }) = frames.last()
+            {
                 if *line > 0 {
                     source.insert((cookie, *v), (file.clone(), *line));
                 }

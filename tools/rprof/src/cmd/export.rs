@@ -48,7 +48,12 @@ pub struct ExportArgs {
 #[derive(Debug, Clone, Args)]
 pub struct FlamegraphArgs {
     /// Where to write the SVG (`-`: standard output).
-    #[arg(short = 'o', long = "output", value_name = "OUT", default_value = "flamegraph.svg")]
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "OUT",
+        default_value = "flamegraph.svg"
+    )]
     pub output: PathBuf,
 
     /// Only this event of the recording (default: the first).
@@ -160,6 +165,6 @@ pub fn flamegraph(out: &mut dyn Write, rows: &[rprof_report::Row], name: &str) -
     opts.title = format!("rprof: {name}");
     opts.colors = Palette::Multi(MultiPalette::Java);
     opts.count_name = "samples".into();
-    inferno::flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), out).map_err(io::Error::other)
+    inferno::flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), out)
+        .map_err(io::Error::other)
 }
-

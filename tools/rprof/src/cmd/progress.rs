@@ -53,7 +53,11 @@ impl Progress {
     /// Where the bar is: (phase, done, total).
     #[cfg(test)]
     fn state(&self) -> (String, u64, u64) {
-        (self.bar.message(), self.bar.position(), self.bar.length().unwrap_or(0))
+        (
+            self.bar.message(),
+            self.bar.position(),
+            self.bar.length().unwrap_or(0),
+        )
     }
 }
 

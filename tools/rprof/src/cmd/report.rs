@@ -70,7 +70,13 @@ pub fn run(args: &ReportArgs) -> Result<(), Error> {
                 if !rows.iter().any(|r| r.chain) {
                     writeln!(out, "# no call chains in this recording (record with -g)")?;
                 }
-                rprof_report::callgraph::write(out, rows, total, !args.no_children, args.percent_limit)?;
+                rprof_report::callgraph::write(
+                    out,
+                    rows,
+                    total,
+                    !args.no_children,
+                    args.percent_limit,
+                )?;
             } else {
                 let lines = table::group(rows, &args.sort.0);
                 table::write(out, &lines, &args.sort.0, total, args.percent_limit)?;

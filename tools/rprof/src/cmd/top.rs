@@ -139,15 +139,23 @@ fn draw(
     let events = u32::from(config.nr_events).max(1);
     let height = args
         .lines
-        .or_else(|| terminal_rows.map(|r| r.saturating_sub(6 + 4 * events as usize) / events as usize))
+        .or_else(|| {
+            terminal_rows.map(|r| r.saturating_sub(6 + 4 * events as usize) / events as usize)
+        })
         .unwrap_or(20)
         .max(1);
     let mut tables = Vec::new();
     for event in 0..events {
-        let filter = Filter { event: Some(event), ..Filter::default() };
+        let filter = Filter {
+            event: Some(event),
+            ..Filter::default()
+        };
         let rows = rprof_report::rows(&sink.agg, sym, &filter);
         let total: u64 = rows.iter().map(|r| r.samples).sum();
-        let shown: Vec<table::Line> = table::group(&rows, &args.sort.0).into_iter().take(height).collect();
+        let shown: Vec<table::Line> = table::group(&rows, &args.sort.0)
+            .into_iter()
+            .take(height)
+            .collect();
         tables.push((event, total, shown));
     }
     let total: u64 = tables.iter().map(|t| t.1).sum();
@@ -167,7 +175,11 @@ fn draw(
     )?;
     for (event, total, shown) in &tables {
         if events > 1 {
-            writeln!(out, "\n# event {}: {total} samples", rprof_report::event_label(config, *event))?;
+            writeln!(
+                out,
+                "\n# event {}: {total} samples",
+                rprof_report::event_label(config, *event)
+            )?;
         }
         table::write(out, shown, &args.sort.0, *total, 0.0)?;
     }
@@ -204,8 +216,17 @@ pub fn run(device: &Path, args: &TopArgs) -> Result<(), Error> {
             } else {
                 None
             };
-            draw(&mut out, &mut sym, &sink, &config, args, now - last, screen, rows)
-                .map_err(|e| Error::io("writing to standard output", e))?;
+            draw(
+                &mut out,
+                &mut sym,
+                &sink,
+                &config,
+                args,
+                now - last,
+                screen,
+                rows,
+            )
+            .map_err(|e| Error::io("writing to standard output", e))?;
             sink.agg.clear_counts();
             screen += 1;
             if args.iterations.is_some_and(|n| screen >= n) {
@@ -312,14 +333,35 @@ mod tests {
             period: 1,
             stack: None,
         };
-        let task = rprof_decode::Record::Task { cpu: 0, pid: 0, tid: 0, exe_cookie: 0, comm: "swapper/0".into() };
+        let task = rprof_decode::Record::Task {
+            cpu: 0,
+            pid: 0,
+            tid: 0,
+            exe_cookie: 0,
+            comm: "swapper/0".into(),
+        };
         task.encode(&mut stream);
-        for r in [sample(0, 0x10), sample(0, 0x10), sample(0, 0x20), sample(1, 0x30)] {
+        for r in [
+            sample(0, 0x10),
+            sample(0, 0x10),
+            sample(0, 0x20),
+            sample(1, 0x30),
+        ] {
             r.encode(&mut stream);
         }
         rprof::session::Sink::feed(&mut sink, &stream).unwrap();
         let mut out = Vec::new();
-        draw(&mut out, &mut sym, &sink, &config, &args, Duration::from_secs(1), 0, None).unwrap();
+        draw(
+            &mut out,
+            &mut sym,
+            &sink,
+            &config,
+            &args,
+            Duration::from_secs(1),
+            0,
+            None,
+        )
+        .unwrap();
         let text = String::from_utf8(out).unwrap();
         assert!(text.contains("# event cpu-clock@99: 3 samples"), "{text}");
         assert!(text.contains("# event task-clock@99: 1 samples"), "{text}");
