@@ -290,6 +290,72 @@ fn multi_slot_records_whole_or_not_at_all() {
 }
 
 #[test]
+fn a_chain_that_does_not_fit_falls_back_to_its_sample() {
+    // The handler's path (src/sampler.rs): the sample with its chain
+    // through try_push_multi_with, which counts nothing when it does not
+    // fit, else the sample alone through push, which counts it lost if
+    // even that does not fit.  With a second writer and the reader
+    // racing, each sample is stored once, whole (with its chain or
+    // without), or counted lost once; never both, never twice.
+    model(|| {
+        let r = ring(4);
+        let chains = {
+            let r = r.clone();
+            thread::spawn(move || {
+                let (mut stored, mut cut) = (0u64, 0u64);
+                for seq in 0..2u64 {
+                    let p = r.try_push_multi_with(2, || multi(0, seq, 2), |i| cont(0, seq, i));
+                    if matches!(p, Push::Stored(_)) {
+                        stored += 1;
+                        continue;
+                    }
+                    cut += 1;
+                    if matches!(r.push(multi(0, seq, 0)), Push::Stored(_)) {
+                        stored += 1;
+                    }
+                }
+                (stored, cut)
+            })
+        };
+        let small = {
+            let r = r.clone();
+            thread::spawn(move || {
+                (0..2)
+                    .filter(|&s| matches!(r.push(multi(1, s, 0)), Push::Stored(_)))
+                    .count() as u64
+            })
+        };
+        let mut seen = [0u64; 2];
+        let mut take = || {
+            // SAFETY: This thread is the only consumer.
+            while let Some((w, s, extra)) = unsafe { pop_checked(&r) } {
+                assert!(
+                    w == 1 || extra == 2 || extra == 0,
+                    "a chain record of {extra} continuations"
+                );
+                assert_eq!(
+                    seen[w as usize] & 1 << s,
+                    0,
+                    "writer {w}'s record {s} read twice"
+                );
+                seen[w as usize] |= 1 << s;
+            }
+        };
+        take();
+        let (stored, cut) = chains.join().unwrap();
+        let stored = stored + small.join().unwrap();
+        take();
+        let got = u64::from(seen[0].count_ones() + seen[1].count_ones());
+        assert_eq!(got, stored, "every stored sample is read once");
+        assert_eq!(stored + r.lost(), 4, "samples == stored + lost");
+        assert!(
+            r.lost() <= cut + 2,
+            "only the fallback and the small writer count losses"
+        );
+    });
+}
+
+#[test]
 fn a_record_larger_than_the_free_space_is_dropped_whole() {
     // Three slots used of four: a 2-slot record does not fit and is
     // counted once; a 1-slot one still fits.

@@ -81,10 +81,10 @@ pub use crate::root::MAX_FILE;
 
 /// Opens `path` for reading if it is a regular file.  Paths come from
 /// recordings, which may name a FIFO (opening it would block), a device
-/// or a `/proc` file (reading it might never end): the file is opened
-/// without blocking and checked once open.
+/// or a `/proc` file (reading it might never end): only a path that is a
+/// regular file is opened for reading (see [`crate::root`]).
 pub fn open_regular(path: &Path) -> std::io::Result<File> {
-    crate::root::regular(crate::root::open_nonblocking(path)?)
+    crate::root::open_regular(path)
 }
 
 /// The bytes of the regular file at `path` (see [`open_regular`]).
@@ -431,5 +431,52 @@ pub(crate) mod tests {
             assert!(read_file(p).is_err(), "{}", p.display());
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Refused, and not opened at all: a process waiting to write to a
+    /// FIFO that a recording names must not be let through (opening it
+    /// for reading, even without blocking, would; so may opening a
+    /// device, with whatever its driver does on open).
+    #[test]
+    fn a_fifo_is_not_opened_to_be_refused() {
+        use std::os::unix::fs::OpenOptionsExt;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::Arc;
+        let dir = std::env::temp_dir().join(format!("rprof-fifo-open-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("fifo");
+        let ok = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        let opened = Arc::new(AtomicBool::new(false));
+        let writer = {
+            let (fifo, opened) = (fifo.clone(), opened.clone());
+            // Blocks in open() until someone opens the FIFO for reading.
+            std::thread::spawn(move || {
+                let f = std::fs::OpenOptions::new().write(true).open(&fifo);
+                opened.store(true, Ordering::SeqCst);
+                f.is_ok()
+            })
+        };
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(open_regular(&fifo).is_err());
+        assert!(read_file(&fifo).is_err());
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let let_through = opened.load(Ordering::SeqCst);
+        // Release the writer either way.
+        let reader = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&fifo)
+            .unwrap();
+        assert!(writer.join().unwrap());
+        drop(reader);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(
+            !let_through,
+            "the FIFO was opened for reading before it was refused"
+        );
     }
 }

@@ -12,8 +12,11 @@
 //! kernel without `openat2` (before 5.6) a symfs path is refused rather
 //! than opened unchecked.
 //!
-//! Every file is opened without blocking and only a regular file is
-//! accepted (a recording may name a FIFO, a device or a `/proc` file).
+//! Only a regular file is opened for reading (a recording may name a
+//! FIFO, a device or a `/proc` file): the path is opened with `O_PATH`
+//! first, which opens nothing behind it, and only what `fstat` of that
+//! says is a regular file is then opened, through the `O_PATH` descriptor
+//! itself (`/proc/self/fd/N`), so that nothing can be swapped in between.
 
 use std::fs::File;
 use std::io::{Error, ErrorKind, Read, Result};
@@ -69,10 +72,10 @@ impl Root {
     /// Opens the recorded `path` for reading if it is a regular file of at
     /// most [`MAX_FILE`] bytes.
     pub fn open(&self, path: &str) -> Result<File> {
-        regular(match &self.dir {
-            None => open_nonblocking(Path::new(path))?,
-            Some((dir, _)) => open_in_root(dir, path)?,
-        })
+        match &self.dir {
+            None => open_regular(Path::new(path)),
+            Some((dir, _)) => reopen_regular(open_in_root(dir, path)?),
+        }
     }
 
     /// The bytes of the recorded `path` (see [`Root::open`]).
@@ -83,9 +86,8 @@ impl Root {
     }
 }
 
-/// `file` if it is a regular file of at most [`MAX_FILE`] bytes.
-pub(crate) fn regular(file: File) -> Result<File> {
-    let meta = file.metadata()?;
+/// Whether `meta` is of a regular file of at most [`MAX_FILE`] bytes.
+fn check_regular(meta: &std::fs::Metadata) -> Result<()> {
     if !meta.is_file() {
         return Err(Error::new(ErrorKind::InvalidInput, "not a regular file"));
     }
@@ -95,20 +97,52 @@ pub(crate) fn regular(file: File) -> Result<File> {
             format!("larger than {MAX_FILE} bytes"),
         ));
     }
+    Ok(())
+}
+
+/// `path` opened for reading if it is a regular file of at most
+/// [`MAX_FILE`] bytes; nothing else behind the path is opened.
+pub(crate) fn open_regular(path: &Path) -> Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let only_path = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH)
+        .open(path)?;
+    reopen_regular(only_path)
+}
+
+/// The file `only_path` (an `O_PATH` descriptor) stands for, opened for
+/// reading (`O_NONBLOCK | O_NOCTTY | O_CLOEXEC`) if `fstat` says it is a
+/// regular file of at most [`MAX_FILE`] bytes.  The open goes through the
+/// descriptor's own `/proc/self/fd` link, so it is the same file; without
+/// `/proc` it fails rather than open a path that may have changed.
+fn reopen_regular(only_path: File) -> Result<File> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let meta = only_path.metadata()?;
+    check_regular(&meta)?;
+    let link = format!("/proc/self/fd/{}", only_path.as_raw_fd());
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(&link)
+        .map_err(|e| match e.kind() {
+            ErrorKind::NotFound => Error::new(
+                e.kind(),
+                "/proc is not mounted: files are opened only through /proc/self/fd",
+            ),
+            _ => e,
+        })?;
+    // The link names the descriptor's own file; a mismatch would be a
+    // /proc that is not the kernel's.
+    let opened = file.metadata()?;
+    if (opened.dev(), opened.ino()) != (meta.dev(), meta.ino()) {
+        return Err(Error::other(format!("{link} is not the file it links to")));
+    }
     Ok(file)
 }
 
-/// `open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)`.
-pub(crate) fn open_nonblocking(path: &Path) -> Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-}
-
 /// Opens `path` below `dir` with `openat2(RESOLVE_IN_ROOT |
-/// RESOLVE_NO_MAGICLINKS)`, read-only and without blocking.
+/// RESOLVE_NO_MAGICLINKS)`, as an `O_PATH` descriptor.
 #[allow(unsafe_code)]
 fn open_in_root(dir: &OwnedFd, path: &str) -> Result<File> {
     let rel = path.trim_start_matches('/');
@@ -118,7 +152,7 @@ fn open_in_root(dir: &OwnedFd, path: &str) -> Result<File> {
     // SAFETY: `open_how` is a plain C struct of integers; all zeroes is a
     // valid value, and the fields that matter are set below.
     let mut how: libc::open_how = unsafe { std::mem::zeroed() };
-    how.flags = (libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC) as u64;
+    how.flags = (libc::O_PATH | libc::O_CLOEXEC) as u64;
     how.resolve = libc::RESOLVE_IN_ROOT | libc::RESOLVE_NO_MAGICLINKS;
     // SAFETY: `dir` is an open descriptor (the type's invariant), `c_path`
     // a NUL-terminated string and `how` an initialized `open_how` whose
