@@ -13,6 +13,11 @@
 #   CHAIN_HZ, CHAIN_DEPTHS  the call-chain runs: perf -g against rprof -g
 #               (bench module, CPU 0 alone) with the workload's loop that
 #               many calls deep
+#   PHASE=scale the second boot (more vCPUs): SCALE_CPUS CPUs online in
+#               turn, the others offline, one workload copy per online CPU
+#               of SCALE_ITERATIONS steps: none, floor, perf and rprof at
+#               SCALE_HZ, then perf and rprof at each of RATE_FREQS (which
+#               of them lose samples); last, rprofd's peak RSS
 . /tests/bench.conf
 WORK=/tests/bin/work
 # Prints the peak RSS of the profiler it runs (tests/bench/maxrss.c).
@@ -36,7 +41,7 @@ copies_of() { # scenario
 # Prints the workload's line with the profiler's figures appended.
 # Usage: run_one PROFILER HZ COPIES [DEPTH]
 run_one() {
-	prof=$1 hz=$2 copies=$3 samples=0 lost=0 out= frames= stacks= file=0 stream=0
+	prof=$1 hz=$2 copies=$3 samples=0 lost=0 out= frames= stacks= file=0 stream=0 capacity=0
 	set -- "$copies" "$ITERATIONS" ${4:+"$4"}
 	rm -f /tmp/prof.err
 	online=$(grep -c '^processor' /proc/cpuinfo)
@@ -62,6 +67,7 @@ run_one() {
 		# records in its file do (after the span: not part of the figures).
 		lost=$($PERF report -i /tmp/perf.data --stats 2>/dev/null |
 			sed -n 's/^ *LOST events: *\([0-9]*\).*/\1/p' | head -n 1)
+		capacity=$lost
 		rm -f /tmp/perf.data
 		;;
 	rprof | rprof-g)
@@ -77,6 +83,10 @@ run_one() {
 		stacks=$(sed -n 's/.*rprof: chains: .*distinct stacks: \([0-9]*\).*/\1/p' /tmp/prof.err)
 		samples=$(sed -n 's/.*module: samples \([0-9]*\),.*/\1/p' /tmp/prof.err | tail -n 1)
 		lost=$(sed -n 's/.*module: samples [0-9]*, delivered [0-9]*, lost \([0-9]*\).*/\1/p' /tmp/prof.err | tail -n 1)
+		# Of them, for want of room (the rings, the event buffer): what
+		# a rate the pipeline cannot keep up with loses.
+		capacity=$(sed -n 's/.*module: samples .*(ring \([0-9]*\), buffer \([0-9]*\),.*/\1 \2/p' /tmp/prof.err |
+			tail -n 1 | awk '{ print $1 + $2 }')
 		# Where a loss happened (ring, buffer, ...), for the log.
 		[ "${lost:-0}" = 0 ] || echo "B loss prof=$prof hz=$hz $(grep 'rprof: module:' /tmp/prof.err | tail -n 1)" >&2
 		rm -f /tmp/rprof.data
@@ -92,7 +102,7 @@ run_one() {
 		;;
 	esac
 	rss=$(sed -n 's/^maxrss_kb=\([0-9]*\)$/\1/p' /tmp/prof.err 2>/dev/null | tail -n 1)
-	echo "$out cpus=$online samples=${samples:-0} lost=${lost:-0} file_bytes=${file:-0} stream_bytes=${stream:-0} maxrss_kb=${rss:-0} user_frames=${frames:-0} stacks=${stacks:-0} max_rate=$(cat /proc/sys/kernel/perf_event_max_sample_rate) uptime=$(cut -d" " -f1 /proc/uptime)"
+	echo "$out cpus=$online samples=${samples:-0} lost=${lost:-0} lost_capacity=${capacity:-0} file_bytes=${file:-0} stream_bytes=${stream:-0} maxrss_kb=${rss:-0} user_frames=${frames:-0} stacks=${stacks:-0} max_rate=$(cat /proc/sys/kernel/perf_event_max_sample_rate) uptime=$(cut -d" " -f1 /proc/uptime)"
 }
 
 cpus_online() { # 0|1: every CPU but CPU 0 off or on
@@ -134,6 +144,55 @@ if [ -n "${PROFILE_HZ:-}" ]; then
 	unload rprof
 	cpus_online 1
 	echo "B done"
+	exit 0
+fi
+
+# The scaling boot: how the costs grow with the CPUs, the highest rate
+# each profiler keeps up with, and the daemon's memory.
+if [ "${PHASE:-}" = scale ]; then
+	echo "B scaleinfo vcpus=$NCPU hz=$SCALE_HZ iterations=$SCALE_ITERATIONS"
+	ITERATIONS=$SCALE_ITERATIONS
+	# The rates are the profilers' to keep up with: the kernel's cap
+	# raised above the highest tried, and not lowered behind our back
+	# when an interrupt runs long (perf_cpu_time_max_percent=0).
+	echo 0 >/proc/sys/kernel/perf_cpu_time_max_percent
+	echo 200000 >/proc/sys/kernel/perf_event_max_sample_rate
+	insmod /lib/rprof.ko || echo "B error insmod rprof"
+	for n in $SCALE_CPUS; do
+		[ "$n" -le "$NCPU" ] || continue
+		# CPUs 0 .. n-1 online, the rest offline.
+		for f in /sys/devices/system/cpu/cpu[1-9]*/online; do
+			i=${f#/sys/devices/system/cpu/cpu}
+			i=${i%/online}
+			echo $((i < n ? 1 : 0)) >"$f"
+		done
+		line=$(run_one none 0 "$n")
+		echo "B scale prof=none hz=0 ${line#work }"
+		for prof in floor perf rprof; do
+			line=$(run_one "$prof" "$SCALE_HZ" "$n")
+			echo "B scale prof=$prof hz=$SCALE_HZ ${line#work }"
+		done
+		for hz in $RATE_FREQS; do
+			for prof in perf rprof; do
+				line=$(run_one "$prof" "$hz" "$n")
+				echo "B rate prof=$prof hz=$hz ${line#work }"
+			done
+		done
+	done
+	cpus_online 1
+	# rprofd (rprof daemon, 1 s profiles) over a workload on every CPU;
+	# maxrss passes the SIGTERM on.
+	rm -rf /tmp/dd
+	$MAXRSS rprof daemon --dir /tmp/dd --interval 1 -F "$SCALE_HZ" 2>/tmp/d.err &
+	d=$!
+	sleep 3
+	$WORK "$NCPU" "$ITERATIONS" >/dev/null
+	sleep 2
+	kill -TERM $d
+	wait $d
+	echo "B daemon hz=$SCALE_HZ cpus=$NCPU status=$? maxrss_kb=$(sed -n 's/^maxrss_kb=//p' /tmp/d.err | tail -n 1) profiles=$(ls /tmp/dd | grep -c 'pb.gz$')"
+	unload rprof
+	echo "B scaledone"
 	exit 0
 fi
 

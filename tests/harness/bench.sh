@@ -22,6 +22,9 @@
 # RPROF_BENCH_SCENARIOS, RPROF_BENCH_STAGE_FREQS, RPROF_BENCH_SHIFT (the
 # -icount shift), RPROF_BENCH_CHAIN_HZ and RPROF_BENCH_CHAIN_DEPTHS (the
 # call-chain runs: recursion depths of the workload, "" for none),
+# RPROF_BENCH_SCALE_CPUS (the second boot, with as many vCPUs as the
+# largest: "" for none), RPROF_BENCH_SCALE_HZ, RPROF_BENCH_SCALE_ITERATIONS,
+# RPROF_BENCH_RATE_FREQS (its rates for the loss-free maximum),
 # RPROF_BENCH_PROFILE=HZ (instead of the figures: where rprof's time goes,
 # perf sampling the guest at HZ while rprof records the workload; see
 # tests/bench/README.md).  Figures, never a pass/fail test.
@@ -39,6 +42,13 @@ CHAIN_HZ=${RPROF_BENCH_CHAIN_HZ:-4000}
 # Recursion depths that give the workload user chains of 16 and 64 frames
 # (its loop's callers add about 4: see tests/bench/README.md).
 CHAIN_DEPTHS=${RPROF_BENCH_CHAIN_DEPTHS-12 60}
+# The scaling boot: 1, 2 and 4 CPUs online of a 4-vCPU guest, a shorter
+# workload (each copy a third of the main runs': 4 copies under -icount
+# take 4 times as long), and rates up to 40 kHz per CPU.
+SCALE_CPUS=${RPROF_BENCH_SCALE_CPUS-1 2 4}
+SCALE_HZ=${RPROF_BENCH_SCALE_HZ:-4000}
+SCALE_ITERATIONS=${RPROF_BENCH_SCALE_ITERATIONS:-100000000}
+RATE_FREQS=${RPROF_BENCH_RATE_FREQS:-10000 20000 40000}
 # 2^0 ns of guest time per instruction: a 1 GHz, one-instruction-a-cycle
 # CPU (see tests/bench/README.md).
 SHIFT=${RPROF_BENCH_SHIFT:-0}
@@ -78,6 +88,24 @@ built=$(date +%s)
 RPROF_BUILD=$BUILD RPROF_VM_HOOK="$RPROF_TOP/tests/bench/build.sh install" RPROF_VM_RENICE=0 \
 	RPROF_QEMU_EXTRA="$ICOUNT" RPROF_VM_TIMEOUT=${RPROF_VM_TIMEOUT:-1500} \
 	"$RPROF_TOP/tests/harness/vm.sh" bench "$OUT" || msg "the guest run ended with status $? (see $OUT/console.log)"
+
+# The scaling boot, with as many vCPUs as the largest count asked for.
+logs="$OUT/results.log"
+if [ -n "$SCALE_CPUS" ] && [ -z "${RPROF_BENCH_PROFILE:-}" ]; then
+	smp=$(echo "$SCALE_CPUS" | tr ' ' '\n' | sort -n | tail -n 1)
+	cat >>"$BUILD/bench-pieces/bench.conf" <<EOF
+PHASE=scale
+SCALE_CPUS="$SCALE_CPUS"
+SCALE_HZ=$SCALE_HZ
+SCALE_ITERATIONS=$SCALE_ITERATIONS
+RATE_FREQS="$RATE_FREQS"
+EOF
+	RPROF_BUILD=$BUILD RPROF_VM_HOOK="$RPROF_TOP/tests/bench/build.sh install" RPROF_VM_RENICE=0 \
+		RPROF_VM_SMP=$smp RPROF_QEMU_EXTRA="$ICOUNT" RPROF_VM_TIMEOUT=${RPROF_VM_TIMEOUT:-1500} \
+		"$RPROF_TOP/tests/harness/vm.sh" bench "$OUT/scale" ||
+		msg "the scaling guest ended with status $? (see $OUT/scale/console.log)"
+	logs="$logs $OUT/scale/results.log"
+fi
 booted=$(date +%s)
 
 if [ -n "${RPROF_BENCH_PROFILE:-}" ]; then
@@ -94,7 +122,7 @@ msg "timing rprof report on a 64 MiB recording (host)"
 	"$RPROF_TOP/tests/fixtures/attr_main.rprof.data" "$RPROF_TOP/tests/fixtures/symfs" 64) \
 	>>"$OUT/results.log" || msg "report_rate failed (no host figures)"
 machine="$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n 1), $(nproc) cores, $(free -g | awk '/^Mem:/ { print $2 }') GiB, $(. /etc/os-release && echo "$PRETTY_NAME")"
-python3 "$RPROF_TOP/tests/harness/bench_report.py" "$OUT/results.log" \
+python3 "$RPROF_TOP/tests/harness/bench_report.py" $logs \
 	--json "$RPROF_BUILD/bench.json" --markdown "$OUT/table.md" \
 	${RPROF_BENCH_README:+--readme "$RPROF_TOP/README.md"} \
 	--meta "date=$(date -u +%Y-%m-%d)" --meta "machine=$machine" \

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Turns the bench guest's "B ..." lines into figures.
 
-    bench_report.py RESULTS_LOG --json OUT.json [--markdown OUT.md]
+    bench_report.py RESULTS_LOG... --json OUT.json [--markdown OUT.md]
                     [--meta KEY=VALUE]... [--readme README.md]
 
 Reads the lines tests/harness/bench-guest.sh prints, computes medians over
@@ -30,34 +30,51 @@ import sys
 PROFILERS = ["floor", "perf", "rprof"]
 
 
-def parse(path):
+def parse(paths):
     info, runs, micro, stages, solo, errors = {}, [], [], [], [], []
-    with open(path, errors="replace") as f:
-        for line in f:
-            line = line.strip()
-            if not line.startswith("B "):
-                continue
-            words = line[2:].split()
-            kind, kv = words[0], dict(w.split("=", 1) for w in words[1:] if "=" in w)
-            if kind == "info":
-                info.update(kv)
-            elif kind == "run":
-                runs.append(kv)
-            elif kind == "micro":
-                micro.append(kv)
-            elif kind in ("stage", "chainstage"):
-                # Call-chain runs carry their recursion depth.
-                stages.append(kv)
-            elif kind in ("solo", "chain"):
-                solo.append(kv)
-            elif kind == "error":
-                errors.append(line)
-            elif kind == "done":
-                info["complete"] = "yes"
-            elif kind == "host":
-                # Figures measured on the host (report_rate), not in the guest.
-                info.setdefault("_host", {}).update(kv)
+    for line in lines_of(paths):
+        line = line.strip()
+        if not line.startswith("B "):
+            continue
+        words = line[2:].split()
+        kind, kv = words[0], dict(w.split("=", 1) for w in words[1:] if "=" in w)
+        if kind == "info":
+            info.update(kv)
+        elif kind == "run":
+            runs.append(kv)
+        elif kind == "micro":
+            micro.append(kv)
+        elif kind in ("stage", "chainstage"):
+            # Call-chain runs carry their recursion depth.
+            stages.append(kv)
+        elif kind in ("solo", "chain"):
+            solo.append(kv)
+        elif kind == "error":
+            errors.append(line)
+        elif kind == "done":
+            info["complete"] = "yes"
+        elif kind == "host":
+            # Figures measured on the host (report_rate), not in the guest.
+            info.setdefault("_host", {}).update(kv)
+        elif kind in ("scale", "rate", "daemon"):
+            # The scaling boot (bench-guest.sh, PHASE=scale).
+            info.setdefault("_scale", []).append(dict(kv, kind=kind))
+        elif kind == "scaleinfo":
+            info["_scaleinfo"] = kv
+        elif kind == "scaledone":
+            info["scale_complete"] = "yes"
     return info, runs, micro, stages, solo, errors
+
+
+def lines_of(paths):
+    """Every line of the logs, in order; a missing log (a boot that did
+    not happen) gives none."""
+    for path in [paths] if isinstance(paths, str) else paths:
+        try:
+            with open(path, errors="replace") as f:
+                yield from f
+        except FileNotFoundError:
+            print(f"{path}: missing", file=sys.stderr)
 
 
 def work_ns(run):
@@ -225,6 +242,7 @@ def compute(info, runs, micro, stages, solo):
         if "drain_record" in by and flat_rec is not None and frames:
             rec = by["drain_record"][1] / by["drain_record"][0]
             fig.add(f"{pre}.stage.drain_ns_per_frame", (rec - flat_rec) / frames, "ns/frame")
+    scale(fig, info)
     host = info.get("_host", {})
     if "report_decode_s" in host:
         f = lambda k: float(host[k])
@@ -236,6 +254,70 @@ def compute(info, runs, micro, stages, solo):
         fig.add("report.rows_s", f("report_rows_s"), "s (symbolized report table)")
         fig.add("report.pprof_s", f("report_pprof_s"), "s (pprof export)")
     return fig
+
+
+def scale(fig, info):
+    """The scaling boot: slowdowns and costs with 1, 2, 4 CPUs online (a
+    workload copy on each), which rates lose samples, rprofd's RSS."""
+    rows = info.get("_scale", [])
+    sc = [r for r in rows if r["kind"] == "scale" and "span_ns" in r]
+    for n in sorted({int(r["cpus"]) for r in sc}):
+        of = lambda prof: [r for r in sc if int(r["cpus"]) == n and r["prof"] == prof]
+        none = of("none")
+        if not none:
+            continue
+        base = work_ns(none[0])
+        pre = f"scale.{n}cpu"
+        fig.add(f"{pre}.none.work_ns", base, "ns")
+        t, w = {}, {}
+        for prof in PROFILERS:
+            rs = of(prof)
+            if not rs:
+                continue
+            hz = int(rs[0]["hz"])
+            t[prof] = work_ns(rs[0])
+            w[prof] = hz * n * t[prof] / 1e9
+            fig.add(f"{pre}.hz", hz, "Hz per CPU")
+            fig.add(f"{pre}.{prof}.slowdown_pct", (t[prof] / base - 1) * 100, "%")
+            if prof != "floor":
+                fig.add(f"{pre}.{prof}.lost", int(rs[0].get("lost", 0)), "samples lost" if prof == "rprof" else "LOST records")
+        for prof in ("perf", "rprof"):
+            if prof in t and "floor" in t:
+                fig.add(f"{pre}.{prof}.cost_above_floor_ns_per_sample", (t[prof] - t["floor"]) / w[prof], "ns/sample")
+        p, r = fig.get(f"{pre}.perf.cost_above_floor_ns_per_sample"), fig.get(f"{pre}.rprof.cost_above_floor_ns_per_sample")
+        if p and r is not None and p > 0:
+            fig.add(f"{pre}.ratio_rprof_perf", r / p, "ratio")
+    # A rate counts as kept up with when the run finished (a workload
+    # line) and lost nothing for want of room (rprof: its rings and event
+    # buffer; perf: its LOST records); the figure is the highest such rate
+    # tried (every rate below it, too).  rprof's other losses (a sample
+    # whose mapping changed before the drain: no_mapping, at a fork) are
+    # counted apart.
+    rates = [r for r in rows if r["kind"] == "rate"]
+    fig.add("rate.rprof.other_lost", sum(int(r.get("lost", 0)) - int(r.get("lost_capacity", r.get("lost", 0)))
+                                         for r in rates if r["prof"] == "rprof"),
+            "samples lost for another reason than room (no_mapping, ...), all rate runs together")
+    for n in sorted({int(r["cpus"]) for r in rates if "cpus" in r}):
+        for prof in ("perf", "rprof"):
+            rs = sorted((r for r in rates if int(r.get("cpus", 0)) == n and r["prof"] == prof), key=lambda r: int(r["hz"]))
+            best = 0
+            for r in rs:
+                lost = int(r.get("lost_capacity", r.get("lost", 0)))
+                ok = "span_ns" in r and lost == 0
+                fig.add(f"rate.{n}cpu.{prof}.{r['hz']}hz.lost", lost if "span_ns" in r else None,
+                        "samples lost for want of room" if prof == "rprof" else "LOST records")
+                if not ok:
+                    break
+                best = int(r["hz"])
+            if rs:
+                fig.add(f"rate.{n}cpu.{prof}.max_lossfree_hz", best, "Hz per CPU (highest tried with no loss; 0: none)")
+                fig.add(f"rate.{n}cpu.{prof}.max_tried_hz", int(rs[-1]["hz"]), "Hz per CPU")
+    for r in rows:
+        if r["kind"] == "daemon" and r.get("maxrss_kb"):
+            fig.add("daemon.peak_rss_kb", int(r["maxrss_kb"]), "KiB (rprofd's peak RSS)")
+            fig.add("daemon.cpus", int(r.get("cpus", 0)), "CPUs busy")
+            fig.add("daemon.hz", int(r.get("hz", 0)), "Hz per CPU")
+            fig.add("daemon.profiles", int(r.get("profiles", 0)), "profiles written")
 
 
 def fmt(v, digits=1):
@@ -316,6 +398,40 @@ def markdown(fig, meta, info):
                 f"{fmt(g('stage.drain_pass_overhead_ns_per_record'), 0)} | {fmt(g('stage.reader_ns_per_sample'), 0)} | "
                 f"{fmt(g('stage.sum_ns_per_sample'), 0)} | {fmt(g('stage.new_cookie_ns_each'), 0)} |"
             )
+    counts = sorted({int(k.split(".")[1][:-3]) for k in d if re.match(r"^scale\.\d+cpu\.", k)})
+    if counts:
+        si = info.get("_scaleinfo", {})
+        lines.append("")
+        lines.append(f"Scaling: a {si.get('vcpus', '?')}-vCPU guest with 1, 2 or 4 CPUs online (the others offline), a "
+                     f"workload copy on each ({si.get('iterations', '?')} steps), one run each at "
+                     f"{si.get('hz', '?')} Hz per CPU; then the same at higher rates: the highest at which nothing was lost for want of room "
+                     f"(the kernel's rate cap raised, its automatic lowering off)"
+                     + ("" if info.get("scale_complete") == "yes" else "; **the scaling guest did not finish**") + ":")
+        lines.append("")
+        lines.append("| CPUs | floor | perf record | rprof record | perf ns/sample above floor | rprof ns/sample above floor | rprof/perf | loss-free up to: perf | rprof |")
+        lines.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for n in counts:
+            g = lambda k: fig.get(f"scale.{n}cpu.{k}")
+            lf = lambda prof: fig.get(f"rate.{n}cpu.{prof}.max_lossfree_hz")
+            mx = lambda prof: fig.get(f"rate.{n}cpu.{prof}.max_tried_hz")
+            hz = lambda prof: "-" if lf(prof) is None else (f"{lf(prof)} Hz" + (" (all tried)" if lf(prof) == mx(prof) else ""))
+            lines.append(
+                f"| {n} | {fmt(g('floor.slowdown_pct'), 2)} % | {fmt(g('perf.slowdown_pct'), 2)} % | "
+                f"{fmt(g('rprof.slowdown_pct'), 2)} % | {fmt(g('perf.cost_above_floor_ns_per_sample'), 0)} | "
+                f"{fmt(g('rprof.cost_above_floor_ns_per_sample'), 0)} | {fmt(g('ratio_rprof_perf'), 2)} | {hz('perf')} | {hz('rprof')} |"
+            )
+        other = fig.get("rate.rprof.other_lost")
+        if other:
+            lines.append("")
+            lines.append(f"\"Loss-free\" counts what is lost for want of room.  rprof also lost {other} samples in these "
+                         "runs to no_mapping: the workload's parent forks its copies, and the kernel write-locks "
+                         "every mapping of a process that forks, which rprof's drain must take for a change "
+                         "(tests/fuzz/FOUND.md 5).")
+        if "daemon.peak_rss_kb" in d:
+            lines.append("")
+            g = fig.get
+            lines.append(f"rprofd (`rprof daemon`, 1 s profiles) over the workload on {g('daemon.cpus')} CPUs at "
+                         f"{g('daemon.hz')} Hz: peak RSS {g('daemon.peak_rss_kb')} KiB, {g('daemon.profiles')} profiles.")
     if "report.decode_mb_per_s" in d:
         g = fig.get
         lines.append("")
@@ -360,7 +476,7 @@ def update_readme(path, table):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("log")
+    ap.add_argument("log", nargs="+")
     ap.add_argument("--json", required=True)
     ap.add_argument("--markdown")
     ap.add_argument("--readme")
@@ -386,7 +502,7 @@ def main():
     for e in errors:
         print("error from the guest:", e)
     if not runs:
-        sys.exit("no runs in " + a.log)
+        sys.exit("no runs in " + " ".join(a.log))
 
 
 if __name__ == "__main__":

@@ -54,6 +54,44 @@ class Report(unittest.TestCase):
         table = bench_report.markdown(fig, {}, info)
         self.assertIn("decoded and counted at 80 MB/s", table)
 
+    def test_scaling_boot(self):
+        # Two CPUs online: alone 1 s, the floor +2 ms, perf +6 ms, rprof
+        # +4 ms at 1000 Hz (2000 samples a second): perf 2 us a sample
+        # above the floor, rprof 1 us.  perf keeps up with 10 kHz and
+        # loses at 20 kHz; rprof keeps up with both (its one loss at 10 kHz
+        # is not for want of room), and at 40 kHz its run ends without a
+        # workload line.
+        scale = """\
+B scaleinfo vcpus=4 hz=1000 iterations=5
+B scale prof=none hz=0 copies=2 span_ns=1000000000 cpus=2 samples=0 lost=0
+B scale prof=floor hz=1000 copies=2 span_ns=1002000000 cpus=2 samples=2004 lost=0
+B scale prof=perf hz=1000 copies=2 span_ns=1006000000 cpus=2 samples=2012 lost=0
+B scale prof=rprof hz=1000 copies=2 span_ns=1004000000 cpus=2 samples=2008 lost=0
+B rate prof=perf hz=10000 copies=2 span_ns=1100000000 cpus=2 lost=0
+B rate prof=rprof hz=10000 copies=2 span_ns=1050000000 cpus=2 lost=1 lost_capacity=0
+B rate prof=perf hz=20000 copies=2 span_ns=1200000000 cpus=2 lost=7
+B rate prof=rprof hz=20000 copies=2 span_ns=1100000000 cpus=2 lost=0
+B rate prof=rprof hz=40000 cpus=2 lost=0
+B daemon hz=1000 cpus=4 status=0 maxrss_kb=5120 profiles=6
+B scaledone
+"""
+        info, fig = self.figures(LOG.format(r=1) + "B done\n" + scale)
+        self.assertAlmostEqual(fig.get("scale.2cpu.rprof.slowdown_pct"), 0.4, places=3)
+        self.assertAlmostEqual(fig.get("scale.2cpu.perf.cost_above_floor_ns_per_sample"), 4e6 / 2012, places=1)
+        self.assertAlmostEqual(fig.get("scale.2cpu.rprof.cost_above_floor_ns_per_sample"), 2e6 / 2008, places=1)
+        self.assertAlmostEqual(fig.get("scale.2cpu.ratio_rprof_perf"), (2e6 / 2008) / (4e6 / 2012), places=3)
+        self.assertEqual(fig.get("rate.2cpu.perf.max_lossfree_hz"), 10000)
+        self.assertEqual(fig.get("rate.2cpu.rprof.max_lossfree_hz"), 20000)
+        self.assertEqual(fig.get("rate.2cpu.rprof.max_tried_hz"), 40000)
+        self.assertEqual(fig.get("daemon.peak_rss_kb"), 5120)
+        table = bench_report.markdown(fig, {}, info)
+        self.assertIn("| 2 | 0.20 % | 0.60 % | 0.40 % | 1988 | 996 | 0.50 | 10000 Hz | 20000 Hz |", table)
+        self.assertIn("peak RSS 5120 KiB", table)
+        # The one no_mapping loss does not make 10 kHz lossy, and is told.
+        self.assertEqual(fig.get("rate.rprof.other_lost"), 1)
+        self.assertIn("rprof also lost 1 samples in these runs to no_mapping", table)
+        self.assertNotIn("did not finish", table)
+
     def test_slowdown_cost_and_ratio(self):
         info, fig = self.figures(LOG.format(r=1) + LOG.format(r=2).split("\n", 2)[2] + "B done\n")
         self.assertEqual(info.get("complete"), "yes")

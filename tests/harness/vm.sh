@@ -16,6 +16,8 @@
 # missing).  RPROF_INJECT=guest-hang makes the guest hang after its end
 # marker instead of powering off, a trial run that must fail.
 #
+# RPROF_VM_SMP, the guest's CPUs (default 2; make bench's scaling run
+# boots 4).
 # RPROF_VM_HOOK, if set, is run with the initramfs tree as its argument
 # before the tree is packed (the benchmark adds its own files so).
 # RPROF_VM_RENICE=0 leaves QEMU's threads alone (with -icount, QEMU runs
@@ -112,7 +114,7 @@ msg "booting the guest ($MODE; console: $OUT/console.log)"
 # paging is what most machines run.
 set +e
 timeout -k 10 "$TIMEOUT" nice -n "$QEMU_NICE" qemu-system-x86_64 -name rprof,debug-threads=on \
-	-machine q35 -cpu max,la57=off -m 1024 -smp 2 ${RPROF_QEMU_EXTRA:-} \
+	-machine q35 -cpu max,la57=off -m 1024 -smp "${RPROF_VM_SMP:-2}" ${RPROF_QEMU_EXTRA:-} \
 	-display none -monitor none -no-reboot \
 	-serial "file:$OUT/console.log" -serial "file:$OUT/results.log" \
 	-kernel "$IMAGE" -initrd "$OUT/initramfs.cpio.gz" \
