@@ -7,7 +7,7 @@ unload
 check "insmod with default parameters" insmod "$RPROF_KO"
 check "/dev/rprof appears" test -c /dev/rprof
 check "/dev/rprof is mode 0600" sh -c 'ls -l /dev/rprof | grep -q "^crw-------"'
-check "load message names the ABI and sizes" sh -c 'dmesg | grep -q "rprof: /dev/rprof ready (ABI 1, ring_records=4096, buffer_pages=256)"'
+check "load message names the ABI and sizes" sh -c 'dmesg | grep -q "rprof: /dev/rprof ready (ABI 2, ring_records=4096, buffer_pages=256)"'
 check "rmmod" rmmod rprof
 check "/dev/rprof is gone after rmmod" test ! -e /dev/rprof
 

@@ -6,7 +6,7 @@ plan 6
 load
 check "GET_VERSION returns RPROF_ABI_VERSION" rprof-e2e version
 check "rprof version (the CLI) reports the module's ABI" \
-	sh -c 'rprof version >/tmp/v.out && grep -q "module ABI version 1" /tmp/v.out'
+	sh -c 'rprof version >/tmp/v.out && grep -q "module ABI version 2" /tmp/v.out'
 check "unknown ioctls get ENOTTY" rprof-e2e ioctl-unknown
 # Let the VFS allow everyone, so that the capability check is what refuses.
 chmod 0666 /dev/rprof

@@ -33,8 +33,12 @@
 /*
  * The ABI version returned by RPROF_IOC_GET_VERSION.  It changes only when a
  * change is not backwards compatible; additions grow structures by size.
+ *   1  the first;
+ *   2  every time_ns is CLOCK_MONOTONIC (in 1, the sampling CPU's
+ *      local_clock()): a reader that schedules by the stream's clock
+ *      must not take a version-1 module's times for its own.
  */
-#define RPROF_ABI_VERSION 1
+#define RPROF_ABI_VERSION 2
 
 /*
  * ioctl magic 0xB9, numbers 00-1F: unused in
