@@ -32,7 +32,7 @@ pub mod table;
 
 pub use aggregate::{parse_cpu_list, Aggregate, Filter, Key, TimeRange};
 pub use loaded::Loaded;
-pub use symbolize::{Frame, Symbolizer};
+pub use symbolize::{Frame, SymbolOptions, Symbolizer};
 
 use std::sync::Arc;
 

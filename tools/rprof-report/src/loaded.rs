@@ -1,9 +1,8 @@
 //! A recorded `rprof.data`, walked and ready to report.
 
-use crate::{Aggregate, Filter, Symbolizer};
+use crate::{Aggregate, Filter, SymbolOptions, Symbolizer};
 use rprof_data::{meta, DataFile};
 use std::io::{self, Write};
-use std::path::PathBuf;
 
 /// A data file with its stream counted and a symbolizer over its snapshot.
 #[derive(Debug)]
@@ -20,17 +19,18 @@ pub struct Loaded {
 }
 
 impl Loaded {
-    /// Walks `data`'s stream; files are looked up under `symfs` if given.
-    pub fn new(data: DataFile, symfs: Option<PathBuf>) -> Loaded {
+    /// Walks `data`'s stream; files are looked up as `symfs` says (a
+    /// `--symfs` directory, or none: `Option<PathBuf>` converts).
+    pub fn new(data: DataFile, symfs: impl Into<SymbolOptions>) -> Loaded {
         Self::filtered(data, symfs, &Filter::default())
     }
 
     /// [`new`](Self::new), counting only the samples that pass `filter`'s
     /// per-sample parts (threads, CPUs, time; see [`Filter`]).
-    pub fn filtered(data: DataFile, symfs: Option<PathBuf>, filter: &Filter) -> Loaded {
+    pub fn filtered(data: DataFile, symfs: impl Into<SymbolOptions>, filter: &Filter) -> Loaded {
         let mut agg = Aggregate::with_filter(filter);
         let stream_error = agg.feed_stream(&data.stream).err();
-        let sym = Symbolizer::new(&data.kallsyms, &data.files, symfs);
+        let sym = Symbolizer::with_options(&data.kallsyms, &data.files, symfs.into());
         Loaded {
             data,
             agg,
@@ -47,7 +47,7 @@ impl Loaded {
     /// then find them in the symbolizer's cache.
     pub fn with_progress(
         data: DataFile,
-        symfs: Option<PathBuf>,
+        symfs: impl Into<SymbolOptions>,
         filter: &Filter,
         progress: &mut dyn FnMut(&str, u64, u64),
     ) -> Loaded {
@@ -58,7 +58,7 @@ impl Loaded {
                 progress("decoding", pos as u64, total)
             })
             .err();
-        let mut sym = Symbolizer::new(&data.kallsyms, &data.files, symfs);
+        let mut sym = Symbolizer::with_options(&data.kallsyms, &data.files, symfs.into());
         let keys = agg.counts().keys().filter(|k| filter.accepts(k));
         let total = keys.clone().count() as u64;
         for (i, key) in keys.enumerate() {

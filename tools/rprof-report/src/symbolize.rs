@@ -107,6 +107,24 @@ enum ImageState {
     Unreadable,
 }
 
+/// Where recorded files are looked up, and whose perf maps are read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SymbolOptions {
+    /// `--symfs`: a directory that stands for the recorded machine's root.
+    pub symfs: Option<PathBuf>,
+    /// `--force`: perf maps whoever owns them.
+    pub any_perf_map_owner: bool,
+}
+
+impl From<Option<PathBuf>> for SymbolOptions {
+    fn from(symfs: Option<PathBuf>) -> Self {
+        SymbolOptions {
+            symfs,
+            any_perf_map_owner: false,
+        }
+    }
+}
+
 /// Turns (cookie, offset) into [`Frame`]s, caching files and results.
 #[derive(Debug, Default)]
 pub struct Symbolizer {
@@ -123,6 +141,9 @@ pub struct Symbolizer {
     lines: HashMap<u64, Option<Arc<Lines>>>,
     /// Each process's `/tmp/perf-PID.map`, once asked for.
     perf_maps: HashMap<u32, Option<Arc<PerfMap>>>,
+    /// Read perf maps whoever owns them (`--force`), not only root's and
+    /// the reader's ([`rprof_symbols::perfmap::owner_trusted`]).
+    any_perf_map_owner: bool,
     /// Frames of anonymous memory named by a perf map, by (pid, ip).
     jit_frames: HashMap<(u32, u64), Arc<Frame>>,
     frames: HashMap<(u64, u64), Arc<Frame>>,
@@ -143,6 +164,13 @@ impl Symbolizer {
     /// with `symfs`, files are looked up under that directory.
     pub fn new(kallsyms: &str, files: &[FileInfo], symfs: Option<PathBuf>) -> Self {
         Symbolizer::with_kallsyms(Kallsyms::parse(kallsyms), files, symfs)
+    }
+
+    /// [`new`](Self::new) with [`SymbolOptions`].
+    pub fn with_options(kallsyms: &str, files: &[FileInfo], opts: SymbolOptions) -> Self {
+        let mut sym = Symbolizer::new(kallsyms, files, opts.symfs);
+        sym.any_perf_map_owner = opts.any_perf_map_owner;
+        sym
     }
 
     /// [`new`](Self::new) with kallsyms parsed already (a daemon keeps
@@ -172,6 +200,12 @@ impl Symbolizer {
             warnings,
             ..Symbolizer::default()
         }
+    }
+
+    /// Reads perf maps whoever owns them (`--force`), as `perf report -f`
+    /// does; by default only root's and the reader's own are read.
+    pub fn read_perf_maps_of_anyone(&mut self, yes: bool) {
+        self.any_perf_map_owner = yes;
     }
 
     /// Notes about files that did not match, for the report's header.
@@ -384,6 +418,18 @@ impl Symbolizer {
         let shown = self.host_path(&path);
         let file = self.root.as_ref().and_then(|r| r.open(&path).ok());
         let map = match file.map(|f| (f.metadata().map_or(0, |m| m.len()), f)) {
+            Some((_, f))
+                if !self.any_perf_map_owner
+                    && !f
+                        .metadata()
+                        .is_ok_and(|m| rprof_symbols::perfmap::owner_trusted(m.uid())) =>
+            {
+                self.warnings.push(format!(
+                    "{}: not owned by root or by you, not read (as perf; --force reads it)",
+                    shown.display()
+                ));
+                None
+            }
             Some((len, _)) if len > rprof_symbols::perfmap::MAX_MAP => {
                 self.warnings.push(format!(
                     "{}: larger than {} bytes, not read",
@@ -838,6 +884,38 @@ mod tests {
             find(4243, "[unknown] 0x7f0000001010"),
             Some((1, "[anon]".to_string(), false))
         );
+        // A map another user wrote (owned by nobody, neither root nor us)
+        // is not believed, as under perf, unless asked (--force).  Only
+        // root can give a file away.
+        let map = dir.join("tmp/perf-4242.map");
+        if std::os::unix::fs::chown(&map, Some(65534), Some(65534)).is_ok() {
+            let mut sym = Symbolizer::new("", &[], Some(dir.clone()));
+            let rows = crate::rows(&agg, &mut sym, &crate::Filter::default());
+            assert!(
+                rows.iter()
+                    .all(|r| !r.frame.symbol.starts_with("LazyCompile")),
+                "{rows:?}"
+            );
+            assert!(
+                sym.warnings()
+                    .iter()
+                    .any(|w| w.contains("not owned by root or by you")),
+                "{:?}",
+                sym.warnings()
+            );
+            let mut sym = Symbolizer::with_options(
+                "",
+                &[],
+                SymbolOptions {
+                    symfs: Some(dir.clone()),
+                    any_perf_map_owner: true,
+                },
+            );
+            let rows = crate::rows(&agg, &mut sym, &crate::Filter::default());
+            assert!(rows
+                .iter()
+                .any(|r| r.pid == 4242 && r.frame.symbol == "LazyCompile:~add /app/index.js:3"));
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -16,6 +16,17 @@
 
 use crate::Hit;
 
+/// Whether a perf map owned by `uid` may be read, by perf's rule: its
+/// owner is root or the user who reads it.  Maps live in `/tmp`, where
+/// anyone can write one for another user's process and make its report
+/// name whatever they like.
+#[allow(unsafe_code)]
+pub fn owner_trusted(uid: u32) -> bool {
+    // SAFETY: geteuid() takes nothing, touches no memory of ours and
+    // cannot fail.
+    uid == 0 || uid == unsafe { libc::geteuid() }
+}
+
 /// The largest map read, in bytes: 256 MiB (a long-running JIT writes a
 /// line per compiled function, forever).
 pub const MAX_MAP: u64 = 256 << 20;

@@ -45,6 +45,11 @@ pub struct InputArgs {
     /// copies from the recording machine; build-ids are still checked.
     #[arg(long, value_name = "DIR")]
     pub symfs: Option<PathBuf>,
+
+    /// Read /tmp/perf-PID.map files (JIT symbols) whoever owns them; by
+    /// default only root's and your own, as perf does without -f.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `--cpu`'s list (a newtype: clap reads a bare `Vec` as repeated values).
@@ -58,6 +63,14 @@ impl CpuList {
 }
 
 impl InputArgs {
+    /// `--symfs` and `--force`, for the symbolizer.
+    pub fn symbols(&self) -> rprof_report::SymbolOptions {
+        rprof_report::SymbolOptions {
+            symfs: self.symfs.clone(),
+            any_perf_map_owner: self.force,
+        }
+    }
+
     /// Reads and walks the recording, with a progress line on a terminal
     /// for a large one (see [`progress`](super::progress)).
     ///
@@ -66,11 +79,11 @@ impl InputArgs {
     pub fn load(&self) -> Result<Loaded, Error> {
         let data = self.read()?;
         let loaded = match super::progress::for_stderr(data.stream.len()) {
-            None => Loaded::filtered(data, self.symfs.clone(), &self.filter()),
+            None => Loaded::filtered(data, self.symbols(), &self.filter()),
             Some(mut progress) => {
                 let loaded = Loaded::with_progress(
                     data,
-                    self.symfs.clone(),
+                    self.symbols(),
                     &self.filter(),
                     &mut |phase, done, total| progress.update(phase, done, total),
                 );

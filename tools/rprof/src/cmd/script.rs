@@ -25,7 +25,7 @@ pub fn run(args: &ScriptArgs) -> Result<(), Error> {
             args.input.input.display()
         );
     }
-    let mut sym = Symbolizer::new(&data.kallsyms, &data.files, args.input.symfs.clone());
+    let mut sym = Symbolizer::with_options(&data.kallsyms, &data.files, args.input.symbols());
     let mut out = BufWriter::new(io::stdout().lock());
     let written = script::write(
         &mut out,
