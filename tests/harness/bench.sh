@@ -121,6 +121,12 @@ msg "timing rprof report on a 64 MiB recording (host)"
 (cd "$RPROF_TOP/tools" && cargo run -q --release -p rprof-report --example report_rate -- \
 	"$RPROF_TOP/tests/fixtures/attr_main.rprof.data" "$RPROF_TOP/tests/fixtures/symfs" 64) \
 	>>"$OUT/results.log" || msg "report_rate failed (no host figures)"
+# And how fast samples at many distinct addresses are named: 200000 of
+# them across rprof's own executable (symbol table, demangling).
+msg "timing symbolization of 200000 distinct addresses (host)"
+(cd "$RPROF_TOP/tools" && cargo run -q --release -p rprof-report --example symbolize_rate -- \
+	"$RPROF_TOP/tools/target/release/rprof" 200000) \
+	>>"$OUT/results.log" || msg "symbolize_rate failed (no symbolization figures)"
 machine="$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n 1), $(nproc) cores, $(free -g | awk '/^Mem:/ { print $2 }') GiB, $(. /etc/os-release && echo "$PRETTY_NAME")"
 python3 "$RPROF_TOP/tests/harness/bench_report.py" $logs \
 	--json "$RPROF_BUILD/bench.json" --markdown "$OUT/table.md" \

@@ -253,6 +253,16 @@ def compute(info, runs, micro, stages, solo):
         fig.add("report.decode_msamples_per_s", f("report_samples") / 1e6 / max(f("report_decode_s"), 1e-9), "M samples/s")
         fig.add("report.rows_s", f("report_rows_s"), "s (symbolized report table)")
         fig.add("report.pprof_s", f("report_pprof_s"), "s (pprof export)")
+    if "sym_first_s" in host:
+        f = lambda k: float(host[k])
+        n = f("sym_addresses")
+        fig.add("symbolize.addresses", int(n), "distinct addresses")
+        fig.add("symbolize.file_mb", f("sym_file_mb"), "MB (the ELF file)")
+        fig.add("symbolize.symbols", int(f("sym_symbols")), "function symbols in the file")
+        fig.add("symbolize.functions_hit", int(f("sym_functions")), "functions the addresses fell in")
+        fig.add("symbolize.named_pct", 100 * f("sym_named") / max(n, 1), "% of the addresses named")
+        fig.add("symbolize.first_us_per_address", f("sym_first_s") * 1e6 / max(n, 1), "us/address (first report)")
+        fig.add("symbolize.cached_us_per_address", f("sym_cached_s") * 1e6 / max(n, 1), "us/address (cached)")
     return fig
 
 
@@ -441,6 +451,15 @@ def markdown(fig, meta, info):
                      f"decoded and counted at {fmt(g('report.decode_mb_per_s'), 0)} MB/s "
                      f"({fmt(g('report.decode_msamples_per_s'), 2)} M samples/s); the symbolized table in "
                      f"{fmt(g('report.rows_s'), 3)} s, the pprof export in {fmt(g('report.pprof_s'), 3)} s.")
+    if "symbolize.first_us_per_address" in d:
+        g = fig.get
+        lines.append("")
+        lines.append(f"Naming samples on the host (tools/rprof-report/examples/symbolize_rate.rs): "
+                     f"{g('symbolize.addresses')} distinct addresses across rprof's own executable "
+                     f"({fmt(g('symbolize.file_mb'))} MB, {g('symbolize.symbols')} function symbols), "
+                     f"{fmt(g('symbolize.named_pct'))} % named, in {g('symbolize.functions_hit')} functions: "
+                     f"{fmt(g('symbolize.first_us_per_address'), 2)} us an address for the first report (file read, "
+                     f"symbols demangled), {fmt(g('symbolize.cached_us_per_address'), 2)} us once cached.")
     depths = sorted({int(k.split(".")[1][:-4]) for k in d if re.match(r"^chain\.\d+deep\.", k)})
     if depths:
         lines.append("")

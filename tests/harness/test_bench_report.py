@@ -47,12 +47,18 @@ class Report(unittest.TestCase):
     def test_host_report_rate(self):
         host = "B host report_stream_mb=64.0 report_file_mb=65.0 report_samples=1600000 report_read_s=0.5 " \
                "report_decode_s=0.8 report_rows_s=0.01 report_pprof_s=0.02 report_lines=100\n"
+        host += "B host sym_addresses=200000 sym_named=190000 sym_functions=3000 sym_symbols=5000 sym_file_mb=4.2 " \
+                "sym_first_s=0.8 sym_cached_s=0.2\n"
         info, fig = self.figures(LOG.format(r=1) + host + "B done\n")
+        self.assertAlmostEqual(fig.get("symbolize.first_us_per_address"), 4.0)
+        self.assertAlmostEqual(fig.get("symbolize.named_pct"), 95.0)
         self.assertAlmostEqual(fig.get("report.decode_mb_per_s"), 80.0)
         self.assertAlmostEqual(fig.get("report.decode_msamples_per_s"), 2.0)
         self.assertAlmostEqual(fig.get("report.read_mb_per_s"), 130.0)
         table = bench_report.markdown(fig, {}, info)
         self.assertIn("decoded and counted at 80 MB/s", table)
+        self.assertIn("200000 distinct addresses across rprof's own executable (4.2 MB, 5000 function symbols), "
+                      "95.0 % named, in 3000 functions: 4.00 us an address", table)
 
     def test_scaling_boot(self):
         # Two CPUs online: alone 1 s, the floor +2 ms, perf +6 ms, rprof
