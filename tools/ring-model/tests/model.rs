@@ -237,6 +237,17 @@ unsafe fn pop_checked(r: &TestRing) -> Option<(u64, u64, u64)> {
     }
 }
 
+/// Writer 1 of the multi-slot tests: two single-slot records, as a
+/// nested handler would push them; how many were stored.
+fn small_writer(r: &Arc<TestRing>) -> thread::JoinHandle<u64> {
+    let r = r.clone();
+    thread::spawn(move || {
+        (0..2)
+            .filter(|&s| matches!(r.push(multi(1, s, 0)), Push::Stored(_)))
+            .count() as u64
+    })
+}
+
 #[test]
 fn multi_slot_records_whole_or_not_at_all() {
     // Capacity 4: a writer pushes a 3-slot record then a 2-slot one while
@@ -258,14 +269,7 @@ fn multi_slot_records_whole_or_not_at_all() {
                 stored
             })
         };
-        let small = {
-            let r = r.clone();
-            thread::spawn(move || {
-                (0..2)
-                    .filter(|&s| matches!(r.push(multi(1, s, 0)), Push::Stored(_)))
-                    .count() as u64
-            })
-        };
+        let small = small_writer(&r);
         let mut last = [None, None];
         let mut got = 0;
         let take = |last: &mut [Option<u64>; 2]| {
@@ -317,14 +321,7 @@ fn a_chain_that_does_not_fit_falls_back_to_its_sample() {
                 (stored, cut)
             })
         };
-        let small = {
-            let r = r.clone();
-            thread::spawn(move || {
-                (0..2)
-                    .filter(|&s| matches!(r.push(multi(1, s, 0)), Push::Stored(_)))
-                    .count() as u64
-            })
-        };
+        let small = small_writer(&r);
         let mut seen = [0u64; 2];
         let mut take = || {
             // SAFETY: This thread is the only consumer.

@@ -409,11 +409,10 @@ pub(crate) mod tests {
         assert_eq!(hex(&[0, 0xab, 0x10]), "00ab10");
     }
 
-    /// A FIFO or a device named by a recording is refused at once, never
-    /// opened for a blocking read or read without end.
-    #[test]
-    fn only_regular_files_are_read() {
-        let dir = std::env::temp_dir().join(format!("rprof-fifo-{}", std::process::id()));
+    /// A new directory `NAME-PID` under the temporary directory, with a
+    /// FIFO in it: (the directory, the FIFO).
+    fn fifo_in(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+        let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let fifo = dir.join("fifo");
         let ok = std::process::Command::new("mkfifo")
@@ -421,6 +420,14 @@ pub(crate) mod tests {
             .status()
             .unwrap();
         assert!(ok.success());
+        (dir, fifo)
+    }
+
+    /// A FIFO or a device named by a recording is refused at once, never
+    /// opened for a blocking read or read without end.
+    #[test]
+    fn only_regular_files_are_read() {
+        let (dir, fifo) = fifo_in("rprof-fifo");
         for p in [
             fifo.as_path(),
             Path::new("/dev/zero"),
@@ -442,14 +449,7 @@ pub(crate) mod tests {
         use std::os::unix::fs::OpenOptionsExt;
         use std::sync::atomic::{AtomicBool, Ordering};
         use std::sync::Arc;
-        let dir = std::env::temp_dir().join(format!("rprof-fifo-open-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let fifo = dir.join("fifo");
-        let ok = std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap();
-        assert!(ok.success());
+        let (dir, fifo) = fifo_in("rprof-fifo-open");
         let opened = Arc::new(AtomicBool::new(false));
         let writer = {
             let (fifo, opened) = (fifo.clone(), opened.clone());
