@@ -39,7 +39,10 @@ def parse(paths):
         words = line[2:].split()
         kind, kv = words[0], dict(w.split("=", 1) for w in words[1:] if "=" in w)
         if kind == "info":
-            info.update(kv)
+            # The main boot's; the scaling boot (more vCPUs) says its
+            # own in "scaleinfo".
+            for k, v in kv.items():
+                info.setdefault(k, v)
         elif kind == "run":
             runs.append(kv)
         elif kind == "micro":

@@ -68,6 +68,7 @@ class Report(unittest.TestCase):
         # is not for want of room), and at 40 kHz its run ends without a
         # workload line.
         scale = """\
+B info kernel=6.12.117 cpus=4 clocksource=tsc perf=6.1.187 iterations=5 rounds=2
 B scaleinfo vcpus=4 hz=1000 iterations=5
 B scale prof=none hz=0 copies=2 span_ns=1000000000 cpus=2 samples=0 lost=0
 B scale prof=floor hz=1000 copies=2 span_ns=1002000000 cpus=2 samples=2004 lost=0
@@ -97,6 +98,9 @@ B scaledone
         self.assertEqual(fig.get("rate.rprof.other_lost"), 1)
         self.assertIn("rprof also lost 1 samples in these runs to no_mapping", table)
         self.assertNotIn("did not finish", table)
+        # The main boot's info stands (the scaling boot's own is apart).
+        self.assertEqual(info.get("cpus"), "1")
+        self.assertIn(", 1 vCPUs,", table)
 
     def test_slowdown_cost_and_ratio(self):
         info, fig = self.figures(LOG.format(r=1) + LOG.format(r=2).split("\n", 2)[2] + "B done\n")
