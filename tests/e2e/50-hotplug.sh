@@ -50,8 +50,9 @@ stop() {
 	diag "$(cat $J)"
 }
 
-# The windows come from /proc/uptime (CLOCK_BOOTTIME, the stream's clock
-# in a guest that never suspends), taken around each step: going offline
+# The windows come from /proc/uptime (CLOCK_BOOTTIME, which is the
+# stream's CLOCK_MONOTONIC in a guest that never suspends), taken around
+# each step: going offline
 # or online takes the guest a while, seconds on a busy host.  Uptime
 # has 10 ms steps, read truncated: a window that starts after a step
 # starts 20 ms late.  A CPU that is on samples in a window at about

@@ -301,13 +301,8 @@ impl Symbolizer {
             return ImageState::Missing;
         };
         let data = {
-            use std::io::Read;
-            let mut data = Vec::new();
-            match file
-                .take(rprof_symbols::root::MAX_FILE)
-                .read_to_end(&mut data)
-            {
-                Ok(_) => data,
+            match rprof_symbols::root::read_sized(file, rprof_symbols::root::MAX_FILE) {
+                Ok(data) => data,
                 Err(e) => {
                     self.warnings
                         .push(format!("cannot read {}: {e}", host.display()));
@@ -439,13 +434,8 @@ impl Symbolizer {
                 None
             }
             Some((_, f)) => {
-                use std::io::Read;
-                let mut bytes = Vec::new();
-                match f
-                    .take(rprof_symbols::perfmap::MAX_MAP)
-                    .read_to_end(&mut bytes)
-                {
-                    Ok(_) => {
+                match rprof_symbols::root::read_sized(f, rprof_symbols::perfmap::MAX_MAP) {
+                    Ok(bytes) => {
                         let map = PerfMap::parse(&String::from_utf8_lossy(&bytes));
                         if map.bad_lines > 0 {
                             self.warnings.push(format!(

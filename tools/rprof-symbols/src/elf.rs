@@ -89,10 +89,7 @@ pub fn open_regular(path: &Path) -> std::io::Result<File> {
 
 /// The bytes of the regular file at `path` (see [`open_regular`]).
 pub fn read_file(path: &Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    let mut data = Vec::new();
-    open_regular(path)?.take(MAX_FILE).read_to_end(&mut data)?;
-    Ok(data)
+    crate::root::read_sized(open_regular(path)?, MAX_FILE)
 }
 
 /// Reads the file at `path` and hands its bytes to `parse`; an error of
@@ -437,6 +434,10 @@ pub(crate) mod tests {
             assert!(ElfImage::load(p).is_err(), "{}", p.display());
             assert!(read_file(p).is_err(), "{}", p.display());
         }
+        // /proc's files are regular but say they hold nothing: nothing
+        // is read from them (pagemap would give gigabytes).
+        assert_eq!(read_file(Path::new("/proc/self/maps")).unwrap().len(), 0);
+        assert!(ElfImage::load(Path::new("/proc/self/pagemap")).is_err());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -78,12 +78,22 @@ impl Root {
         }
     }
 
-    /// The bytes of the recorded `path` (see [`Root::open`]).
+    /// The bytes of the recorded `path` (see [`Root::open`] and
+    /// [`read_sized`]).
     pub fn read(&self, path: &str) -> Result<Vec<u8>> {
-        let mut data = Vec::new();
-        self.open(path)?.take(MAX_FILE).read_to_end(&mut data)?;
-        Ok(data)
+        read_sized(self.open(path)?, MAX_FILE)
     }
+}
+
+/// The bytes of `file`, an open regular file: no more than `fstat` says
+/// it holds, and at most `cap`.  Files of /proc and /sys are regular
+/// files that say they hold 0 bytes: they give nothing (a recording that
+/// names /proc/self/pagemap must not make a report read gigabytes).
+pub fn read_sized(file: File, cap: u64) -> Result<Vec<u8>> {
+    let len = file.metadata()?.len().min(cap);
+    let mut data = Vec::new();
+    file.take(len).read_to_end(&mut data)?;
+    Ok(data)
 }
 
 /// Whether `meta` is of a regular file of at most [`MAX_FILE`] bytes.

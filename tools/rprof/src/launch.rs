@@ -87,11 +87,7 @@ impl Launch {
                 // As std::process::Command does: the Rust runtime ignores
                 // SIGPIPE, and an ignored signal stays ignored across
                 // exec; CMD gets the default, and no blocked signals.
-                // SIGINT and SIGTERM too: rprof's stop handler is for rprof,
-                // and this child must die of them while it waits.
                 libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-                libc::signal(libc::SIGINT, libc::SIG_DFL);
-                libc::signal(libc::SIGTERM, libc::SIG_DFL);
                 let mut none: libc::sigset_t = std::mem::zeroed();
                 libc::sigemptyset(&mut none);
                 libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());

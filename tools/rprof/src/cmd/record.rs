@@ -127,10 +127,14 @@ pub fn run(device: &Path, args: &RecordArgs) -> Result<u8, Error> {
             "-p PID and a command cannot be combined: a command is recorded with its descendants (or with -a, system-wide)".into(),
         ));
     }
-    // SIGINT/SIGTERM from here on end the recording cleanly (one that
-    // comes before START ends it at once): setting up takes a while on a
-    // slow machine, and a signal then must not kill rprof half-way.
-    signal::install_stop_handler().map_err(|e| Error::io("installing a SIGINT handler", e))?;
+    // Without a command, SIGINT/SIGTERM from here on end the recording
+    // cleanly (one that comes before START ends it at once): setting up
+    // takes a while on a slow machine, and a signal then must not kill
+    // rprof half-way.  With a command, only once it is forked (below):
+    // the command keeps the dispositions rprof was started with.
+    if args.command.is_empty() {
+        install_stop_handler()?;
+    }
     // Options first (a usage error runs nothing), then the device: a
     // missing module or capability is the error to report, before any
     // command runs or file is created.
@@ -148,11 +152,19 @@ pub fn run(device: &Path, args: &RecordArgs) -> Result<u8, Error> {
     };
     let config = args.sampling.config_with(pid, descendants)?;
     let mut session = Session::new(&dev, &config, args.read)?;
+    if !args.command.is_empty() {
+        install_stop_handler()?;
+    }
     let (pending, file) = PendingFile::create(&args.output).map_err(|e| Error::Open {
         path: rprof::output::partial_path(&args.output),
         source: e,
     })?;
     record(args, &dev, &mut session, &config, file, pending, launch)
+}
+
+/// SIGINT and SIGTERM end the recording (see [`signal`]).
+fn install_stop_handler() -> Result<(), Error> {
+    signal::install_stop_handler().map_err(|e| Error::io("installing a SIGINT handler", e))
 }
 
 /// The error `e`, saying where the recording so far is.
