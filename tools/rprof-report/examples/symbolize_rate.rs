@@ -21,14 +21,6 @@ use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::time::Instant;
 
-/// `new_encode_dev()` of a `st_dev`, as the module's COOKIE records
-/// carry it (the symbolizer checks it against the file).
-fn encode_dev(st_dev: u64) -> u64 {
-    let major = (st_dev >> 8) & 0xfff;
-    let minor = (st_dev & 0xff) | ((st_dev >> 12) & !0xff);
-    (minor & 0xff) | (major << 8) | ((minor & !0xff) << 12)
-}
-
 fn main() -> Result<(), String> {
     let args: Vec<String> = std::env::args().collect();
     let exe = match args.get(1) {
@@ -60,7 +52,7 @@ fn main() -> Result<(), String> {
         Record::Cookie {
             cookie: 16,
             flags: 0,
-            dev: encode_dev(meta.dev()),
+            dev: rprof_symbols::dev::new_encode_stat_dev(meta.dev()),
             ino: meta.ino(),
             path: shown.clone(),
         },

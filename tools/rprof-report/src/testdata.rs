@@ -54,13 +54,6 @@ pub fn warm_offset() -> u64 {
     offset_of("rprof_report_test_warm")
 }
 
-/// The new_encode_dev() of a stat() st_dev.
-fn encode_dev(st_dev: u64) -> u64 {
-    let major = ((st_dev >> 8) & 0xfff) | ((st_dev >> 32) & !0xfff);
-    let minor = (st_dev & 0xff) | ((st_dev >> 12) & !0xff);
-    (minor & 0xff) | (major << 8) | ((minor & !0xff) << 12)
-}
-
 /// The session of [`stream`]: cpu-clock at 999 Hz.
 pub fn config() -> rprof_config {
     let mut config = rprof_config::new();
@@ -80,7 +73,7 @@ pub fn stream_with(ino: Option<u64>, path: Option<&str>) -> (Vec<u8>, FileInfo) 
     let path = path.map_or_else(|| exe.to_string_lossy().into_owned(), str::to_string);
     let info = FileInfo {
         cookie: 16,
-        dev: encode_dev(meta.dev()),
+        dev: rprof_symbols::dev::new_encode_stat_dev(meta.dev()),
         ino: ino.unwrap_or(meta.ino()),
         build_id: rprof_symbols::read_build_id(&exe)
             .unwrap()

@@ -19,6 +19,14 @@ pub fn stat_decode_dev(dev: u64) -> (u32, u32) {
     (major as u32, minor as u32)
 }
 
+/// The `new_encode_dev()` value of a `stat()`'s `st_dev`: what a COOKIE
+/// record carries for that device (tests and benchmarks make records).
+pub fn new_encode_stat_dev(st_dev: u64) -> u64 {
+    let (major, minor) = stat_decode_dev(st_dev);
+    let (major, minor) = (u64::from(major), u64::from(minor));
+    (minor & 0xff) | (major << 8) | ((minor & !0xff) << 12)
+}
+
 /// Whether a COOKIE record's `dev` and a `stat()`'s `st_dev` name the same
 /// device.
 pub fn same_device(cookie_dev: u64, st_dev: u64) -> bool {
@@ -33,6 +41,9 @@ mod tests {
     fn encodings_agree() {
         // sda1 (8:1), a tmpfs (0:23), a large minor (259:65536).
         assert_eq!(new_decode_dev(0x801), (8, 1));
+        for st in [0x801u64, 23, (259 << 8) | (0x100 << 12) | 0] {
+            assert!(same_device(new_encode_stat_dev(st), st), "{st:#x}");
+        }
         assert_eq!(stat_decode_dev(0x801), (8, 1));
         assert_eq!(new_decode_dev(0x17), (0, 23));
         // new_encode_dev(259, 65536) = 0 | 259 << 8 | 65536 << 12.
