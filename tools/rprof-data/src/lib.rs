@@ -520,84 +520,110 @@ impl DataFile {
         write().unwrap_or_default()
     }
 
-    /// Reads and parses the file at `path`.
+    /// Reads and parses the file at `path`, section by section: each
+    /// payload is read once, into what keeps it (the stream straight into
+    /// [`DataFile::stream`]), and unknown sections are skipped without
+    /// being read.
     pub fn read(path: &Path) -> Result<DataFile, ReadError> {
-        let bytes = std::fs::read(path).map_err(ReadError::Io)?;
-        DataFile::parse(&bytes).map_err(ReadError::Format)
+        let file = std::fs::File::open(path).map_err(ReadError::Io)?;
+        let len = file.metadata().map_err(ReadError::Io)?.len();
+        DataFile::parse_from(&mut io::BufReader::new(file), len)
     }
 
     /// Parses a whole file.
     pub fn parse(bytes: &[u8]) -> Result<DataFile, FormatError> {
-        let mut f = Fields::new(bytes, 0, "header");
-        let magic = f.take(8, "the magic")?;
+        DataFile::parse_from(&mut Cursor::new(bytes), bytes.len() as u64).map_err(|e| match e {
+            ReadError::Format(e) => e,
+            // Reading a slice fails only past its end, which the parser
+            // never asks for (lengths are checked against the file's).
+            ReadError::Io(e) => FormatError {
+                offset: 0,
+                message: format!("reading: {e}"),
+            },
+        })
+    }
+
+    /// Parses the `file_len` bytes of `r` from its current position.
+    fn parse_from<R: Read + Seek>(r: &mut R, file_len: u64) -> Result<DataFile, ReadError> {
+        let format = ReadError::Format;
+        let mut header = [0u8; 16];
+        let got = read_up_to(r, &mut header).map_err(ReadError::Io)?;
+        let mut f = Fields::new(&header[..got], 0, "header");
+        let magic = f.take(8, "the magic").map_err(format)?;
         if magic != MAGIC {
-            return err(0, "not an rprof.data file (no RPROFDAT magic)");
+            return err(0, "not an rprof.data file (no RPROFDAT magic)").map_err(format);
         }
-        let version = f.u32("the version")?;
+        let version = f.u32("the version").map_err(format)?;
         if version != VERSION {
             return err(
                 8,
                 format!("format version {version}, this rprof reads version {VERSION}"),
-            );
+            )
+            .map_err(format);
         }
-        let flags = f.u32("the flags")?;
+        let flags = f.u32("the flags").map_err(format)?;
         if flags != 0 {
-            return err(12, format!("unknown header flags {flags:#x}"));
+            return err(12, format!("unknown header flags {flags:#x}")).map_err(format);
         }
         let mut file = DataFile::new(rprof_config::new());
         let mut seen: Vec<u32> = Vec::new();
-        let file_len = bytes.len() as u64;
         let cut = |at: u64, reason: String| Cut {
             at,
             file_len,
             reason,
             stream_dropped: 0,
         };
+        // The offset of `r`'s position in the file.
+        let mut pos = f.offset();
         loop {
-            let at = f.offset();
-            if f.finished() {
+            let at = pos;
+            if pos >= file_len {
                 file.cut = Some(cut(at, "it has no END section".into()));
                 break;
             }
-            if bytes.len() - f.pos < SECTION_HEADER {
+            if file_len - pos < SECTION_HEADER as u64 {
                 file.cut = Some(cut(at, "it ends inside a section header".into()));
                 break;
             }
-            f.what = "section header";
-            let kind = f.u32("the kind")?;
-            let sflags = f.u32("the flags")?;
-            let len = f.u64("the length")?;
+            let mut head = [0u8; SECTION_HEADER];
+            r.read_exact(&mut head).map_err(ReadError::Io)?;
+            pos += SECTION_HEADER as u64;
+            let mut f = Fields::new(&head, at, "section header");
+            let kind = f.u32("the kind").map_err(format)?;
+            let sflags = f.u32("the flags").map_err(format)?;
+            let len = f.u64("the length").map_err(format)?;
             if sflags & !SECTION_GZIP != 0 {
-                return err(at + 4, format!("unknown section flags {sflags:#x}"));
+                return err(at + 4, format!("unknown section flags {sflags:#x}")).map_err(format);
             }
             let once = !matches!(kind, section::KALLSYMS | section::MODULES);
             if once && seen.contains(&kind) {
-                return err(at, format!("a second {} section", section_name(kind)));
+                return err(at, format!("a second {} section", section_name(kind))).map_err(format);
             }
-            let payload_at = f.offset();
-            let left = bytes.len() - f.pos;
-            if kind == section::STREAM && sflags == 0 && (len == STREAM_OPEN || len > left as u64) {
+            let payload_at = pos;
+            let left = file_len - pos;
+            if kind == section::STREAM && sflags == 0 && (len == STREAM_OPEN || len > left) {
                 // The writer never finished, or the file was cut inside
                 // the stream: keep its whole records.
                 seen.push(kind);
-                let rest = &bytes[f.pos..];
-                let keep = whole_records(rest);
-                file.stream = rest[..keep].to_vec();
+                let mut rest = read_vec(r, left).map_err(ReadError::Io)?;
+                let keep = whole_records(&rest);
+                let dropped = (rest.len() - keep) as u64;
+                rest.truncate(keep);
+                file.stream = rest;
                 let reason = if len == STREAM_OPEN {
                     "the stream was never finished".to_string()
                 } else {
                     format!("it ends inside the STREAM section of {len} bytes")
                 };
                 file.cut = Some(Cut {
-                    stream_dropped: (rest.len() - keep) as u64,
+                    stream_dropped: dropped,
                     ..cut(payload_at + keep as u64, reason)
                 });
                 break;
             }
-            // `len` fits in a usize once it is at most `left`.
-            let Some(len) = usize::try_from(len).ok().filter(|l| *l <= left) else {
+            if len > left {
                 if kind == section::END {
-                    return err(at, "the END section is not empty");
+                    return err(at, "the END section is not empty").map_err(format);
                 }
                 file.cut = Some(cut(
                     at,
@@ -607,45 +633,61 @@ impl DataFile {
                     ),
                 ));
                 break;
-            };
-            let raw = f.take(len, "the payload")?;
+            }
             seen.push(kind);
             if kind == section::END {
                 if len != 0 {
-                    return err(at, "the END section is not empty");
+                    return err(at, "the END section is not empty").map_err(format);
                 }
-                if !f.finished() {
-                    return err(f.offset(), "bytes after the END section");
+                if pos != file_len {
+                    return err(pos, "bytes after the END section").map_err(format);
                 }
                 break;
             }
             if section_name(kind) == "unknown" {
-                // A later version's section: skipped, not even inflated.
+                // A later version's section: skipped, not even read.
+                let skip = i64::try_from(len).map_err(|_| {
+                    ReadError::Format(FormatError {
+                        offset: at,
+                        message: format!("a section of {len} bytes"),
+                    })
+                })?;
+                r.seek(SeekFrom::Current(skip)).map_err(ReadError::Io)?;
+                pos += len;
                 continue;
             }
-            let inflated;
-            let payload: &[u8] = if sflags & SECTION_GZIP != 0 {
-                inflated = gunzip(raw).map_err(|e| FormatError {
-                    offset: payload_at,
-                    message: format!("{} section: bad gzip data: {e}", section_name(kind)),
-                })?;
-                &inflated
+            let raw = read_vec(r, len).map_err(ReadError::Io)?;
+            pos += len;
+            let payload = if sflags & SECTION_GZIP != 0 {
+                gunzip(&raw).map_err(|e| {
+                    ReadError::Format(FormatError {
+                        offset: payload_at,
+                        message: format!("{} section: bad gzip data: {e}", section_name(kind)),
+                    })
+                })?
             } else {
                 raw
             };
-            file.parse_section(kind, payload, payload_at)?;
+            if kind == section::STREAM {
+                // Kept as read: no copy.
+                file.stream = payload;
+            } else {
+                file.parse_section(kind, &payload, payload_at)
+                    .map_err(format)?;
+            }
         }
         if !seen.contains(&section::CONFIG) {
             return err(
-                f.offset(),
+                pos.min(file_len),
                 match &file.cut {
                     Some(c) => format!("no CONFIG section: nothing to read ({})", c.reason),
                     None => "no CONFIG section".to_string(),
                 },
-            );
+            )
+            .map_err(format);
         }
         if file.cut.is_none() && !seen.contains(&section::STREAM) {
-            return err(bytes.len() as u64, "no STREAM section");
+            return err(file_len, "no STREAM section").map_err(format);
         }
         Ok(file)
     }
@@ -728,6 +770,37 @@ impl DataFile {
         }
         Ok(())
     }
+}
+
+/// Reads `buf.len()` bytes of `r`, fewer only at its end; how many.
+fn read_up_to<R: Read>(r: &mut R, buf: &mut [u8]) -> io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
+/// Reads exactly `len` bytes of `r` (the caller checked that the file
+/// has them: the allocation is bounded by the file's size).
+fn read_vec<R: Read>(r: &mut R, len: u64) -> io::Result<Vec<u8>> {
+    let mut v = Vec::new();
+    r.take(len).read_to_end(&mut v)?;
+    if (v.len() as u64) < len {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            format!(
+                "the file ended {} bytes early (cut while being read?)",
+                len - v.len() as u64
+            ),
+        ));
+    }
+    Ok(v)
 }
 
 /// Decompresses gzip'd `bytes`, at most [`MAX_INFLATED`] bytes.
@@ -922,6 +995,36 @@ mod tests {
         }
         b.extend_from_slice(&[99, 0, 0, 0, 16, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8]);
         b
+    }
+
+    /// `read` takes an unknown section's length from its header and seeks
+    /// past it: one of a terabyte (a sparse file) is neither read nor
+    /// allocated.  Before, `read` took the whole file into memory first (an
+    /// allocation this size aborts the process) and copied the stream
+    /// out of it (the stream twice in memory).
+    #[test]
+    fn read_skips_a_terabyte_unknown_section_without_reading_it() {
+        let bytes = example().to_bytes();
+        // The END section (16 bytes) last; the unknown one goes before it.
+        let (body, end) = bytes.split_at(bytes.len() - SECTION_HEADER);
+        let huge = 1u64 << 40;
+        let path = std::env::temp_dir().join(format!("rprof-sparse-{}.data", std::process::id()));
+        let mut f = std::fs::File::create(&path).unwrap();
+        f.write_all(body).unwrap();
+        f.write_all(&200u32.to_le_bytes()).unwrap();
+        f.write_all(&0u32.to_le_bytes()).unwrap();
+        f.write_all(&huge.to_le_bytes()).unwrap();
+        let len = body.len() as u64 + SECTION_HEADER as u64 + huge;
+        f.set_len(len).unwrap();
+        f.seek(SeekFrom::End(0)).unwrap();
+        f.write_all(end).unwrap();
+        drop(f);
+        let read = DataFile::read(&path);
+        let _ = std::fs::remove_file(&path);
+        let read = read.unwrap();
+        assert!(read.cut.is_none(), "{:?}", read.cut);
+        assert_eq!(read.stream, stream());
+        assert_eq!(read.meta(meta::TARGET_PID), Some("42"));
     }
 
     /// Where each record of [`stream`] ends.
