@@ -128,15 +128,18 @@ impl From<Option<PathBuf>> for SymbolOptions {
 /// Turns (cookie, offset) into [`Frame`]s, caching files and results.
 #[derive(Debug, Default)]
 pub struct Symbolizer {
-    kallsyms: Kallsyms,
+    kallsyms: Arc<Kallsyms>,
     files: HashMap<u64, FileInfo>,
     /// Where files are opened; `None` if the `--symfs` directory could not
     /// be opened (then no file is found; a warning says why).
     root: Option<Root>,
     images: HashMap<u64, ImageState>,
-    /// Where each file cookie's DWARF is read from: the file itself or its
-    /// debug file (a path in `root`), once its image is loaded.
-    dwarf_paths: HashMap<u64, String>,
+    /// Where each file cookie's DWARF is read from (the file itself or its
+    /// debug file, a path in `root`), once its image is loaded, with the
+    /// length and CRC-32 of the bytes that were checked then: DWARF is
+    /// read again only when asked for, and only those same bytes are used
+    /// (the path may name another file by then).
+    dwarf_paths: HashMap<u64, DwarfSource>,
     /// Each file cookie's DWARF, once asked for.
     lines: HashMap<u64, Option<Arc<Lines>>>,
     /// Each process's `/tmp/perf-PID.map`, once asked for.
@@ -149,6 +152,30 @@ pub struct Symbolizer {
     frames: HashMap<(u64, u64), Arc<Frame>>,
     interned: HashSet<Arc<Frame>>,
     warnings: Vec<String>,
+}
+
+/// Where a file's DWARF is, and what its bytes were when its image was
+/// loaded and checked against the recording.
+#[derive(Debug, Clone)]
+struct DwarfSource {
+    path: String,
+    len: usize,
+    crc: u32,
+}
+
+impl DwarfSource {
+    fn of(path: String, data: &[u8]) -> Self {
+        DwarfSource {
+            path,
+            len: data.len(),
+            crc: crc32fast::hash(data),
+        }
+    }
+
+    /// Whether `data` are the bytes that were checked.
+    fn same(&self, data: &[u8]) -> bool {
+        data.len() == self.len && crc32fast::hash(data) == self.crc
+    }
 }
 
 /// The base name of a path.
@@ -175,7 +202,12 @@ impl Symbolizer {
 
     /// [`new`](Self::new) with kallsyms parsed already (a daemon keeps
     /// them across sessions).
-    pub fn with_kallsyms(kallsyms: Kallsyms, files: &[FileInfo], symfs: Option<PathBuf>) -> Self {
+    pub fn with_kallsyms(
+        kallsyms: impl Into<Arc<Kallsyms>>,
+        files: &[FileInfo],
+        symfs: Option<PathBuf>,
+    ) -> Self {
+        let kallsyms = kallsyms.into();
         let mut warnings = Vec::new();
         if kallsyms.restricted() {
             warnings.push(
@@ -252,12 +284,18 @@ impl Symbolizer {
         if let Some(l) = self.lines.get(&cookie) {
             return l.clone();
         }
-        let lines = self
-            .dwarf_paths
-            .get(&cookie)
-            .and_then(|p| self.read(p).ok())
-            .and_then(|data| Lines::parse(&data))
-            .map(Arc::new);
+        let source = self.dwarf_paths.get(&cookie).cloned();
+        let lines = source.and_then(|src| {
+            let data = self.read(&src.path).ok()?;
+            if !src.same(&data) {
+                self.warnings.push(format!(
+                    "{}: changed since its symbols were read: no line information",
+                    self.host_path(&src.path).display()
+                ));
+                return None;
+            }
+            Lines::parse(&data).map(Arc::new)
+        });
         self.lines.insert(cookie, lines.clone());
         lines
     }
@@ -344,18 +382,19 @@ impl Symbolizer {
         }
         // A stripped file: its local functions and DWARF are in its debug
         // file.
-        let mut dwarf_path = path.clone();
+        let mut dwarf = None;
         if !image.has_symtab || !Lines::present(&data) {
             if let Some(debug) = rprof_symbols::debuginfo::find(root, &path, &data) {
                 if let Ok(d) = ElfImage::parse(&debug.data) {
                     image.add_symbols_of(&d);
                 }
                 if Lines::present(&debug.data) || !Lines::present(&data) {
-                    dwarf_path = debug.path;
+                    dwarf = Some(DwarfSource::of(debug.path, &debug.data));
                 }
             }
         }
-        self.dwarf_paths.insert(cookie, dwarf_path);
+        let dwarf = dwarf.unwrap_or_else(|| DwarfSource::of(path, &data));
+        self.dwarf_paths.insert(cookie, dwarf);
         ImageState::Ok(Arc::new(image))
     }
 
@@ -782,6 +821,86 @@ mod tests {
             .any(|w| w.contains("not the recorded file")));
     }
 
+    /// The line tables come from the bytes that were checked against the
+    /// recording when the file's symbols were read, or not at all: a file
+    /// put in its place since (a package upgrade renames a new build over
+    /// the old) gives no lines, and a warning says why.  Before, the DWARF
+    /// was read again by path, unchecked, and the new file's lines were
+    /// shown for the old file's addresses.
+    #[test]
+    fn lines_come_only_from_the_file_that_was_checked() {
+        use std::process::Command;
+        let dir = std::env::temp_dir().join(format!("rprof-lines-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        // Two builds of one program from sources of different names: the
+        // same code at the same addresses, lines in another file.
+        let build = |src: &str, out: &str| {
+            let src = dir.join(src);
+            std::fs::write(
+                &src,
+                "volatile unsigned long sink;\n\
+                 __attribute__((noinline)) void lines_hot(unsigned long n)\n\
+                 {\n\
+                 \tfor (unsigned long i = 0; i < n; i++)\n\
+                 \t\tsink += i;\n\
+                 }\n\
+                 int main(int argc, char **argv)\n\
+                 {\n\
+                 \tlines_hot((unsigned long)argc);\n\
+                 \treturn 0;\n\
+                 }\n",
+            )
+            .unwrap();
+            let bin = dir.join(out);
+            let st = Command::new("cc")
+                .args(["-O2", "-g", "-Wl,--build-id"])
+                .arg("-o")
+                .arg(&bin)
+                .arg(&src)
+                .status()
+                .unwrap();
+            assert!(st.success());
+            bin
+        };
+        let prog = build("first.c", "prog");
+        let other = build("second.c", "other");
+        let path = prog.to_str().unwrap().to_string();
+        let (stream, mut info) = testdata::stream_with(None, Some(&path));
+        info.build_id = rprof_symbols::read_build_id(&prog).unwrap().unwrap();
+        let mut agg = crate::Aggregate::new();
+        agg.feed_stream(&stream).unwrap();
+        let image = ElfImage::load(&prog).unwrap();
+        let vaddr = image.symbols_named("lines_hot")[0].0;
+        let offset = image.offset_of_vaddr(vaddr).unwrap();
+        let files = |frames: &[Vec<rprof_symbols::dwarf::InlineFrame>]| -> Vec<String> {
+            frames
+                .iter()
+                .flatten()
+                .filter_map(|f| f.file.clone())
+                .collect()
+        };
+
+        // The file as it was recorded: its lines.
+        let mut sym = Symbolizer::new("", &[info.clone()], None);
+        assert_eq!(sym.frame(16, offset, agg.resolver()).symbol, "lines_hot");
+        let seen = files(&sym.source_frames(16, &[vaddr], agg.resolver()));
+        assert!(seen.iter().any(|f| f.ends_with("first.c")), "{seen:?}");
+
+        // Its symbols read, then another build renamed over it.
+        let mut sym = Symbolizer::new("", &[info], None);
+        assert_eq!(sym.frame(16, offset, agg.resolver()).symbol, "lines_hot");
+        std::fs::rename(&other, &prog).unwrap();
+        let seen = files(&sym.source_frames(16, &[vaddr], agg.resolver()));
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(seen.is_empty(), "lines of the new file: {seen:?}");
+        assert!(
+            sym.warnings().iter().any(|w| w.contains("changed since")),
+            "{:?}",
+            sym.warnings()
+        );
+    }
+
     #[test]
     fn another_inode_is_a_mismatch_and_a_missing_file_unknown() {
         let (stream, mut info) = testdata::stream_with(Some(12345), None);
@@ -876,9 +995,15 @@ mod tests {
         );
         // A map another user wrote (owned by nobody, neither root nor us)
         // is not believed, as under perf, unless asked (--force).  Only
-        // root can give a file away.
+        // root can give a file away: as root (`make check` runs as root)
+        // the chown must work; otherwise the check says it did not run.
         let map = dir.join("tmp/perf-4242.map");
-        if std::os::unix::fs::chown(&map, Some(65534), Some(65534)).is_ok() {
+        // We made the map: it is ours, so its owner says who we are.
+        let root = std::fs::metadata(&map).unwrap().uid() == 0;
+        if !root {
+            eprintln!("SKIP the perf map owner check: only root can chown the map to nobody");
+        } else {
+            std::os::unix::fs::chown(&map, Some(65534), Some(65534)).unwrap();
             let mut sym = Symbolizer::new("", &[], Some(dir.clone()));
             let rows = crate::rows(&agg, &mut sym, &crate::Filter::default());
             assert!(

@@ -292,19 +292,26 @@ pub(crate) mod tests {
         assert_eq!(read_build_id(&exe).unwrap(), image.build_id);
     }
 
+    /// A Rust function of this binary that stays a function of its own:
+    /// never inlined, and its address taken (a test function itself may
+    /// be inlined into the test harness's closure, depending on codegen).
+    #[inline(never)]
+    fn a_rust_function_to_find(x: u64) -> u64 {
+        std::hint::black_box(x).wrapping_mul(3)
+    }
+
     /// A Rust function of this test binary is shown demangled, and is
     /// found by either name.
     #[test]
     fn rust_functions_of_this_binary_are_demangled() {
+        let f: fn(u64) -> u64 = a_rust_function_to_find;
+        assert_eq!(std::hint::black_box(f)(2), 6);
         let exe = std::env::current_exe().unwrap();
         let image = ElfImage::load(&exe).unwrap();
         let demangled = image
             .symbols
             .iter()
-            .find(|s| {
-                s.name
-                    .ends_with("elf::tests::rust_functions_of_this_binary_are_demangled")
-            })
+            .find(|s| s.name.ends_with("elf::tests::a_rust_function_to_find"))
             .unwrap_or_else(|| panic!("no demangled test function among {}", image.symbols.len()));
         let raw = demangled.raw.clone().expect("the mangled name is kept");
         assert!(raw.starts_with("_ZN") || raw.starts_with("_R"), "{raw}");
@@ -448,24 +455,43 @@ pub(crate) mod tests {
     #[test]
     fn a_fifo_is_not_opened_to_be_refused() {
         use std::os::unix::fs::OpenOptionsExt;
-        use std::sync::atomic::{AtomicBool, Ordering};
-        use std::sync::Arc;
+        use std::sync::mpsc;
+        use std::time::{Duration, Instant};
         let (dir, fifo) = fifo_in("rprof-fifo-open");
-        let opened = Arc::new(AtomicBool::new(false));
+        let (tid_tx, tid_rx) = mpsc::channel();
+        let (opened_tx, opened_rx) = mpsc::channel();
         let writer = {
-            let (fifo, opened) = (fifo.clone(), opened.clone());
+            let fifo = fifo.clone();
             // Blocks in open() until someone opens the FIFO for reading.
             std::thread::spawn(move || {
+                // SAFETY: gettid() has no preconditions.
+                tid_tx.send(unsafe { libc::gettid() }).unwrap();
                 let f = std::fs::OpenOptions::new().write(true).open(&fifo);
-                opened.store(true, Ordering::SeqCst);
+                let _ = opened_tx.send(());
                 f.is_ok()
             })
         };
-        std::thread::sleep(std::time::Duration::from_millis(100));
+        // Until the writer really waits in openat(2) (its syscall file
+        // starts with the number): a writer not blocked yet would let an
+        // opening implementation through unseen.
+        let tid = tid_rx.recv().unwrap();
+        let syscall = format!("/proc/self/task/{tid}/syscall");
+        let openat = libc::SYS_openat.to_string();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !std::fs::read_to_string(&syscall)
+            .is_ok_and(|s| s.split(' ').next() == Some(openat.as_str()))
+        {
+            assert!(
+                Instant::now() < deadline,
+                "the writer never blocked in openat"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
         assert!(open_regular(&fifo).is_err());
         assert!(read_file(&fifo).is_err());
-        std::thread::sleep(std::time::Duration::from_millis(300));
-        let let_through = opened.load(Ordering::SeqCst);
+        // An open for reading wakes the writer at once; a second is ample
+        // for it to say so.
+        let let_through = opened_rx.recv_timeout(Duration::from_secs(1)).is_ok();
         // Release the writer either way.
         let reader = std::fs::OpenOptions::new()
             .read(true)

@@ -32,6 +32,16 @@ pub mod kallsyms;
 pub mod perfmap;
 pub mod root;
 
+/// A fresh, empty directory for a test, named after `what` and `name`
+/// and this process.
+#[cfg(test)]
+pub(crate) fn test_dir(what: &str, name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("rprof-{what}-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
 pub use demangle::demangle;
 pub use elf::{read_build_id, ElfImage};
 pub use kallsyms::Kallsyms;

@@ -202,10 +202,7 @@ mod tests {
     use std::os::unix::fs::symlink;
 
     fn tmp(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("rprof-root-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
+        crate::test_dir("root", name)
     }
 
     /// Nothing outside the symfs is reachable: not by `..`, not by a
