@@ -603,7 +603,7 @@ static int run_ioctl(const uint64_t *a)
 	unsigned char fill[4096];
 	size_t n = _IOC_SIZE(cmd) ? _IOC_SIZE(cmd) : 64, i;
 	struct rng r;
-	int fd = fd_of(a[0]), ret, res;
+	int fd = fd_of(a[0]), own, ret, res;
 
 	if (n > sizeof(fill))
 		n = sizeof(fill);
@@ -613,15 +613,21 @@ static int run_ioctl(const uint64_t *a)
 	/* FIONBIO and FIOASYNC read an int: keep it 0 or 1 mostly. */
 	if (cmd == FIONBIO || cmd == FIOASYNC)
 		memset(fill + 1, 0, 3), fill[0] &= 1;
-	ret = ioctl(fd, cmd, place(a[2], fill, n));
+	/* Through a duplicate that no other thread can close or replace, so
+	 * that the file checked below is the one the ioctl met (the slot's
+	 * number may name another file by then: FOUND.md 6). */
+	own = dup(fd);
+	ret = ioctl(own >= 0 ? own : fd, cmd, place(a[2], fill, n));
 	res = RET(ret);
 	/* Only rprof's own files owe ENOTTY: the slot may hold an epoll file
 	 * (which answers EINVAL where the kernel has busy polling), a pipe,
 	 * a perf event or a duplicate of any. */
 	if (_IOC_TYPE(cmd) == RPROF_IOC_MAGIC && !known_cmd(cmd) && res != ENOTTY && res != EBADF &&
-	    is_rprof_file(fd))
+	    own >= 0 && is_rprof_file(own))
 		oracle_fail("ioctl %#lx (unknown to rprof) on fd %d: expected ENOTTY, got %s", cmd, fd,
 			    res ? strerrorname_np(res) : "success");
+	if (own >= 0)
+		close(own);
 	return res;
 }
 
