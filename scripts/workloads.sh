@@ -16,13 +16,14 @@ OUT=$RPROF_BUILD/workloads
 # -O1 keeps the hot loops as written; -fno-inline keeps every function a
 # symbol of its own; no stripping: the attribution test reads the symbols.
 CFLAGS=(-O1 -fno-inline -g -Wall -Wextra)
-PROGRAMS=(attr_main short chains)
+PROGRAMS=(attr_main short chains stalls)
 
 build() {
 	mkdir -p "$OUT"
 	gcc "${CFLAGS[@]}" -fPIC -shared -o "$OUT/libattr_lib.so" "$SRC/libattr_lib.c"
 	gcc "${CFLAGS[@]}" -o "$OUT/attr_main" "$SRC/attr_main.c" -ldl
 	gcc "${CFLAGS[@]}" -o "$OUT/short" "$SRC/short.c"
+	gcc "${CFLAGS[@]}" -pthread -o "$OUT/stalls" "$SRC/stalls.c"
 	# A fork+exec storm: a spawner and a process as small as can be
 	# (static, tiny without a C library).
 	gcc "${CFLAGS[@]}" -static -o "$OUT/storm" "$SRC/storm.c"
@@ -44,7 +45,7 @@ build() {
 		die "rprof_busy.ko build failed in $mod"
 	}
 	grep -E 'warning|error' "$mod/build.log" >&2 || true
-	msg "built $OUT/{attr_main,libattr_lib.so,short,chains,storm,tiny,fifo_spin,rprof-fuzz} and $mod/rprof_busy.ko"
+	msg "built $OUT/{attr_main,libattr_lib.so,short,stalls,chains,storm,tiny,fifo_spin,rprof-fuzz} and $mod/rprof_busy.ko"
 }
 
 # copy_lib FILE ROOT: FILE (a path on the host) to the same path in ROOT,

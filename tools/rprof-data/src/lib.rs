@@ -524,10 +524,18 @@ impl DataFile {
     /// payload is read once, into what keeps it (the stream straight into
     /// [`DataFile::stream`]), and unknown sections are skipped without
     /// being read.
+    ///
+    /// A pipe or FIFO (`rprof report -i <(...)`) has no length to go by:
+    /// it is read whole, then parsed.
     pub fn read(path: &Path) -> Result<DataFile, ReadError> {
-        let file = std::fs::File::open(path).map_err(ReadError::Io)?;
-        let len = file.metadata().map_err(ReadError::Io)?.len();
-        DataFile::parse_from(&mut io::BufReader::new(file), len)
+        let mut file = std::fs::File::open(path).map_err(ReadError::Io)?;
+        let meta = file.metadata().map_err(ReadError::Io)?;
+        if !meta.is_file() {
+            let mut bytes = Vec::new();
+            file.read_to_end(&mut bytes).map_err(ReadError::Io)?;
+            return DataFile::parse(&bytes).map_err(ReadError::Format);
+        }
+        DataFile::parse_from(&mut io::BufReader::new(file), meta.len())
     }
 
     /// Parses a whole file.
@@ -586,7 +594,8 @@ impl DataFile {
                 break;
             }
             let mut head = [0u8; SECTION_HEADER];
-            r.read_exact(&mut head).map_err(ReadError::Io)?;
+            r.read_exact(&mut head)
+                .map_err(|e| ReadError::Io(shrunk(e, at)))?;
             pos += SECTION_HEADER as u64;
             let mut f = Fields::new(&head, at, "section header");
             let kind = f.u32("the kind").map_err(format)?;
@@ -786,10 +795,33 @@ fn read_up_to<R: Read>(r: &mut R, buf: &mut [u8]) -> io::Result<usize> {
     Ok(got)
 }
 
+/// `e`, said as the file having ended early at `at` if it did.
+fn shrunk(e: io::Error, at: u64) -> io::Error {
+    if e.kind() != io::ErrorKind::UnexpectedEof {
+        return e;
+    }
+    io::Error::new(
+        io::ErrorKind::UnexpectedEof,
+        format!(
+            "the file ended at byte {at}, before its length when opened (cut while being read?)"
+        ),
+    )
+}
+
 /// Reads exactly `len` bytes of `r` (the caller checked that the file
-/// has them: the allocation is bounded by the file's size).
+/// has them: the allocation is bounded by the file's size, and made once,
+/// or refused with an error rather than aborting).
 fn read_vec<R: Read>(r: &mut R, len: u64) -> io::Result<Vec<u8>> {
     let mut v = Vec::new();
+    usize::try_from(len)
+        .ok()
+        .and_then(|n| v.try_reserve_exact(n).ok())
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::OutOfMemory,
+                format!("a section of {len} bytes does not fit in memory"),
+            )
+        })?;
     r.take(len).read_to_end(&mut v)?;
     if (v.len() as u64) < len {
         return Err(io::Error::new(
@@ -1025,6 +1057,33 @@ mod tests {
         assert!(read.cut.is_none(), "{:?}", read.cut);
         assert_eq!(read.stream, stream());
         assert_eq!(read.meta(meta::TARGET_PID), Some("42"));
+    }
+
+    /// A recording given through a pipe or FIFO (`report -i <(...)`), which
+    /// has no length to go by, is read whole (the sectioned read took a
+    /// FIFO's length as 0 and found nothing).
+    #[test]
+    fn read_takes_a_recording_from_a_fifo() {
+        let dir = std::env::temp_dir().join(format!("rprof-data-fifo-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("rec");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let bytes = example().to_bytes();
+        let writer = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::write(fifo, bytes).unwrap())
+        };
+        let read = DataFile::read(&fifo);
+        writer.join().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        let read = read.unwrap();
+        assert!(read.cut.is_none(), "{:?}", read.cut);
+        assert_eq!(read.stream, stream());
     }
 
     /// Where each record of [`stream`] ends.

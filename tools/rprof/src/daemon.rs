@@ -20,12 +20,22 @@
 //! what it holds (each complete interval, then the one cut short at the
 //! STOP), then a new session whose table starts empty.  Sampling pauses for the
 //! switch (milliseconds); the next interval starts at the new START.
+//! SIGHUP renews it at once (to let go of the files it pins).  The
+//! ended session's profiles are written by the daemon's one writer thread
+//! (in order, at most a few sessions behind), while the new one is read.
+//! A new session that cannot start is tried again, after 1 s, then twice as
+//! long each time up to a minute; with `--pid`, the daemon stops once that
+//! process has ended.  Whatever stops it, an error included, the samples it
+//! read are written first.
 
 use crate::sampling::SamplingArgs;
 use crate::session::Session;
 use crate::{live, signal, Device, Error};
 use clap::Args;
+use rprof_symbols::Kallsyms;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Options of `rprof daemon` and `rprofd`.
@@ -51,7 +61,8 @@ pub struct DaemonArgs {
     #[arg(long, value_name = "SECS", default_value = "3600", value_parser = parse_seconds)]
     pub renew: Duration,
 
-    /// Only sample the thread group (process) PID.
+    /// Only sample the thread group (process) PID; the daemon stops once
+    /// it has ended.
     #[arg(short = 'p', long = "pid", value_name = "PID",
           value_parser = clap::value_parser!(i32).range(1..))]
     pub pid: Option<i32>,
@@ -88,22 +99,6 @@ fn now_unix() -> Duration {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()
-}
-
-/// CLOCK_MONOTONIC now, in ns: the clock of the stream's times (see the
-/// uapi header), so intervals are scheduled in the samples' own clock.
-fn mono_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid timespec for clock_gettime to fill in;
-    // CLOCK_MONOTONIC always exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    u64::try_from(ts.tv_sec)
-        .unwrap_or(0)
-        .saturating_mul(1_000_000_000)
-        .saturating_add(u64::try_from(ts.tv_nsec).unwrap_or(0))
 }
 
 /// One interval of the session: when it began (wall clock) and how
@@ -335,9 +330,12 @@ impl Profiles<'_> {
 }
 
 /// Where a stopped session ends, in the stream's clock: its STOP
-/// record's time, or now if it has none.
-fn session_end(sink: &live::AggregateSink) -> u64 {
-    sink.agg.span.stop_ns.unwrap_or_else(mono_ns)
+/// record's time, or now if it has none (`clock`).
+fn session_end(sink: &live::AggregateSink, clock: &StreamClock) -> u64 {
+    sink.agg
+        .span
+        .stop_ns
+        .unwrap_or_else(|| clock.now(sink).unwrap_or(0))
 }
 
 /// How many profiles [`Profiles::write_rest`] writes for a session that
@@ -373,22 +371,407 @@ fn named(sink: &live::AggregateSink) -> u64 {
 /// flushes them before it writes.
 const GRACE: Duration = Duration::from_millis(250);
 
-/// Runs the daemon until SIGTERM/SIGINT.
+/// How many ended sessions may wait for the writer thread before the
+/// daemon waits for it in turn: each holds its samples in memory.
+const WRITER_BACKLOG: usize = 16;
+
+/// The first wait before a session is tried again after a renewal could
+/// not start one; it doubles up to [`RETRY_MAX`].
+const RETRY_FIRST: Duration = Duration::from_secs(1);
+const RETRY_MAX: Duration = Duration::from_secs(60);
+
+/// The stream's clock as the daemon reads it: the START record's time
+/// plus what the daemon's own monotonic clock says has passed since
+/// START returned.  Not CLOCK_MONOTONIC itself: in a time namespace the
+/// daemon's CLOCK_MONOTONIC is offset from the kernel's, which stamps the
+/// stream.
+struct StreamClock {
+    /// When the session's START returned.
+    started_at: Instant,
+}
+
+impl StreamClock {
+    fn new() -> Self {
+        StreamClock {
+            started_at: Instant::now(),
+        }
+    }
+
+    /// Now in the stream's clock, once `sink` has its START record.
+    fn now(&self, sink: &live::AggregateSink) -> Option<u64> {
+        let start = sink.agg.span.start_ns?;
+        Some(start.saturating_add(nanos(self.started_at.elapsed())))
+    }
+}
+
+/// A session that ended, on its way to the writer thread: its samples,
+/// the kernel's symbols of its time and where its profiles go in the
+/// daemon's numbering.
+struct Ended {
+    sink: live::AggregateSink,
+    kallsyms: Arc<Kallsyms>,
+    /// Its start, since the Unix epoch.
+    started: Duration,
+    /// The sequence number of its first interval, and of its next profile.
+    first: u64,
+    seq: u64,
+    /// Its end in the stream's clock ([`session_end`]).
+    until: u64,
+    /// How many profiles it makes ([`profiles_left`]).
+    profiles: u64,
+}
+
+/// What the writer thread did.
+#[derive(Default)]
+struct Written {
+    written: u64,
+    skipped: u64,
+    /// The first malformed stream among the sessions it wrote.
+    stream_error: Option<Error>,
+}
+
+impl Ended {
+    /// Writes every profile of this session (with a symbolizer of its
+    /// own: file symbols are cached by cookie, which each session numbers
+    /// afresh), adding to `w`.
+    fn write(mut self, args: &DaemonArgs, config: &rprof_abi::rprof_config, w: &mut Written) {
+        let mut sym = rprof_report::Symbolizer::with_kallsyms(self.kallsyms, &[], None);
+        let mut out = Profiles {
+            args,
+            config,
+            started: self.started,
+            first: self.first,
+            seq: self.seq,
+            written: 0,
+            skipped: 0,
+        };
+        out.write_rest(&mut self.sink, &mut sym, nanos(args.interval), self.until);
+        w.written += out.written;
+        w.skipped += out.skipped;
+        if let Err(e) = self.sink.finish() {
+            eprintln!("rprof daemon: a session's stream: {e}");
+            w.stream_error.get_or_insert(e);
+        }
+    }
+}
+
+/// The daemon's one writer thread: the profiles of each ended session,
+/// in the order the sessions ended, until the channel closes.  A session
+/// whose writing panics (a bug) is counted as skipped, and the thread goes
+/// on with the next: the sessions queued behind it are not lost.
+fn writer(rx: Receiver<Ended>, args: &DaemonArgs, config: &rprof_abi::rprof_config) -> Written {
+    let mut w = Written::default();
+    for ended in rx {
+        let profiles = ended.profiles;
+        let mut this = Written::default();
+        let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            ended.write(args, config, &mut this)
+        }));
+        w.written += this.written;
+        w.skipped += this.skipped;
+        if let Some(e) = this.stream_error {
+            w.stream_error.get_or_insert(e);
+        }
+        if done.is_err() {
+            let left = profiles.saturating_sub(this.written + this.skipped);
+            eprintln!(
+                "rprof daemon: writing a session's profiles failed (a bug); counted as skipped: {left} (some may be written)"
+            );
+            w.skipped += left;
+        }
+    }
+    w
+}
+
+/// The daemon's state: the session it reads and the interval it fills.
+///
+/// Invariant: `sink` holds the samples of `session` since its START and
+/// nothing else; with no session (a renewal could not start one; tried
+/// again at `retry`) it is empty.
+struct Daemon<'dev, 'a> {
+    dev: &'dev Device,
+    args: &'a DaemonArgs,
+    config: &'a rprof_abi::rprof_config,
+    session: Option<Session<'dev>>,
+    sink: live::AggregateSink,
+    clock: StreamClock,
+    /// Parsed once, and again only when the module list (`modules`)
+    /// changes; shared with the writer.
+    kallsyms: Arc<Kallsyms>,
+    modules: String,
+    sym: rprof_report::Symbolizer,
+    out: Profiles<'a>,
+    /// Renew once the session has named this many files.
+    renew_at: u64,
+    renewals: u64,
+    /// When to try to start a session again, and the wait after that.
+    retry: (Instant, Duration),
+    /// The process of `--pid` is gone: stop.
+    target_gone: bool,
+    to_writer: SyncSender<Ended>,
+}
+
+impl<'dev, 'a> Daemon<'dev, 'a> {
+    fn step_ns(&self) -> u64 {
+        nanos(self.args.interval)
+    }
+
+    /// A sink for a new session, scheduling intervals of `--interval`.
+    fn new_sink(&self) -> live::AggregateSink {
+        let mut sink = live::AggregateSink::new();
+        sink.agg.set_interval(Some(self.step_ns()));
+        sink
+    }
+
+    /// Configures and STARTs a session; its intervals are numbered on
+    /// from the last one's.
+    fn start(&mut self) -> Result<(), Error> {
+        let mut session = Session::new(self.dev, self.config, false)?;
+        session.start()?;
+        self.clock = StreamClock::new();
+        self.session = Some(session);
+        self.sink = self.new_sink();
+        self.sym = rprof_report::Symbolizer::with_kallsyms(self.kallsyms.clone(), &[], None);
+        self.out.started = now_unix();
+        self.out.first = self.out.seq;
+        self.retry = (Instant::now(), RETRY_FIRST);
+        Ok(())
+    }
+
+    /// Whether the process of `--pid` (if any) has ended.
+    fn target_ended(&self) -> bool {
+        self.args
+            .pid
+            .is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists())
+    }
+
+    /// The process of `--pid` has ended: says so, and the daemon stops.
+    fn stop_for_target(&mut self) {
+        eprintln!(
+            "rprof daemon: process {} has ended; stopping",
+            self.args.pid.unwrap_or(0)
+        );
+        self.target_gone = true;
+    }
+
+    /// Whether `e` says that the process of `--pid` is gone (SET_CONFIG
+    /// refuses a pid that names no process with ESRCH).
+    fn target_gone_error(&self, e: &Error) -> bool {
+        self.args.pid.is_some()
+            && matches!(e, Error::Ioctl { source, .. } if source.raw_os_error() == Some(libc::ESRCH))
+    }
+
+    /// Takes the current session's samples (it is stopped and drained,
+    /// or gone) with the numbers of its profiles, for the writer; the
+    /// next session's profiles are numbered after them.
+    fn take_ended(&mut self) -> Ended {
+        let until = session_end(&self.sink, &self.clock);
+        let fresh = self.new_sink();
+        let sink = std::mem::replace(&mut self.sink, fresh);
+        let left = profiles_left(&sink.agg, self.step_ns(), until);
+        let ended = Ended {
+            sink,
+            kallsyms: self.kallsyms.clone(),
+            started: self.out.started,
+            first: self.out.first,
+            seq: self.out.seq,
+            until,
+            profiles: left,
+        };
+        self.out.seq += left;
+        ended
+    }
+
+    /// Gives `ended` to the writer; waits while [`WRITER_BACKLOG`]
+    /// sessions wait for it already (the module meanwhile drops and counts
+    /// what does not fit), and writes it here if the writer is gone.
+    fn send(&mut self, ended: Ended) {
+        let ended = match self.to_writer.try_send(ended) {
+            Ok(()) => return,
+            Err(TrySendError::Full(ended)) => {
+                eprintln!(
+                    "rprof daemon: {WRITER_BACKLOG} sessions wait to be written: waiting for the writer"
+                );
+                match self.to_writer.send(ended) {
+                    Ok(()) => return,
+                    Err(e) => e.0,
+                }
+            }
+            Err(TrySendError::Disconnected(ended)) => ended,
+        };
+        // The writer thread is gone (it panicked; its message is out):
+        // written here rather than lost.
+        let mut w = Written::default();
+        ended.write(self.args, self.config, &mut w);
+        self.out.written += w.written;
+        self.out.skipped += w.skipped;
+    }
+
+    /// Ends the session (STOP, drain), starts a new one and hands the old
+    /// one to the writer, in that order: nothing goes unsampled while the
+    /// writer catches up.  `why` says what triggered it.  A new session
+    /// that cannot start is tried again later (or, if the process of
+    /// `--pid` is gone, the daemon stops); only an error of the old
+    /// session's stream is returned.
+    fn renew(&mut self, why: &str) -> Result<(), Error> {
+        let elapsed = self.clock.started_at.elapsed();
+        let stopped = match self.session.as_mut() {
+            Some(s) => s.stop_and_drain(&mut self.sink)?,
+            None => return Ok(()),
+        };
+        self.session = None;
+        let names = named(&self.sink);
+        let ended = self.take_ended();
+        self.renewals += 1;
+        eprintln!(
+            "rprof daemon: new session after {:.1} s and {names} named files ({why}){}",
+            elapsed.as_secs_f64(),
+            if stopped { "" } else { " (no STOP record)" }
+        );
+        self.try_start();
+        self.send(ended);
+        Ok(())
+    }
+
+    /// Starts a session; on failure says so and schedules the next try.
+    fn try_start(&mut self) {
+        let Err(e) = self.start() else { return };
+        if self.target_gone_error(&e) {
+            self.stop_for_target();
+            return;
+        }
+        let (_, wait) = self.retry;
+        let why = e.to_string();
+        eprintln!(
+            "rprof daemon: could not start a new session: {}; trying again in {} s",
+            why.strip_prefix("rprof: ").unwrap_or(&why),
+            wait.as_secs()
+        );
+        self.retry = (Instant::now() + wait, (wait * 2).min(RETRY_MAX));
+    }
+
+    /// Reads the session and writes its intervals until a signal, the
+    /// end of the process of `--pid`, or an error of the device.  (A
+    /// malformed record ends the decoding of its session's stream, not
+    /// this loop: the error is reported, and makes the exit status 1, once
+    /// that session's profiles are written.)
+    fn serve(&mut self) -> Result<(), Error> {
+        let step_ns = self.step_ns();
+        let grace_ns = nanos(GRACE);
+        while !signal::stop_requested() && !self.target_gone {
+            if self.session.is_none() {
+                let now = Instant::now();
+                // SIGHUP asks for a new session: try at once.
+                if signal::renew_requested() || now >= self.retry.0 {
+                    self.try_start();
+                } else {
+                    std::thread::sleep((self.retry.0 - now).min(POLL_INTERVAL));
+                }
+                continue;
+            }
+            // The current interval ends at the cutoff, in the stream's
+            // clock, once the START record is in.
+            if self.sink.agg.cutoff().is_none() {
+                if let Some(s) = self.sink.agg.span.start_ns {
+                    self.sink.agg.set_cutoff(Some(s.saturating_add(step_ns)));
+                }
+            }
+            let (Some(end), Some(now)) = (self.sink.agg.cutoff(), self.clock.now(&self.sink))
+            else {
+                self.pump(POLL_INTERVAL)?;
+                continue;
+            };
+            let due = end.saturating_add(grace_ns);
+            // A new session once a quarter of the cookie table is used
+            // (checked at least every POLL_INTERVAL: files can come
+            // faster than intervals), or at an interval's end once
+            // --renew has passed.
+            if named(&self.sink) >= self.renew_at {
+                self.renew("cookie table a quarter full")?;
+                continue;
+            }
+            if signal::renew_requested() {
+                self.renew("SIGHUP")?;
+                continue;
+            }
+            if now >= due {
+                // The process of --pid ended: its last interval is written
+                // and the daemon stops (no renewal, which would fail).
+                let ended = self.target_ended();
+                if !ended && self.clock.started_at.elapsed() >= self.args.renew {
+                    self.renew("--renew time")?;
+                    continue;
+                }
+                self.write_interval()?;
+                if ended {
+                    self.stop_for_target();
+                }
+                continue;
+            }
+            self.pump(Duration::from_nanos(due - now).min(POLL_INTERVAL))?;
+        }
+        Ok(())
+    }
+
+    /// Moves what the buffer holds into the sink, waiting at most `wait`.
+    fn pump(&mut self, wait: Duration) -> Result<(), Error> {
+        if let Some(s) = self.session.as_mut() {
+            s.pump(wait, &mut self.sink)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the interval that ended at the cutoff and moves on to the
+    /// next one.
+    fn write_interval(&mut self) -> Result<(), Error> {
+        let Some(session) = self.session.as_mut() else {
+            return Ok(());
+        };
+        let Some(end) = self.sink.agg.cutoff() else {
+            return Ok(());
+        };
+        // Everything the rings hold now, then what the buffer has.
+        session.device().flush()?;
+        for _ in 0..64 {
+            if session.pump(Duration::ZERO, &mut self.sink)? == 0 {
+                break;
+            }
+        }
+        let now_loaded = module_list();
+        if now_loaded != self.modules {
+            self.modules = now_loaded;
+            self.kallsyms = Arc::new(Kallsyms::parse(&crate::snapshot::read_kallsyms()));
+            self.sym = rprof_report::Symbolizer::with_kallsyms(self.kallsyms.clone(), &[], None);
+        }
+        self.out
+            .write(&mut self.sink, &mut self.sym, self.args.interval);
+        self.sink.agg.roll(Some(end.saturating_add(self.step_ns())));
+        Ok(())
+    }
+}
+
+/// Runs the daemon until SIGTERM/SIGINT (or, with `--pid`, until that
+/// process is gone).
 ///
 /// Interval k holds the samples taken from the session's START plus k
 /// intervals to the next such time, in the stream's clock
-/// (CLOCK_MONOTONIC, which also schedules the writes), whenever the
-/// daemon reads them: a sample read early waits for its own interval,
-/// however many intervals ahead; one of interval k read after k's profile
-/// was written counts in the next one and as late in its comment.  A profile
-/// that cannot be written (a full disk) is skipped with a message; the
-/// daemon goes on.
+/// (CLOCK_MONOTONIC, which also schedules the writes: [`StreamClock`]),
+/// whenever the daemon reads them: a sample read early waits for its own
+/// interval, however many intervals ahead; one of interval k read after
+/// k's profile was written counts in the next one and as late in its
+/// comment.  A profile that cannot be written (a full disk) is skipped
+/// with a message; the daemon goes on.
+///
+/// Sessions that end (renewals, the last one) are written by one writer
+/// thread, in order, while this thread reads the next session: its rings
+/// and cookie table fill meanwhile.  Whatever ends the daemon, an error
+/// included, the samples it has read are written before it returns.
 pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
     let config = args.sampling.config(args.pid)?;
     // The device first: a missing module or capability is the error to
     // report, before anything is created.
     let dev = Device::open(device)?;
-    let mut session = Session::new(&dev, &config, false)?;
+    let mut first = Session::new(&dev, &config, false)?;
     std::fs::create_dir_all(&args.dir)
         .map_err(|e| Error::io("creating the profile directory", e))?;
     let stale = remove_temporaries(&args.dir)?;
@@ -396,180 +779,94 @@ pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
         eprintln!("rprof daemon: removed {stale} temporary files an earlier daemon left");
     }
     signal::install_stop_handler().map_err(|e| Error::io("installing a SIGTERM handler", e))?;
-    let mut sink = live::AggregateSink::new();
-    // Parsed once, and again only when the module list changes.
-    let mut kallsyms = rprof_symbols::Kallsyms::parse(&crate::snapshot::read_kallsyms());
-    let new_symbolizer =
-        |k: &rprof_symbols::Kallsyms| rprof_report::Symbolizer::with_kallsyms(k.clone(), &[], None);
-    let mut sym = new_symbolizer(&kallsyms);
-    let mut modules = module_list();
+    signal::install_renew_handler().map_err(|e| Error::io("installing a SIGHUP handler", e))?;
+    let kallsyms = Arc::new(Kallsyms::parse(&crate::snapshot::read_kallsyms()));
+    let modules = module_list();
     // A quarter: the daemon does not watch the table while it writes
-    // profiles (up to seconds), and files keep coming meanwhile.
+    // an interval's profile (up to seconds), and files keep coming
+    // meanwhile.
     let renew_at = (max_cookies() / 4).max(1);
-    session.start()?;
-    let started = now_unix();
-    let mut started_at = Instant::now();
+    first.start()?;
+    let clock = StreamClock::new();
     eprintln!(
         "rprof daemon: profiling into {} every {:?}, keeping {}",
         args.dir.display(),
         args.interval,
         args.keep
     );
-    let step = args.interval;
-    let step_ns = nanos(step);
-    let grace_ns = nanos(GRACE);
-    let mut out = Profiles {
-        args,
-        config: &config,
-        started,
-        first: 0,
-        seq: 0,
-        written: 0,
-        skipped: 0,
-    };
-    let mut renewals = 0u64;
-    sink.agg.set_interval(Some(step_ns));
-    // A renewed session's profiles are written on a thread of their own:
-    // symbolizing and compressing take seconds on a slow machine, and
-    // meanwhile this thread must go on reading the new session (whose
-    // rings and cookie table fill) and renew it in time.
+    let (to_writer, from_daemon) = std::sync::mpsc::sync_channel(WRITER_BACKLOG);
     std::thread::scope(|scope| {
-        let mut writers: Vec<std::thread::ScopedJoinHandle<'_, (u64, u64)>> = Vec::new();
-        while !signal::stop_requested() {
-            reap(&mut writers, &mut out, false);
-            // The current interval ends at the cutoff, in the stream's clock
-            // (CLOCK_MONOTONIC), once the START record is in.
-            if sink.agg.cutoff().is_none() {
-                if let Some(s) = sink.agg.span.start_ns {
-                    sink.agg.set_cutoff(Some(s.saturating_add(step_ns)));
-                }
-            }
-            let Some(end) = sink.agg.cutoff() else {
-                session.pump(POLL_INTERVAL, &mut sink)?;
-                continue;
-            };
-            let due = end.saturating_add(grace_ns);
-            let now = mono_ns();
-            // A new session once a quarter of the cookie table is used
-            // (checked at least every POLL_INTERVAL: files can come faster
-            // than intervals), or at an interval's end once --renew has
-            // passed.
-            let elapsed = started_at.elapsed();
-            if named(&sink) >= renew_at || (now >= due && elapsed >= args.renew) {
-                // Every sample up to the STOP counts: the complete intervals
-                // each in its profile, then the one cut short at the STOP.
-                let stopped = session.stop_and_drain(&mut sink)?;
-                drop(session);
-                session = Session::new(&dev, &config, false)?;
-                session.start()?;
-                started_at = Instant::now();
-                let restarted = now_unix();
-                let mut old_sink = std::mem::replace(&mut sink, live::AggregateSink::new());
-                sink.agg.set_interval(Some(step_ns));
-                // File symbols are cached by cookie, which the new session
-                // numbers afresh: a new symbolizer for each session, and one
-                // of its own for the writer (a symbolizer's DWARF cache
-                // cannot move between threads).  The kernel's symbols are
-                // kept (read again only when the module list changes).
-                sym = new_symbolizer(&kallsyms);
-                let old_kallsyms = kallsyms.clone();
-                let until = session_end(&old_sink);
-                let mut old_out = Profiles {
-                    args,
-                    config: &config,
-                    started: out.started,
-                    first: out.first,
-                    seq: out.seq,
-                    written: 0,
-                    skipped: 0,
-                };
-                // The new session's profiles are numbered after the old
-                // one's.
-                out.seq += profiles_left(&old_sink.agg, step_ns, until);
-                out.started = restarted;
-                out.first = out.seq;
-                renewals += 1;
-                eprintln!(
-                    "rprof daemon: new session after {:.1} s and {} named files{}",
-                    elapsed.as_secs_f64(),
-                    named(&old_sink),
-                    if stopped { "" } else { " (no STOP record)" }
-                );
-                writers.push(scope.spawn(move || {
-                    let mut old_sym = new_symbolizer(&old_kallsyms);
-                    old_out.write_rest(&mut old_sink, &mut old_sym, step_ns, until);
-                    if let Err(e) = old_sink.finish() {
-                        eprintln!("rprof daemon: the previous session's stream: {e}");
-                    }
-                    (old_out.written, old_out.skipped)
-                }));
-                continue;
-            }
-            if now >= due {
-                // Everything the rings hold now, then what the buffer has.
-                session.device().flush()?;
-                for _ in 0..64 {
-                    if session.pump(Duration::ZERO, &mut sink)? == 0 {
-                        break;
-                    }
-                }
-                let now_loaded = module_list();
-                if now_loaded != modules {
-                    modules = now_loaded;
-                    kallsyms = rprof_symbols::Kallsyms::parse(&crate::snapshot::read_kallsyms());
-                    sym = new_symbolizer(&kallsyms);
-                }
-                out.write(&mut sink, &mut sym, step);
-                sink.agg.roll(Some(end.saturating_add(step_ns)));
-                continue;
-            }
-            session.pump(
-                Duration::from_nanos(due - now).min(POLL_INTERVAL),
-                &mut sink,
-            )?;
+        let config = &config;
+        let writer = scope.spawn(move || writer(from_daemon, args, config));
+        let mut d = Daemon {
+            dev: &dev,
+            args,
+            config,
+            session: Some(first),
+            sink: live::AggregateSink::new(),
+            clock,
+            sym: rprof_report::Symbolizer::with_kallsyms(kallsyms.clone(), &[], None),
+            kallsyms,
+            modules,
+            out: Profiles {
+                args,
+                config,
+                started: now_unix(),
+                first: 0,
+                seq: 0,
+                written: 0,
+                skipped: 0,
+            },
+            renew_at,
+            renewals: 0,
+            retry: (Instant::now(), RETRY_FIRST),
+            target_gone: false,
+            to_writer,
+        };
+        d.sink = d.new_sink();
+        let served = d.serve();
+        if served.is_err() {
+            eprintln!("rprof daemon: stopping on an error; writing what was read");
         }
-        let stopped = session.stop_and_drain(&mut sink)?;
-        // The last interval, cut short: every sample read counts in it.
-        let until = session_end(&sink);
-        out.write_rest(&mut sink, &mut sym, step_ns, until);
-        reap(&mut writers, &mut out, true);
+        // Whatever ended it: every sample read so far is written, the
+        // last interval cut short at the STOP.
+        // No session at the end (a failed start): nothing was left unread.
+        let mut stopped = Ok(true);
+        if let Some(s) = d.session.as_mut() {
+            stopped = s.stop_and_drain(&mut d.sink);
+            d.session = None;
+            let ended = d.take_ended();
+            d.send(ended);
+        }
+        let Daemon {
+            out,
+            renewals,
+            to_writer,
+            ..
+        } = d;
+        drop(to_writer);
+        let w = writer.join().unwrap_or_else(|_| {
+            eprintln!("rprof daemon: the thread writing profiles failed");
+            Written {
+                skipped: 1,
+                ..Written::default()
+            }
+        });
         eprintln!(
             "rprof daemon: stopped{}; {} profiles written, {} skipped, {} sessions",
-            if stopped { "" } else { " (no STOP record)" },
-            out.written,
-            out.skipped,
+            if matches!(stopped, Ok(true)) {
+                ""
+            } else {
+                " (no STOP record)"
+            },
+            out.written + w.written,
+            out.skipped + w.skipped,
             renewals + 1
         );
-        sink.finish()
+        served?;
+        stopped?;
+        w.stream_error.map_or(Ok(()), Err)
     })
-}
-
-/// Joins the profile writers of renewed sessions that are done (all of
-/// them with `all`, waiting), and counts what they wrote.
-fn reap(
-    writers: &mut Vec<std::thread::ScopedJoinHandle<'_, (u64, u64)>>,
-    out: &mut Profiles<'_>,
-    all: bool,
-) {
-    let mut i = 0;
-    while i < writers.len() {
-        if !all && !writers[i].is_finished() {
-            i += 1;
-            continue;
-        }
-        match writers.swap_remove(i).join() {
-            Ok((written, skipped)) => {
-                out.written += written;
-                out.skipped += skipped;
-            }
-            // Its message is out already; the profiles it had left are
-            // not written.
-            Err(_) => {
-                out.skipped += 1;
-                eprintln!("rprof daemon: the thread writing a previous session's profiles failed");
-            }
-        }
-    }
 }
 
 #[cfg(test)]
@@ -647,7 +944,7 @@ mod tests {
         sink.agg.set_cutoff(Some(11 * s));
         crate::session::Sink::feed(&mut sink, &stream).unwrap();
         let mut sym = rprof_report::Symbolizer::new("", &[], None);
-        let until = session_end(&sink);
+        let until = session_end(&sink, &StreamClock::new());
         assert_eq!(until, 13 * s + s / 5);
         // A renewal numbers the next session's profiles with this count
         // before the writer has written any.
@@ -666,6 +963,34 @@ mod tests {
         assert_eq!(counts, [1, 2, 4, 0], "{names:?}");
         assert_eq!((out.written, out.skipped), (4, 0));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A session without a STOP record ends "now" in the stream's own
+    /// clock: its START time plus what has passed since, whatever the
+    /// daemon's CLOCK_MONOTONIC reads (in a time namespace it is offset
+    /// from the kernel's; before, the daemon scheduled with its own).
+    #[test]
+    fn the_stream_clock_runs_from_start() {
+        use rprof_decode::Record;
+        let config = rprof_abi::rprof_config::default();
+        let mut stream = Vec::new();
+        // Five seconds after boot in the kernel's clock.
+        let start = 5_000_000_000u64;
+        Record::Start {
+            time_ns: start,
+            config,
+        }
+        .encode(&mut stream);
+        let mut sink = live::AggregateSink::new();
+        let clock = StreamClock::new();
+        assert_eq!(clock.now(&sink), None, "no START read yet");
+        crate::session::Sink::feed(&mut sink, &stream).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        let end = session_end(&sink, &clock);
+        assert!(
+            (start + 20_000_000..start + 10_000_000_000).contains(&end),
+            "{end}"
+        );
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! SIGINT and SIGTERM as a request to end the session cleanly.
+//! SIGINT and SIGTERM as a request to end the session cleanly; SIGHUP as
+//! the daemon's request to renew its session.
 //!
 //! `rprof dump` installs [`install_stop_handler`] and checks
 //! [`stop_requested`] in its read loop, so Ctrl-C stops sampling, drains
@@ -62,6 +63,37 @@ pub fn install_stop_handler() -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+static RENEW: AtomicBool = AtomicBool::new(false);
+
+/// The SIGHUP handler: an atomic store (async-signal-safe).  It leaves the
+/// self-pipe alone: nothing empties that pipe, which would then wake every
+/// later `poll()` at once; the signal itself interrupts a `poll()` in
+/// progress (no `SA_RESTART`).
+extern "C" fn on_hangup(_signal: libc::c_int) {
+    RENEW.store(true, Ordering::Relaxed);
+}
+
+/// Makes SIGHUP a request that [`renew_requested`] reports once (the
+/// daemon's "start a new session now").
+pub fn install_renew_handler() -> io::Result<()> {
+    // SAFETY: an all-zero sigaction is a valid value (empty mask, no
+    // flags) that we then fill in.
+    let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+    action.sa_sigaction = on_hangup as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    // SAFETY: `action` is a valid sigaction whose handler only performs an
+    // async-signal-safe atomic store; the old action is not wanted.
+    if unsafe { libc::sigaction(libc::SIGHUP, &action, std::ptr::null_mut()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Whether SIGHUP arrived since the last call (or since
+/// [`install_renew_handler`]).
+pub fn renew_requested() -> bool {
+    RENEW.swap(false, Ordering::Relaxed)
 }
 
 /// Whether SIGINT or SIGTERM arrived since [`install_stop_handler`].

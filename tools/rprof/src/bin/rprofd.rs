@@ -4,8 +4,12 @@
 //! rprofd --dir /var/lib/rprof [--interval 60] [--keep 10] [-e EVENT]...
 //! ```
 //!
-//! Exit status: 0 after a clean stop (SIGTERM/SIGINT), 1 on a runtime
-//! error (one `rprof: ...` line on stderr), 2 on a usage error.
+//! SIGHUP starts a new module session at once (the files the old one
+//! pinned are let go once its profiles are written).
+//!
+//! Exit status: 0 after a clean stop (SIGTERM/SIGINT, or the end of the
+//! process of `--pid`), 1 on a runtime error (one `rprof: ...` line on
+//! stderr; what was read is written first), 2 on a usage error.
 
 use clap::Parser;
 use rprof::daemon::{self, DaemonArgs};
