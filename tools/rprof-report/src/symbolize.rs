@@ -829,39 +829,13 @@ mod tests {
     /// shown for the old file's addresses.
     #[test]
     fn lines_come_only_from_the_file_that_was_checked() {
-        use std::process::Command;
         let dir = std::env::temp_dir().join(format!("rprof-lines-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         // Two builds of one program from sources of different names: the
         // same code at the same addresses, lines in another file.
         let build = |src: &str, out: &str| {
-            let src = dir.join(src);
-            std::fs::write(
-                &src,
-                "volatile unsigned long sink;\n\
-                 __attribute__((noinline)) void lines_hot(unsigned long n)\n\
-                 {\n\
-                 \tfor (unsigned long i = 0; i < n; i++)\n\
-                 \t\tsink += i;\n\
-                 }\n\
-                 int main(int argc, char **argv)\n\
-                 {\n\
-                 \tlines_hot((unsigned long)argc);\n\
-                 \treturn 0;\n\
-                 }\n",
-            )
-            .unwrap();
-            let bin = dir.join(out);
-            let st = Command::new("cc")
-                .args(["-O2", "-g", "-Wl,--build-id"])
-                .arg("-o")
-                .arg(&bin)
-                .arg(&src)
-                .status()
-                .unwrap();
-            assert!(st.success());
-            bin
+            rprof_symbols::testprog::build_c(&dir, src, out, "lines_hot", false, &[])
         };
         let prog = build("first.c", "prog");
         let other = build("second.c", "other");

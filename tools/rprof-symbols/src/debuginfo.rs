@@ -94,30 +94,7 @@ mod tests {
     /// A C program with a static (local) function, built with `cflags`
     /// into `dir/name`.
     fn build(dir: &Path, name: &str, cflags: &[&str]) -> PathBuf {
-        let src = dir.join("dbg.c");
-        std::fs::write(
-            &src,
-            "volatile unsigned long sink;\n\
-             static __attribute__((noinline)) void local_hot(unsigned long n)\n\
-             {\n\
-             \tfor (unsigned long i = 0; i < n; i++)\n\
-             \t\tsink += i;\n\
-             }\n\
-             int main(int argc, char **argv)\n\
-             {\n\
-             \tlocal_hot((unsigned long)argc);\n\
-             \treturn 0;\n\
-             }\n",
-        )
-        .unwrap();
-        let bin = dir.join(name);
-        run(Command::new("cc")
-            .args(["-O2", "-g", "-Wl,--build-id"])
-            .args(cflags)
-            .arg("-o")
-            .arg(&bin)
-            .arg(&src));
-        bin
+        crate::testprog::build_c(dir, "dbg.c", name, "local_hot", true, cflags)
     }
 
     /// `objcopy --only-keep-debug BIN DEBUG`, then `strip BIN`.

@@ -31,6 +31,8 @@ pub mod elf;
 pub mod kallsyms;
 pub mod perfmap;
 pub mod root;
+#[doc(hidden)]
+pub mod testprog;
 
 /// A fresh, empty directory for a test, named after `what` and `name`
 /// and this process.
