@@ -34,7 +34,7 @@ rows() {
 	grep -E '^ +[0-9.]+% ' "$1"
 }
 
-plan 35
+plan 39
 unload
 load
 
