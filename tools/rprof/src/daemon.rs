@@ -460,6 +460,8 @@ impl Ended {
 /// whose writing panics (a bug) is counted as skipped, and the thread goes
 /// on with the next: the sessions queued behind it are not lost.
 fn writer(rx: Receiver<Ended>, args: &DaemonArgs, config: &rprof_abi::rprof_config) -> Written {
+    // The daemon's signals go to the thread that reads the module.
+    signal::block_in_this_thread();
     let mut w = Written::default();
     for ended in rx {
         let profiles = ended.profiles;

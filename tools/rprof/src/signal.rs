@@ -70,7 +70,9 @@ static RENEW: AtomicBool = AtomicBool::new(false);
 /// The SIGHUP handler: an atomic store (async-signal-safe).  It leaves the
 /// self-pipe alone: nothing empties that pipe, which would then wake every
 /// later `poll()` at once; the signal itself interrupts a `poll()` in
-/// progress (no `SA_RESTART`).
+/// progress (no `SA_RESTART`) when it is delivered to the polling thread,
+/// which helper threads ensure with [`block_in_this_thread`] (otherwise
+/// the flag is seen at the next check, within the poll's timeout).
 extern "C" fn on_hangup(_signal: libc::c_int) {
     RENEW.store(true, Ordering::Relaxed);
 }
@@ -88,6 +90,24 @@ pub fn install_renew_handler() -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// Blocks SIGINT, SIGTERM and SIGHUP in the calling thread, so that the
+/// kernel delivers them to a thread that has them unblocked (the one that
+/// polls and checks the flags: its `poll()` is interrupted at once).  For
+/// helper threads; a failure leaves the mask as it was (the flags are
+/// still seen, at the next check).
+pub fn block_in_this_thread() {
+    // SAFETY: an all-zero sigset_t is a valid value for sigemptyset to
+    // initialize; sigaddset/pthread_sigmask take pointers to locals.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            libc::sigaddset(&mut set, sig);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
 }
 
 /// Whether SIGHUP arrived since the last call (or since
