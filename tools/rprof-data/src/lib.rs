@@ -341,11 +341,20 @@ impl fmt::Display for ReadError {
 
 impl std::error::Error for ReadError {}
 
-fn err<T>(offset: u64, message: impl Into<String>) -> Result<T, FormatError> {
+impl From<FormatError> for ReadError {
+    fn from(e: FormatError) -> Self {
+        ReadError::Format(e)
+    }
+}
+
+/// A [`FormatError`] at `offset` (as whichever error type the caller
+/// returns: `FormatError` or [`ReadError`]).
+fn err<T, E: From<FormatError>>(offset: u64, message: impl Into<String>) -> Result<T, E> {
     Err(FormatError {
         offset,
         message: message.into(),
-    })
+    }
+    .into())
 }
 
 /// A bounds-checked little-endian reader over a section's payload.
@@ -553,25 +562,23 @@ impl DataFile {
 
     /// Parses the `file_len` bytes of `r` from its current position.
     fn parse_from<R: Read + Seek>(r: &mut R, file_len: u64) -> Result<DataFile, ReadError> {
-        let format = ReadError::Format;
         let mut header = [0u8; 16];
         let got = read_up_to(r, &mut header).map_err(ReadError::Io)?;
         let mut f = Fields::new(&header[..got], 0, "header");
-        let magic = f.take(8, "the magic").map_err(format)?;
+        let magic = f.take(8, "the magic")?;
         if magic != MAGIC {
-            return err(0, "not an rprof.data file (no RPROFDAT magic)").map_err(format);
+            return err(0, "not an rprof.data file (no RPROFDAT magic)");
         }
-        let version = f.u32("the version").map_err(format)?;
+        let version = f.u32("the version")?;
         if version != VERSION {
             return err(
                 8,
                 format!("format version {version}, this rprof reads version {VERSION}"),
-            )
-            .map_err(format);
+            );
         }
-        let flags = f.u32("the flags").map_err(format)?;
+        let flags = f.u32("the flags")?;
         if flags != 0 {
-            return err(12, format!("unknown header flags {flags:#x}")).map_err(format);
+            return err(12, format!("unknown header flags {flags:#x}"));
         }
         let mut file = DataFile::new(rprof_config::new());
         let mut seen: Vec<u32> = Vec::new();
@@ -598,15 +605,15 @@ impl DataFile {
                 .map_err(|e| ReadError::Io(shrunk(e, at)))?;
             pos += SECTION_HEADER as u64;
             let mut f = Fields::new(&head, at, "section header");
-            let kind = f.u32("the kind").map_err(format)?;
-            let sflags = f.u32("the flags").map_err(format)?;
-            let len = f.u64("the length").map_err(format)?;
+            let kind = f.u32("the kind")?;
+            let sflags = f.u32("the flags")?;
+            let len = f.u64("the length")?;
             if sflags & !SECTION_GZIP != 0 {
-                return err(at + 4, format!("unknown section flags {sflags:#x}")).map_err(format);
+                return err(at + 4, format!("unknown section flags {sflags:#x}"));
             }
             let once = !matches!(kind, section::KALLSYMS | section::MODULES);
             if once && seen.contains(&kind) {
-                return err(at, format!("a second {} section", section_name(kind))).map_err(format);
+                return err(at, format!("a second {} section", section_name(kind)));
             }
             let payload_at = pos;
             let left = file_len - pos;
@@ -632,7 +639,7 @@ impl DataFile {
             }
             if len > left {
                 if kind == section::END {
-                    return err(at, "the END section is not empty").map_err(format);
+                    return err(at, "the END section is not empty");
                 }
                 file.cut = Some(cut(
                     at,
@@ -646,21 +653,18 @@ impl DataFile {
             seen.push(kind);
             if kind == section::END {
                 if len != 0 {
-                    return err(at, "the END section is not empty").map_err(format);
+                    return err(at, "the END section is not empty");
                 }
                 if pos != file_len {
-                    return err(pos, "bytes after the END section").map_err(format);
+                    return err(pos, "bytes after the END section");
                 }
                 break;
             }
             if section_name(kind) == "unknown" {
                 // A later version's section: skipped, not even read.
-                let skip = i64::try_from(len).map_err(|_| {
-                    ReadError::Format(FormatError {
-                        offset: at,
-                        message: format!("a section of {len} bytes"),
-                    })
-                })?;
+                let Ok(skip) = i64::try_from(len) else {
+                    return err(at, format!("a section of {len} bytes"));
+                };
                 r.seek(SeekFrom::Current(skip)).map_err(ReadError::Io)?;
                 pos += len;
                 continue;
@@ -681,8 +685,7 @@ impl DataFile {
                 // Kept as read: no copy.
                 file.stream = payload;
             } else {
-                file.parse_section(kind, &payload, payload_at)
-                    .map_err(format)?;
+                file.parse_section(kind, &payload, payload_at)?;
             }
         }
         if !seen.contains(&section::CONFIG) {
@@ -692,11 +695,10 @@ impl DataFile {
                     Some(c) => format!("no CONFIG section: nothing to read ({})", c.reason),
                     None => "no CONFIG section".to_string(),
                 },
-            )
-            .map_err(format);
+            );
         }
         if file.cut.is_none() && !seen.contains(&section::STREAM) {
-            return err(file_len, "no STREAM section").map_err(format);
+            return err(file_len, "no STREAM section");
         }
         Ok(file)
     }

@@ -51,16 +51,24 @@ pub fn install_stop_handler() -> io::Result<()> {
         WAKE_READ.store(fds[0], Ordering::Relaxed);
     }
     for signal in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: an all-zero sigaction is a valid value (empty mask, no
-        // flags) that we then fill in.
-        let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
-        action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-        // SAFETY: `action` is a valid sigaction whose handler only performs
-        // an async-signal-safe atomic store; the old action is not wanted.
-        let ret = unsafe { libc::sigaction(signal, &action, std::ptr::null_mut()) };
-        if ret != 0 {
-            return Err(io::Error::last_os_error());
-        }
+        install(signal, on_signal)?;
+    }
+    Ok(())
+}
+
+/// Makes `handler` the handler of `signal`, without `SA_RESTART`.  The
+/// handlers of this module (the only callers) do nothing but
+/// async-signal-safe work: atomic stores and a write(2) to a pipe, with
+/// errno saved.
+fn install(signal: libc::c_int, handler: extern "C" fn(libc::c_int)) -> io::Result<()> {
+    // SAFETY: an all-zero sigaction is a valid value (empty mask, no
+    // flags) that we then fill in.
+    let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+    action.sa_sigaction = handler as libc::sighandler_t;
+    // SAFETY: `action` is a valid sigaction whose handler is
+    // async-signal-safe (see above); the old action is not wanted.
+    if unsafe { libc::sigaction(signal, &action, std::ptr::null_mut()) } != 0 {
+        return Err(io::Error::last_os_error());
     }
     Ok(())
 }
@@ -80,16 +88,7 @@ extern "C" fn on_hangup(_signal: libc::c_int) {
 /// Makes SIGHUP a request that [`renew_requested`] reports once (the
 /// daemon's "start a new session now").
 pub fn install_renew_handler() -> io::Result<()> {
-    // SAFETY: an all-zero sigaction is a valid value (empty mask, no
-    // flags) that we then fill in.
-    let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
-    action.sa_sigaction = on_hangup as extern "C" fn(libc::c_int) as libc::sighandler_t;
-    // SAFETY: `action` is a valid sigaction whose handler only performs an
-    // async-signal-safe atomic store; the old action is not wanted.
-    if unsafe { libc::sigaction(libc::SIGHUP, &action, std::ptr::null_mut()) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    install(libc::SIGHUP, on_hangup)
 }
 
 /// Blocks SIGINT, SIGTERM and SIGHUP in the calling thread, so that the
