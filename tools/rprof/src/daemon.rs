@@ -528,7 +528,13 @@ impl<'dev, 'a> Daemon<'dev, 'a> {
     /// Configures and STARTs a session; its intervals are numbered on
     /// from the last one's.
     fn start(&mut self) -> Result<(), Error> {
-        let mut session = Session::new(self.dev, self.config, false)?;
+        let session = Session::new(self.dev, self.config, false)?;
+        self.begin(session)
+    }
+
+    /// STARTs `session` (configured) and makes it the one read, with a
+    /// fresh sink, clock and symbolizer.
+    fn begin(&mut self, mut session: Session<'dev>) -> Result<(), Error> {
         session.start()?;
         self.clock = StreamClock::new();
         self.session = Some(session);
@@ -773,7 +779,7 @@ pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
     // The device first: a missing module or capability is the error to
     // report, before anything is created.
     let dev = Device::open(device)?;
-    let mut first = Session::new(&dev, &config, false)?;
+    let first = Session::new(&dev, &config, false)?;
     std::fs::create_dir_all(&args.dir)
         .map_err(|e| Error::io("creating the profile directory", e))?;
     let stale = remove_temporaries(&args.dir)?;
@@ -788,44 +794,43 @@ pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
     // an interval's profile (up to seconds), and files keep coming
     // meanwhile.
     let renew_at = (max_cookies() / 4).max(1);
-    first.start()?;
-    let clock = StreamClock::new();
+    let (to_writer, from_daemon) = std::sync::mpsc::sync_channel(WRITER_BACKLOG);
+    // `begin` sets the session, its sink, clock, symbolizer and start.
+    let mut d = Daemon {
+        dev: &dev,
+        args,
+        config: &config,
+        session: None,
+        sink: live::AggregateSink::new(),
+        clock: StreamClock::new(),
+        sym: rprof_report::Symbolizer::default(),
+        kallsyms,
+        modules,
+        out: Profiles {
+            args,
+            config: &config,
+            started: Duration::ZERO,
+            first: 0,
+            seq: 0,
+            written: 0,
+            skipped: 0,
+        },
+        renew_at,
+        renewals: 0,
+        retry: (Instant::now(), RETRY_FIRST),
+        target_gone: false,
+        to_writer,
+    };
+    d.begin(first)?;
     eprintln!(
         "rprof daemon: profiling into {} every {:?}, keeping {}",
         args.dir.display(),
         args.interval,
         args.keep
     );
-    let (to_writer, from_daemon) = std::sync::mpsc::sync_channel(WRITER_BACKLOG);
     std::thread::scope(|scope| {
         let config = &config;
         let writer = scope.spawn(move || writer(from_daemon, args, config));
-        let mut d = Daemon {
-            dev: &dev,
-            args,
-            config,
-            session: Some(first),
-            sink: live::AggregateSink::new(),
-            clock,
-            sym: rprof_report::Symbolizer::with_kallsyms(kallsyms.clone(), &[], None),
-            kallsyms,
-            modules,
-            out: Profiles {
-                args,
-                config,
-                started: now_unix(),
-                first: 0,
-                seq: 0,
-                written: 0,
-                skipped: 0,
-            },
-            renew_at,
-            renewals: 0,
-            retry: (Instant::now(), RETRY_FIRST),
-            target_gone: false,
-            to_writer,
-        };
-        d.sink = d.new_sink();
         let served = d.serve();
         if served.is_err() {
             eprintln!("rprof daemon: stopping on an error; writing what was read");
