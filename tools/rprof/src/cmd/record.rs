@@ -2,9 +2,11 @@
 //!
 //! The whole system by default (`-a`), one process with `-p PID` (the
 //! module's pid filter; with `--children`, every process it starts too),
-//! or a command and every process it starts (`-- CMD ARGS`: CMD is forked
-//! first and execs once sampling runs, with the module's filter on its
-//! pid and descendants; `-a -- CMD` samples the whole system while CMD
+//! or a command and every process it starts (`-- CMD ARGS`: a reaper is
+//! forked first and starts CMD once sampling runs, with the module's
+//! filter on its pid and descendants; it is a subreaper, so that what CMD
+//! leaves running stays in the tree while CMD runs (see
+//! [`rprof::launch`]); `-a -- CMD` samples the whole system while CMD
 //! runs).  Ends after `-d SECONDS`, when the command
 //! exits, or on SIGINT/SIGTERM; then STOP, the rest of the stream up to
 //! the STOP record, the snapshot (kallsyms, modules, build-ids), and the
@@ -45,7 +47,8 @@ pub struct RecordArgs {
     pub pid: Option<i32>,
 
     /// With -p: also every process PID starts from now on (its children,
-    /// their children, ...).
+    /// their children, ...; not one whose parent has ended, which the
+    /// kernel re-parents out of PID's tree: `-- CMD` keeps those).
     #[arg(long, requires = "pid")]
     pub children: bool,
 
