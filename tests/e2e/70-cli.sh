@@ -34,7 +34,7 @@ rows() {
 	grep -E '^ +[0-9.]+% ' "$1"
 }
 
-plan 39
+plan 40
 unload
 load
 
@@ -101,11 +101,13 @@ check "record -p PID: every sample is of PID $target" \
 diag "$(cat /tmp/p.err; tail -n 3 /tmp/p.report)"
 
 # 4b. -- CMD follows what CMD starts: a child in the background and a
-# grandchild through another shell are in the profile, a busy process
-# outside the tree (dd, started before) is not; with -a it is.
+# grandchild through another shell are in the profile, and so is an
+# orphan (stalls, started in the background by a shell that exits at
+# once, so that it is re-parented while CMD runs); a busy process outside
+# the tree (dd, started before) is not; with -a it is.
 dd if=/dev/zero of=/dev/null bs=4096 2>/dev/null &
 outsider=$!
-tree='/tests/bin/chains split 1 & sh -c "/tests/bin/attr_main 1"; wait'
+tree='/tests/bin/chains split 1 & sh -c "/tests/bin/stalls 1 1000 >/dev/null &"; sh -c "/tests/bin/attr_main 1"; wait'
 rprof record -o /tmp/d.data -- sh -c "$tree" >/dev/null 2>/tmp/d.err
 rprof report -i /tmp/d.data --stdio --sort comm >/tmp/d.report 2>&1
 rprof record -a -o /tmp/da.data -- sh -c "$tree" >/dev/null 2>>/tmp/d.err
@@ -115,6 +117,7 @@ wait $outsider 2>/dev/null
 diag "$(cat /tmp/d.err; grep -E '^ +[0-9.]+% ' /tmp/d.report; echo -- -a:; grep -E '^ +[0-9.]+% ' /tmp/da.report)"
 check "record -- sh -c ...: its child (chains) and grandchild (attr_main) are profiled" \
 	sh -c "grep -qE '^ +[0-9.]+% +[0-9]+ +chains\$' /tmp/d.report && grep -qE '^ +[0-9.]+% +[0-9]+ +attr_main\$' /tmp/d.report"
+check "... and an orphan it left running (stalls)" grep -qE '^ +[0-9.]+% +[0-9]+ +stalls$' /tmp/d.report
 check "... and nothing outside the tree (no dd)" sh -c "! grep -qE ' dd\$' /tmp/d.report"
 check "record -a -- CMD: the whole system, dd too" grep -qE '^ +[0-9.]+% +[0-9]+ +dd$' /tmp/da.report
 
@@ -241,22 +244,22 @@ rmmod rprof
 insmod "$RPROF_KO"
 
 # Intervals by the samples' own times: one CPU busy for the whole run,
-# the daemon stopped for 1.5 s in the middle.  Each full interval holds
-# about one second of samples, however late the daemon read them (before,
-# the profile written after a stall took the stall's samples too).
+# the daemon stopped for 1.5 s in the middle.  A full interval holds one
+# second of samples by their own times, however late the daemon read
+# them: at most one per CPU and sampling period (before, the profile
+# written after a stall took the stall's samples too: 1921, 0, 5076 on
+# two CPUs at 999 Hz).
+# Only that bound is checked, not that the intervals are alike: on a busy
+# host the guest's timers can stop firing for a second or more while its
+# clock goes on (its vCPUs unscheduled, or QEMU's timer thread waiting
+# for a host CPU), and no cpu-clock sample is taken then (seen in CI:
+# 455, 0, 606; and 707, 449 amid 1950s with no late wake-up seen in the
+# guest).  The busy program notes such stretches it sees, for the log.
 # The daemon is slow here (a profile takes it about a second to
 # symbolize under TCG and KASAN): wait for its lines, not for the clock.
-# The busy program also notes each stretch of 200 ms or more in which the
-# guest's timers did not fire (a sleeping thread woke that late): on a
-# busy host the guest's vCPUs can go unscheduled, or run while QEMU's
-# timer thread waits for a host CPU, for seconds while the guest's clock
-# goes on (seen in CI: 455, 0 and 606 samples in three intervals in a
-# row; and here, with a helper compiling beside the guest: 6, 0 and 758,
-# the busy loop running throughout), and no cpu-clock sample is taken
-# then.
 /tests/bin/stalls 60 200 >/tmp/d5.stalls 2>/dev/null &
 busy=$!
-rprof daemon --dir /tmp/d5 --interval 1 --keep 100 >/tmp/d5.out 2>&1 &
+rprof daemon --dir /tmp/d5 --interval 1 --keep 100 -F 999 >/tmp/d5.out 2>&1 &
 d=$!
 wait_for 30 1 '^rprof daemon: profiling into' /tmp/d5.out
 sleep 1.3
@@ -268,33 +271,21 @@ kill -TERM $d
 wait $d
 kill $busy 2>/dev/null
 wait $busy 2>/dev/null
-# The full intervals: all profiles but the last, as "START_S SEQ SAMPLES"
-# (START_S: the interval's start in whole seconds, from its name).
-sed -n 's|^rprof daemon: wrote /tmp/d5/rprof-\([0-9]*\)-\([0-9]*\)\.pb\.gz: \([0-9]*\) samples.*|\1 \2 \3|p' /tmp/d5.out |
-	sed '$d' >/tmp/d5.full
-# An interval lies within [START_S, START_S + 2) (its name's second is
-# rounded down); one that a lost stretch touches, with a quarter second
-# to spare each side, is left out.
-awk 'FILENAME == ARGV[1] { ng++; g0[ng] = $1; g1[ng] = $2; next }
-	{ lost = 0
-	  for (i = 1; i <= ng; i++)
-		if (g1[i] > $1 - 0.25 && g0[i] < $1 + 2.25) lost = 1
-	  if (!lost) print }' /tmp/d5.stalls /tmp/d5.full >/tmp/d5.kept
+# The full intervals (all profiles but the last) as "SAMPLES LATE", LATE
+# being those of earlier intervals read too late for them.
+grep '^rprof daemon: wrote /tmp/d5/' /tmp/d5.out | sed '$d' |
+	sed -E 's/, throttled [0-9]+ times$//' |
+	sed -E 's/.*: ([0-9]+) samples, .*, ([0-9]+) of them late$/\1 \2/; s/.*: ([0-9]+) samples, .*\)$/\1 0/' >/tmp/d5.full
 diag "$(cat /tmp/d5.out)"
 diag "time the guest's timers stalled (200 ms or more): $(tr '\n' ';' </tmp/d5.stalls)"
-# A busy host makes the guest's ticks uneven from one second to the next
-# (seen: 1182 to 1900 samples in the intervals of one run beside two
-# busy loops), while a profile that took the stall's samples too holds
-# 2.5 seconds' worth next to an empty one (the old daemon: 1921, 0, 5076):
-# 2x tells them apart.
+# One sample per CPU and 1/999 s, with 10% to spare.
+most=$(( $(nproc) * 999 * 11 / 10 ))
 if [ "$(wc -l </tmp/d5.full)" -lt 3 ]; then
 	not_ok "daemon intervals by sample time: only $(wc -l </tmp/d5.full) full intervals written"
-elif [ "$(wc -l </tmp/d5.kept)" -ge 3 ]; then
-	check "daemon intervals by sample time: the full ones the guest ran through ($(cut -d' ' -f3 /tmp/d5.kept | tr '\n' ' ')) within 2x of each other" \
-		awk '{ n++; if (min == "" || $3 < min) min = $3; if ($3 > max) max = $3 }
-			END { exit !(n >= 3 && min > 0 && max <= 2 * min) }' /tmp/d5.kept
 else
-	skip "daemon intervals by sample time: fewer than 3 full intervals the guest ran through ($(wc -l </tmp/d5.full) full, stretches lost: $(tr '\n' ';' </tmp/d5.stalls))"
+	check "daemon intervals by sample time: each full one ($(tr '\n' ';' </tmp/d5.full)) holds at most $most samples of its own second ($(nproc) CPUs at 999 Hz)" \
+		awk -v most=$most '{ n++; all += $1; if ($1 - $2 > most) bad = 1 }
+			END { exit !(n >= 3 && all > 0 && !bad) }' /tmp/d5.full
 fi
 
 # A full disk: the daemon skips profiles, says so, leaves no temporary
@@ -331,7 +322,12 @@ umount /tmp/full
 # between a renewal's trigger (8 files) and a full table (32) is 24
 # programs, against the time the daemon takes to stop, drain and start a
 # session and to write an interval's profile (a renewed session's
-# profiles are written by its writer thread).
+# profiles are written by its writer thread).  Nothing is sampled
+# between a renewal's STOP and the next START (the daemon's renewal line
+# says how long: 56 to 123 ms in one run under TCG and KASAN), so a
+# 100 ms program can fall in no session at all (seen once: s80 in no
+# profile); the last one runs a second, and the programs no profile
+# names are listed in the log.
 load max_cookies=32
 mkdir -p /tmp/many /tmp/d7
 mount -t tmpfs tmpfs /tmp/many
@@ -339,7 +335,8 @@ for i in $(seq 1 80); do cp /tests/bin/short /tmp/many/s$i; done
 rprof daemon --dir /tmp/d7 --interval 0.5 --keep 1000 --renew 3600 >/tmp/d7.out 2>&1 &
 d=$!
 wait_for 30 1 '^rprof daemon: wrote' /tmp/d7.out
-for i in $(seq 1 80); do /tmp/many/s$i 100; done
+for i in $(seq 1 79); do /tmp/many/s$i 100; done
+/tmp/many/s80 1000
 rm -f /tmp/many/s*
 kill -HUP $d
 wait_for 30 1 'new session after .* (SIGHUP)' /tmp/d7.out
@@ -373,6 +370,11 @@ check "daemon: no sample lost for want of a cookie, in any profile" \
 	sh -c '! grep -E "no_cookie [1-9]" /tmp/d7.out && grep -q "no_cookie 0" /tmp/d7.out'
 # (The new session samples while the old one's profiles are written: the
 # programs that ran meanwhile were in no profile before.)
+# (In a profile's string table each name is followed by the next
+# string's tag, a '2': dropped here, for the log.)
+for f in /tmp/d7/rprof-*.pb.gz; do gzip -dc "$f" | grep -ao '/tmp/many/s[0-9]*'; done |
+	sed 's/2$//' | sort -u >/tmp/d7.named
+diag "programs in no profile: $(for i in $(seq 1 80); do grep -qx /tmp/many/s$i /tmp/d7.named || printf 's%s ' $i; done)"
 check "daemon: the 80th program is named in a profile" \
 	sh -c 'for f in /tmp/d7/rprof-*.pb.gz; do gzip -dc "$f" | grep -aq /tmp/many/s80 && exit 0; done; exit 1'
 load
