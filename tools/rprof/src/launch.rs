@@ -54,6 +54,8 @@ pub struct Launch {
 /// end of its status pipe, whose write end only the reaper holds.
 pub struct Running {
     pid: libc::pid_t,
+    /// CMD's own pid (the reaper's child).
+    command: libc::pid_t,
     reaped: bool,
     status: Option<OwnedFd>,
 }
@@ -93,35 +95,55 @@ fn read_full(fd: &OwnedFd, buf: &mut [u8]) -> usize {
     got
 }
 
-/// The child's ends of its three pipes.
+/// The child's ends of its three pipes, and the highest descriptor the
+/// parent had open when it forked.
 struct ChildFds {
     go: libc::c_int,
     err: libc::c_int,
     status: libc::c_int,
+    max_fd: libc::c_int,
 }
 
-/// Writes all of `bytes` to `fd`, or as much as it takes (async-signal-safe).
+/// The highest descriptor open in this process (read before a fork, so
+/// that the child knows how far to look), 1023 if /proc cannot say.
+fn highest_fd() -> libc::c_int {
+    std::fs::read_dir("/proc/self/fd")
+        .ok()
+        .and_then(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<libc::c_int>().ok())
+                .max()
+        })
+        .unwrap_or(1023)
+}
+
+/// One write(2) of `bytes` to `fd` (async-signal-safe): enough for the
+/// 4-byte messages on a pipe here, which a pipe takes whole.
 ///
 /// # Safety
 ///
 /// `fd` is an open descriptor.
-unsafe fn write_all_raw(fd: libc::c_int, bytes: &[u8]) {
+unsafe fn write_raw(fd: libc::c_int, bytes: &[u8]) {
     // SAFETY: write(2) from a live slice, to the caller's descriptor.
     unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
 }
 
-/// The forked child: waits for the go, becomes a subreaper, forks and
-/// execs CMD, reaps until CMD has ended, passes its wait status up and
-/// exits.  Never returns.
+/// The forked child: waits for the go, closes what would not survive an
+/// exec, becomes a subreaper, forks and execs CMD, sends CMD's pid up,
+/// reaps until CMD has ended, sends its wait status up and exits.  Never
+/// returns.
 ///
 /// # Safety
 ///
-/// Called in the child of a fork() of a possibly multi-threaded process,
-/// so it calls only async-signal-safe functions (close, signal,
-/// sigprocmask, read, write, prctl, fork, execvp, waitpid, _exit) and
-/// allocates nothing; `argv` is a NULL-terminated array of C strings
-/// made before the fork, `fds` the child's open pipe ends.
-unsafe fn reap_and_run(fds: &ChildFds, argv: &[*const libc::c_char]) -> ! {
+/// Called in the child of a fork() of a possibly multi-threaded process:
+/// it allocates nothing and calls only thin system-call wrappers (close,
+/// fcntl, signal, sigprocmask, read, write, prctl, waitpid, _exit), plus
+/// fork and execvp.  Those two are not on POSIX's async-signal-safe list;
+/// they are sound here because this child has one thread, glibc's fork
+/// re-initialises its own locks in the child, and execvp's PATH search
+/// only reads the environment.  `argv` is a NULL-terminated array of C
+/// strings made before the fork, its first entry `prog`; `fds` holds the
+/// child's open pipe ends.
+unsafe fn reap_and_run(fds: &ChildFds, prog: *const libc::c_char, argv: *const *const libc::c_char) -> ! {
     // SAFETY: Async-signal-safe calls on our descriptors and on memory
     // made before fork(), as the function's contract says.
     unsafe {
@@ -145,8 +167,22 @@ unsafe fn reap_and_run(fds: &ChildFds, argv: &[*const libc::c_char]) -> ! {
             // Not released: the recording did not start.
             libc::_exit(126);
         }
+        // What an exec would close, this child closes now: it never
+        // execs, and must not hold the parent's descriptors (the module's
+        // device above all: its session lives until the last one closes)
+        // for as long as CMD runs.  Descriptors without close-on-exec are
+        // CMD's to inherit, as they would be without the reaper.
+        for fd in 3..=fds.max_fd {
+            if fd != fds.go && fd != fds.err && fd != fds.status {
+                let flags = libc::fcntl(fd, libc::F_GETFD);
+                if flags >= 0 && flags & libc::FD_CLOEXEC != 0 {
+                    libc::close(fd);
+                }
+            }
+        }
+        libc::close(fds.go);
         let fail = |errno: i32| -> ! {
-            write_all_raw(fds.err, &errno.to_ne_bytes());
+            write_raw(fds.err, &errno.to_ne_bytes());
             libc::_exit(127)
         };
         if libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0 {
@@ -158,16 +194,27 @@ unsafe fn reap_and_run(fds: &ChildFds, argv: &[*const libc::c_char]) -> ! {
         }
         if cmd == 0 {
             libc::close(fds.status);
-            libc::execvp(argv[0], argv.as_ptr());
+            libc::execvp(prog, argv);
             fail(*libc::__errno_location());
         }
+        // CMD's pid first (the parent reads it once `err` says CMD has
+        // exec'd), then, below, its status.
+        write_raw(fds.status, &cmd.to_ne_bytes());
         // The parent reads end of file on `err` once CMD has exec'd.
         libc::close(fds.err);
+        // CMD has the default dispositions; the reaper itself outlives a
+        // signal meant for the whole group (Ctrl-C, `timeout`, `kill
+        // -PGID`) as system(3) does, so that it still reaps CMD and passes
+        // its status up, and a status write to a parent gone is an EPIPE,
+        // not a death.
+        for sig in [libc::SIGINT, libc::SIGQUIT, libc::SIGTERM, libc::SIGHUP, libc::SIGPIPE] {
+            libc::signal(sig, libc::SIG_IGN);
+        }
         loop {
             let mut status = 0;
             let r = libc::waitpid(-1, &mut status, 0);
             if r == cmd {
-                write_all_raw(fds.status, &status.to_ne_bytes());
+                write_raw(fds.status, &status.to_ne_bytes());
                 libc::_exit(0);
             }
             if r < 0 && *libc::__errno_location() != libc::EINTR {
@@ -200,8 +247,15 @@ impl Launch {
         let (go_r, go_w) = pipe().map_err(io_err)?;
         let (err_r, err_w) = pipe().map_err(io_err)?;
         let (status_r, status_w) = pipe().map_err(io_err)?;
-        // SAFETY: fork() itself; the child below calls only
-        // async-signal-safe functions (see `reap_and_run`).
+        let fds = ChildFds {
+            go: go_r.as_raw_fd(),
+            err: err_w.as_raw_fd(),
+            status: status_w.as_raw_fd(),
+            max_fd: highest_fd(),
+        };
+        let prog = c_argv[0];
+        // SAFETY: fork() itself; the child below does only what
+        // `reap_and_run`'s contract allows.
         let pid = unsafe { libc::fork() };
         if pid < 0 {
             return Err(io_err(io::Error::last_os_error()));
@@ -215,14 +269,10 @@ impl Launch {
                 libc::close(err_r.as_raw_fd());
                 libc::close(status_r.as_raw_fd());
             }
-            let fds = ChildFds {
-                go: go_r.as_raw_fd(),
-                err: err_w.as_raw_fd(),
-                status: status_w.as_raw_fd(),
-            };
             // SAFETY: In the child of fork(), with `c_argv` a
-            // NULL-terminated array of C strings made before the fork.
-            unsafe { reap_and_run(&fds, &c_argv) }
+            // NULL-terminated array of C strings made before the fork,
+            // `prog` its first, and `fds` the child's pipe ends.
+            unsafe { reap_and_run(&fds, prog, c_argv.as_ptr()) }
         }
         drop((go_r, err_w, status_w));
         // INVARIANT: our unreaped child, with its three pipes.
@@ -262,18 +312,28 @@ impl Launch {
         let status = self.status.take();
         // The child is the caller's now: no kill on drop.
         std::mem::forget(self);
+        // CMD's pid, which the reaper wrote before `err` said anything.
+        let mut cmd = [0u8; 4];
+        let command = match (&status, wrote == 1 && got == 0) {
+            (Some(st), true) if read_full(st, &mut cmd) == 4 => i32::from_ne_bytes(cmd),
+            _ => pid,
+        };
         let mut running = Running {
             pid,
+            command,
             reaped: false,
             status,
         };
-        if wrote != 1 || got == 4 {
-            let e = if got == 4 {
-                io::Error::from_raw_os_error(i32::from_ne_bytes(errno))
-            } else {
-                io::Error::other("the child did not take the go")
-            };
-            running.kill_and_reap();
+        if wrote != 1 {
+            running.reap(true);
+            return Err(Error::Protocol(format!(
+                "cannot run {program}: the child that starts it ended before its start"
+            )));
+        }
+        if got == 4 {
+            // The reaper reaps CMD's failed child and exits by itself.
+            running.reap(false);
+            let e = io::Error::from_raw_os_error(i32::from_ne_bytes(errno));
             return Err(Error::Protocol(format!(
                 "cannot run {program}: {e} (is it a program in PATH?)"
             )));
@@ -288,17 +348,23 @@ impl Drop for Launch {
         // `go` closes and exits 126); make sure and reap it.
         let mut r = Running {
             pid: self.pid,
+            command: self.pid,
             reaped: false,
             status: None,
         };
-        r.kill_and_reap();
+        r.reap(true);
     }
 }
 
 impl Running {
-    /// The child's pid.
+    /// The child's pid: the reaper's, which the module's filter follows.
     pub fn pid(&self) -> i32 {
         self.pid
+    }
+
+    /// The command's own pid.
+    pub fn command_pid(&self) -> i32 {
+        self.command
     }
 
     /// A descriptor that polls readable once the command has ended (a
@@ -343,14 +409,17 @@ impl Running {
         }))
     }
 
-    fn kill_and_reap(&mut self) {
+    /// Waits for the child (SIGKILLed first with `kill`) and reaps it.
+    fn reap(&mut self, kill: bool) {
         if self.reaped {
             return;
         }
         let mut status = 0;
         // SAFETY: Signals and waits for our own unreaped child.
         unsafe {
-            libc::kill(self.pid, libc::SIGKILL);
+            if kill {
+                libc::kill(self.pid, libc::SIGKILL);
+            }
             while libc::waitpid(self.pid, &mut status, 0) < 0
                 && *libc::__errno_location() == libc::EINTR
             {}
@@ -449,12 +518,42 @@ mod tests {
             std::thread::sleep(Duration::from_millis(10));
             seen = ppid();
         }
-        // SAFETY: kill(2) of the orphan, a `sleep 5` not yet reaped by
-        // whoever is its parent (it cannot have ended).
-        unsafe { libc::kill(orphan, libc::SIGKILL) };
+        // The orphan's pid still names it (a `sleep` alone could have
+        // ended and its pid be reused by now on a loaded machine).
+        let comm = std::fs::read_to_string(format!("/proc/{orphan}/comm")).unwrap_or_default();
+        if comm.trim() == "sleep" {
+            // SAFETY: kill(2) of a pid that names a `sleep` (the orphan).
+            unsafe { libc::kill(orphan, libc::SIGKILL) };
+        }
         let _ = std::fs::remove_file(&out);
         assert!(wait(&mut r).success());
         assert_eq!(seen, Some(launched), "the orphan's parent");
+    }
+
+    /// The reaper holds none of rprof's close-on-exec descriptors (the
+    /// module's device among them) while CMD runs, and `command_pid` is
+    /// CMD's pid.
+    #[test]
+    fn the_reaper_holds_none_of_our_descriptors() {
+        let marker = std::env::temp_dir().join(format!("rprof-launch-fd-{}", std::process::id()));
+        let out = std::env::temp_dir().join(format!("rprof-launch-fds-{}", std::process::id()));
+        let held = std::fs::File::create(&marker).unwrap();
+        let script = format!(
+            "echo $$ > {0}.pid; ls -l /proc/$PPID/fd > {0}",
+            out.display()
+        );
+        let l = Launch::fork(&["sh".into(), "-c".into(), script]).unwrap();
+        let mut r = l.release().unwrap();
+        assert!(wait(&mut r).success());
+        drop(held);
+        let fds = std::fs::read_to_string(&out).unwrap();
+        let pid = std::fs::read_to_string(format!("{}.pid", out.display())).unwrap();
+        let _ = std::fs::remove_file(&marker);
+        let _ = std::fs::remove_file(&out);
+        let _ = std::fs::remove_file(format!("{}.pid", out.display()));
+        assert!(!fds.contains(marker.to_str().unwrap()), "{fds}");
+        assert_eq!(pid.trim().parse::<i32>().unwrap(), r.command_pid());
+        assert_ne!(r.command_pid(), r.pid());
     }
 
     #[test]

@@ -234,7 +234,7 @@ fn record(
             }
         }
     }
-    let target_pid = child.as_ref().map(|c| c.pid()).or(args.pid);
+    let target_pid = child.as_ref().map(|c| c.command_pid()).or(args.pid);
     let deadline = args.duration.map(|d| started + d);
     let exit_fd = child.as_ref().and_then(|c| c.exit_fd());
     let mut wake: Vec<BorrowedFd<'_>> = signal::stop_fd().into_iter().collect();
