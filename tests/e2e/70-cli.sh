@@ -274,8 +274,7 @@ wait $busy 2>/dev/null
 # The full intervals (all profiles but the last) as "SAMPLES LATE", LATE
 # being those of earlier intervals read too late for them.
 grep '^rprof daemon: wrote /tmp/d5/' /tmp/d5.out | sed '$d' |
-	sed -E 's/, throttled [0-9]+ times$//' |
-	sed -E 's/.*: ([0-9]+) samples, .*, ([0-9]+) of them late$/\1 \2/; s/.*: ([0-9]+) samples, .*\)$/\1 0/' >/tmp/d5.full
+	sed -E 's/, throttled [0-9]+ times$//; s/.*: ([0-9]+) samples, .*, ([0-9]+) of them late$/\1 \2/; s/.*: ([0-9]+) samples, .*\)$/\1 0/' >/tmp/d5.full
 diag "$(cat /tmp/d5.out)"
 diag "time the guest's timers stalled (200 ms or more): $(tr '\n' ';' </tmp/d5.stalls)"
 # One sample per CPU and 1/999 s, with 10% to spare.

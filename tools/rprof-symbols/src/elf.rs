@@ -413,17 +413,12 @@ pub(crate) mod tests {
         assert_eq!(hex(&[0, 0xab, 0x10]), "00ab10");
     }
 
-    /// A new directory `NAME-PID` under the temporary directory, with a
-    /// FIFO in it: (the directory, the FIFO).
+    /// A new test directory named after `name`, with a FIFO in it: (the
+    /// directory, the FIFO).
     fn fifo_in(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
-        let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::test_dir("elf", name);
         let fifo = dir.join("fifo");
-        let ok = std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap();
-        assert!(ok.success());
+        crate::mkfifo(&fifo);
         (dir, fifo)
     }
 

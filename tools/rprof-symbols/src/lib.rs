@@ -44,6 +44,16 @@ pub(crate) fn test_dir(what: &str, name: &str) -> std::path::PathBuf {
     d
 }
 
+/// Makes a FIFO at `path` (for the tests that it is never opened).
+#[cfg(test)]
+pub(crate) fn mkfifo(path: &std::path::Path) {
+    let ok = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(ok.success(), "mkfifo {}", path.display());
+}
+
 pub use demangle::demangle;
 pub use elf::{read_build_id, ElfImage};
 pub use kallsyms::Kallsyms;

@@ -127,8 +127,8 @@ unsafe fn write_raw(fd: libc::c_int, bytes: &[u8]) {
     unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
 }
 
-/// The forked child: waits for the go, closes what would not survive an
-/// exec, becomes a subreaper, forks and execs CMD, sends CMD's pid up,
+/// The forked child: closes what would not survive an exec, waits for
+/// the go, becomes a subreaper, forks and execs CMD, sends CMD's pid up,
 /// reaps until CMD has ended, sends its wait status up and exits.  Never
 /// returns.
 ///
@@ -144,8 +144,8 @@ unsafe fn write_raw(fd: libc::c_int, bytes: &[u8]) {
 /// strings made before the fork, its first entry `prog`; `fds` holds the
 /// child's open pipe ends.
 unsafe fn reap_and_run(fds: &ChildFds, prog: *const libc::c_char, argv: *const *const libc::c_char) -> ! {
-    // SAFETY: Async-signal-safe calls on our descriptors and on memory
-    // made before fork(), as the function's contract says.
+    // SAFETY: The calls the function's contract allows, on our
+    // descriptors and on memory made before fork().
     unsafe {
         // As std::process::Command does: the Rust runtime ignores
         // SIGPIPE, and an ignored signal stays ignored across exec; CMD
@@ -156,6 +156,22 @@ unsafe fn reap_and_run(fds: &ChildFds, prog: *const libc::c_char, argv: *const *
         let mut none: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut none);
         libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+        // What an exec would close, this child closes now: it never
+        // execs, and must not hold the parent's descriptors (the module's
+        // device above all: its session lives until the last one closes)
+        // for as long as CMD runs.  Descriptors without close-on-exec are
+        // CMD's to inherit, as they would be without the reaper.  The
+        // parent's ends of the three pipes go too (close-on-exec all): a
+        // parent that dies so gives end of file on `go`, not a wait for
+        // ever.
+        for fd in 3..=fds.max_fd {
+            if fd != fds.go && fd != fds.err && fd != fds.status {
+                let flags = libc::fcntl(fd, libc::F_GETFD);
+                if flags >= 0 && flags & libc::FD_CLOEXEC != 0 {
+                    libc::close(fd);
+                }
+            }
+        }
         let mut b = 0u8;
         let n = loop {
             let n = libc::read(fds.go, (&mut b as *mut u8).cast(), 1);
@@ -166,19 +182,6 @@ unsafe fn reap_and_run(fds: &ChildFds, prog: *const libc::c_char, argv: *const *
         if n != 1 {
             // Not released: the recording did not start.
             libc::_exit(126);
-        }
-        // What an exec would close, this child closes now: it never
-        // execs, and must not hold the parent's descriptors (the module's
-        // device above all: its session lives until the last one closes)
-        // for as long as CMD runs.  Descriptors without close-on-exec are
-        // CMD's to inherit, as they would be without the reaper.
-        for fd in 3..=fds.max_fd {
-            if fd != fds.go && fd != fds.err && fd != fds.status {
-                let flags = libc::fcntl(fd, libc::F_GETFD);
-                if flags >= 0 && flags & libc::FD_CLOEXEC != 0 {
-                    libc::close(fd);
-                }
-            }
         }
         libc::close(fds.go);
         let fail = |errno: i32| -> ! {
@@ -261,14 +264,6 @@ impl Launch {
             return Err(io_err(io::Error::last_os_error()));
         }
         if pid == 0 {
-            // Without our copies of these ends, a parent that dies gives
-            // end of file instead of a wait for ever.
-            // SAFETY: In the child: closes descriptors it owns a copy of.
-            unsafe {
-                libc::close(go_w.as_raw_fd());
-                libc::close(err_r.as_raw_fd());
-                libc::close(status_r.as_raw_fd());
-            }
             // SAFETY: In the child of fork(), with `c_argv` a
             // NULL-terminated array of C strings made before the fork,
             // `prog` its first, and `fds` the child's pipe ends.
