@@ -34,7 +34,7 @@ rows() {
 	grep -E '^ +[0-9.]+% ' "$1"
 }
 
-plan 40
+plan 41
 unload
 load
 
@@ -99,6 +99,17 @@ rprof report -i /tmp/p.data --stdio --sort pid >/tmp/p.report 2>&1
 check "record -p PID: every sample is of PID $target" \
 	sh -c "[ \$(grep -cE '^ +[0-9.]+% ' /tmp/p.report) -eq 1 ] && grep -qE '^ +100.00% +[0-9]+ +$target\$' /tmp/p.report"
 diag "$(cat /tmp/p.err; tail -n 3 /tmp/p.report)"
+# And -p ends by itself, as perf's does, once PID has ended (seen by its
+# pidfd, which a later process with the same pid is not).  Before, it
+# recorded until a signal.
+/tests/bin/short 3000 >/dev/null 2>&1 &
+target=$!
+timeout 60 rprof record -p $target -o /tmp/pe.data >/dev/null 2>/tmp/pe.err
+rc=$?
+wait $target
+check "record -p PID: ends by itself, exit 0, once PID has ended" \
+	sh -c "[ $rc -eq 0 ] && grep -q '^rprof: process $target has ended' /tmp/pe.err"
+diag "$(cat /tmp/pe.err)"
 
 # 4b. -- CMD follows what CMD starts: a child in the background and a
 # grandchild through another shell are in the profile, and so is an

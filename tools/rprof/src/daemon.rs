@@ -31,6 +31,7 @@
 //! process has ended.  Whatever stops it, an error included, the samples it
 //! read are written first.
 
+use crate::pidfd::Watch;
 use crate::sampling::SamplingArgs;
 use crate::session::Session;
 use crate::{live, signal, Device, Error};
@@ -523,6 +524,9 @@ struct Daemon<'dev, 'a> {
     retry: (Instant, Duration),
     /// The process of `--pid` is gone: stop.
     target_gone: bool,
+    /// The process of `--pid`, by its pidfd (a new process given the
+    /// same pid later is not it).
+    target: Option<Watch>,
     to_writer: SyncSender<Ended>,
 }
 
@@ -561,9 +565,7 @@ impl<'dev, 'a> Daemon<'dev, 'a> {
 
     /// Whether the process of `--pid` (if any) has ended.
     fn target_ended(&self) -> bool {
-        self.args
-            .pid
-            .is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists())
+        self.target.as_ref().is_some_and(|w| w.ended())
     }
 
     /// The process of `--pid` has ended: says so, and the daemon stops.
@@ -797,6 +799,14 @@ pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
     // report, before anything is created.
     let dev = Device::open(device)?;
     let first = Session::new(&dev, &config, false)?;
+    // Watched from now on; SET_CONFIG above has just found the process.
+    let target = match args.pid {
+        Some(pid) => Some(
+            Watch::new(pid)
+                .map_err(|e| Error::Protocol(format!("cannot watch process {pid}: {e}")))?,
+        ),
+        None => None,
+    };
     std::fs::create_dir_all(&args.dir)
         .map_err(|e| Error::io("creating the profile directory", e))?;
     let stale = remove_temporaries(&args.dir)?;
@@ -836,6 +846,7 @@ pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
         renewals: 0,
         retry: (Instant::now(), RETRY_FIRST),
         target_gone: false,
+        target,
         to_writer,
     };
     d.begin(first)?;

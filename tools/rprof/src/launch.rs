@@ -17,11 +17,17 @@
 //! Orphans still running then leave the tree with it, as `perf record`
 //! stops with its command.
 //!
-//! The child waits for one byte on a pipe (`go`), then starts CMD; if the
-//! exec (or the fork) fails, the errno goes to a close-on-exec pipe
-//! (`err`) and CMD's exit status is 127.  The parent reads `err` after
-//! releasing the child: end of file means the exec happened.  CMD's raw
-//! wait status comes back on a third pipe (`status`).
+//! The child waits for one byte on a pipe (`go`), then starts CMD; if a
+//! step fails (becoming a subreaper, the fork, the exec), which one and
+//! its errno go to a close-on-exec pipe (`err`) and the child exits 127.
+//! The parent reads `err` after releasing the child: end of file means
+//! the exec happened.  CMD's raw wait status comes back on a third pipe
+//! (`status`).
+//!
+//! rprof must be able to wait for its child: a SIGCHLD that rprof was
+//! started with ignored (an ignored disposition survives exec) would
+//! have the kernel reap the child unseen, so [`Launch::fork`] sets it
+//! back to the default.
 
 use crate::Error;
 use std::ffi::CString;
@@ -95,6 +101,64 @@ fn read_full(fd: &OwnedFd, buf: &mut [u8]) -> usize {
     got
 }
 
+/// Which step of starting CMD failed, as the child reports it on `err`
+/// (with the errno after it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+enum Step {
+    Exec = 0,
+    Subreaper = 1,
+    Fork = 2,
+}
+
+impl Step {
+    fn from_raw(raw: u32) -> Self {
+        match raw {
+            1 => Step::Subreaper,
+            2 => Step::Fork,
+            _ => Step::Exec,
+        }
+    }
+}
+
+/// The error for a command that could not be started: which step failed
+/// and why, with a hint only where one helps (a program not found).
+fn start_error(program: &str, step: Step, errno: i32) -> Error {
+    let e = io::Error::from_raw_os_error(errno);
+    Error::Protocol(match step {
+        Step::Exec if errno == libc::ENOENT => {
+            format!("cannot run {program}: {e} (is it a program in PATH?)")
+        }
+        Step::Exec => format!("cannot run {program}: {e}"),
+        Step::Subreaper => format!(
+            "cannot run {program}: the process that starts it cannot become a subreaper (prctl PR_SET_CHILD_SUBREAPER): {e}"
+        ),
+        Step::Fork => format!("cannot run {program}: cannot fork a process for it: {e}"),
+    })
+}
+
+/// Sets SIGCHLD back to its default if it is ignored (or its handler
+/// asks the kernel not to keep children's statuses): rprof waits for
+/// the child it forks.  rprof installs no SIGCHLD handler of its own.
+fn default_sigchld() -> io::Result<()> {
+    // SAFETY: sigaction(2) reads the current disposition into a zeroed
+    // struct of the right type, and sets one with no handler function.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(libc::SIGCHLD, std::ptr::null(), &mut old) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if old.sa_sigaction == libc::SIG_IGN || old.sa_flags & libc::SA_NOCLDWAIT != 0 {
+            let mut dfl: libc::sigaction = std::mem::zeroed();
+            dfl.sa_sigaction = libc::SIG_DFL;
+            if libc::sigaction(libc::SIGCHLD, &dfl, std::ptr::null_mut()) < 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The child's ends of its three pipes, and the highest descriptor the
 /// parent had open when it forked.
 struct ChildFds {
@@ -117,7 +181,7 @@ fn highest_fd() -> libc::c_int {
 }
 
 /// One write(2) of `bytes` to `fd` (async-signal-safe): enough for the
-/// 4-byte messages on a pipe here, which a pipe takes whole.
+/// messages of at most 8 bytes on a pipe here, which a pipe takes whole.
 ///
 /// # Safety
 ///
@@ -143,7 +207,11 @@ unsafe fn write_raw(fd: libc::c_int, bytes: &[u8]) {
 /// only reads the environment.  `argv` is a NULL-terminated array of C
 /// strings made before the fork, its first entry `prog`; `fds` holds the
 /// child's open pipe ends.
-unsafe fn reap_and_run(fds: &ChildFds, prog: *const libc::c_char, argv: *const *const libc::c_char) -> ! {
+unsafe fn reap_and_run(
+    fds: &ChildFds,
+    prog: *const libc::c_char,
+    argv: *const *const libc::c_char,
+) -> ! {
     // SAFETY: The calls the function's contract allows, on our
     // descriptors and on memory made before fork().
     unsafe {
@@ -184,21 +252,25 @@ unsafe fn reap_and_run(fds: &ChildFds, prog: *const libc::c_char, argv: *const *
             libc::_exit(126);
         }
         libc::close(fds.go);
-        let fail = |errno: i32| -> ! {
-            write_raw(fds.err, &errno.to_ne_bytes());
+        let fail = |step: Step| -> ! {
+            let errno = *libc::__errno_location();
+            let mut msg = [0u8; 8];
+            msg[..4].copy_from_slice(&(step as u32).to_ne_bytes());
+            msg[4..].copy_from_slice(&errno.to_ne_bytes());
+            write_raw(fds.err, &msg);
             libc::_exit(127)
         };
         if libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0 {
-            fail(*libc::__errno_location());
+            fail(Step::Subreaper);
         }
         let cmd = libc::fork();
         if cmd < 0 {
-            fail(*libc::__errno_location());
+            fail(Step::Fork);
         }
         if cmd == 0 {
             libc::close(fds.status);
             libc::execvp(prog, argv);
-            fail(*libc::__errno_location());
+            fail(Step::Exec);
         }
         // CMD's pid first (the parent reads it once `err` says CMD has
         // exec'd), then, below, its status.
@@ -210,7 +282,13 @@ unsafe fn reap_and_run(fds: &ChildFds, prog: *const libc::c_char, argv: *const *
         // -PGID`) as system(3) does, so that it still reaps CMD and passes
         // its status up, and a status write to a parent gone is an EPIPE,
         // not a death.
-        for sig in [libc::SIGINT, libc::SIGQUIT, libc::SIGTERM, libc::SIGHUP, libc::SIGPIPE] {
+        for sig in [
+            libc::SIGINT,
+            libc::SIGQUIT,
+            libc::SIGTERM,
+            libc::SIGHUP,
+            libc::SIGPIPE,
+        ] {
             libc::signal(sig, libc::SIG_IGN);
         }
         loop {
@@ -247,6 +325,7 @@ impl Launch {
         let mut c_argv: Vec<*const libc::c_char> = c_args.iter().map(|a| a.as_ptr()).collect();
         c_argv.push(std::ptr::null());
         let io_err = |e| Error::io("starting the command", e);
+        default_sigchld().map_err(io_err)?;
         let (go_r, go_w) = pipe().map_err(io_err)?;
         let (err_r, err_w) = pipe().map_err(io_err)?;
         let (status_r, status_w) = pipe().map_err(io_err)?;
@@ -289,19 +368,15 @@ impl Launch {
     /// Lets the child exec its command; an error if the exec failed (the
     /// child is reaped then).
     pub fn release(mut self) -> Result<Running, Error> {
-        let go = self
-            .go
-            .take()
-            .expect("a Launch holds its pipe until released");
-        let err = self
-            .err
-            .take()
-            .expect("a Launch holds its pipe until released");
+        // Both are there: only `release`, which takes `self`, takes them.
+        let (Some(go), Some(err)) = (self.go.take(), self.err.take()) else {
+            return Err(Error::Protocol("a command was released twice".into()));
+        };
         // SAFETY: One byte from a live local to our open pipe.
         let wrote = unsafe { libc::write(go.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
         drop(go);
-        let mut errno = [0u8; 4];
-        let got = read_full(&err, &mut errno);
+        let mut failed = [0u8; 8];
+        let got = read_full(&err, &mut failed);
         let pid = self.pid;
         let program = std::mem::take(&mut self.program);
         let status = self.status.take();
@@ -325,13 +400,16 @@ impl Launch {
                 "cannot run {program}: the child that starts it ended before its start"
             )));
         }
-        if got == 4 {
+        if got == failed.len() {
             // The reaper reaps CMD's failed child and exits by itself.
             running.reap(false);
-            let e = io::Error::from_raw_os_error(i32::from_ne_bytes(errno));
-            return Err(Error::Protocol(format!(
-                "cannot run {program}: {e} (is it a program in PATH?)"
-            )));
+            let [s0, s1, s2, s3, e0, e1, e2, e3] = failed;
+            let step = Step::from_raw(u32::from_ne_bytes([s0, s1, s2, s3]));
+            return Err(start_error(
+                &program,
+                step,
+                i32::from_ne_bytes([e0, e1, e2, e3]),
+            ));
         }
         Ok(running)
     }
@@ -366,14 +444,7 @@ impl Running {
     /// pidfd, Linux 5.3 and later), so that a reader can sleep until then
     /// instead of waking up to ask; `None` where the kernel has none.
     pub fn exit_fd(&self) -> Option<OwnedFd> {
-        // SAFETY: pidfd_open(2) with a pid and no flags; it returns a new
-        // descriptor or -1.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, self.pid, 0) };
-        if fd < 0 {
-            return None;
-        }
-        // SAFETY: A descriptor pidfd_open() just opened for us alone.
-        Some(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+        crate::pidfd::open(self.pid).ok()
     }
 
     /// The command's exit status if it has ended (it is reaped then).
@@ -385,7 +456,19 @@ impl Running {
         // SAFETY: Waits for our own child without blocking.
         let r = unsafe { libc::waitpid(self.pid, &mut status, libc::WNOHANG) };
         if r < 0 {
-            return Err(io::Error::last_os_error());
+            let e = io::Error::last_os_error();
+            // The child was reaped unseen (SIGCHLD ignored after all,
+            // despite `default_sigchld`): it has ended, and the status
+            // pipe still says how CMD did.
+            if e.raw_os_error() != Some(libc::ECHILD) {
+                return Err(e);
+            }
+            self.reaped = true;
+            let mut raw = [0u8; 4];
+            return match self.status.take().map(|p| read_full(&p, &mut raw)) {
+                Some(4) => Ok(Some(ExitStatus::from_raw(i32::from_ne_bytes(raw)))),
+                _ => Err(e),
+            };
         }
         if r == 0 {
             return Ok(None);
@@ -549,6 +632,63 @@ mod tests {
         assert!(!fds.contains(marker.to_str().unwrap()), "{fds}");
         assert_eq!(pid.trim().parse::<i32>().unwrap(), r.command_pid());
         assert_ne!(r.command_pid(), r.pid());
+    }
+
+    /// With SIGCHLD ignored when rprof starts (an ignored disposition
+    /// survives exec), the kernel would reap the child unseen and
+    /// `record` would spin on ECHILD: the command's status must still
+    /// come back.  The disposition is the whole process's, so the check
+    /// runs in a process of its own: this test binary again, running
+    /// only this test, with a variable set.
+    #[test]
+    fn an_ignored_sigchld_does_not_lose_the_command_s_status() {
+        const INNER: &str = "RPROF_TEST_SIGCHLD_IGNORED";
+        if std::env::var_os(INNER).is_some() {
+            // SAFETY: signal(2) with SIG_IGN; this process runs only this
+            // test (one thread of the harness's).
+            unsafe { libc::signal(libc::SIGCHLD, libc::SIG_IGN) };
+            let l = Launch::fork(&["sh".into(), "-c".into(), "exit 3".into()]).unwrap();
+            // SAFETY: signal(2) to read the disposition back, restored.
+            let now = unsafe { libc::signal(libc::SIGCHLD, libc::SIG_DFL) };
+            assert_eq!(now, libc::SIG_DFL, "SIGCHLD is still ignored");
+            let mut r = l.release().unwrap();
+            assert_eq!(wait(&mut r).code(), Some(3));
+            return;
+        }
+        let name = "launch::tests::an_ignored_sigchld_does_not_lose_the_command_s_status";
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", name, "--test-threads=1", "--nocapture"])
+            .env(INNER, "1")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success() && text.contains("1 passed"), "{text}");
+    }
+
+    /// A failed start names the step that failed; the PATH hint only for
+    /// a program that was not found.
+    #[test]
+    fn a_failed_start_names_its_step() {
+        let msg = |step, errno| start_error("prog", step, errno).to_string();
+        assert!(msg(Step::Exec, libc::ENOENT).contains("is it a program in PATH?"));
+        let denied = msg(Step::Exec, libc::EACCES);
+        assert!(
+            denied.contains("cannot run prog: Permission denied") && !denied.contains("PATH"),
+            "{denied}"
+        );
+        let fork = msg(Step::Fork, libc::EAGAIN);
+        assert!(
+            fork.contains("cannot fork") && !fork.contains("PATH"),
+            "{fork}"
+        );
+        let reaper = msg(Step::Subreaper, libc::EINVAL);
+        assert!(
+            reaper.contains("subreaper") && !reaper.contains("PATH"),
+            "{reaper}"
+        );
+        assert_eq!(Step::from_raw(Step::Fork as u32), Step::Fork);
+        assert_eq!(Step::from_raw(Step::Subreaper as u32), Step::Subreaper);
     }
 
     #[test]

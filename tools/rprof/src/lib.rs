@@ -19,7 +19,8 @@
 //! - [`daemon`]: `rprof daemon` / `rprofd`, continuous profiling into
 //!   rotating pprof files.
 //!
-//! Only [`device`], [`mmap`] and [`signal`] contain `unsafe` code.
+//! [`device`], [`mmap`], [`signal`], [`launch`] and [`pidfd`] contain the
+//! `unsafe` code (system calls).
 
 pub mod daemon;
 pub mod device;
@@ -31,6 +32,7 @@ pub mod launch;
 pub mod live;
 pub mod mmap;
 pub mod output;
+pub mod pidfd;
 pub mod sampling;
 pub mod scan;
 pub mod session;

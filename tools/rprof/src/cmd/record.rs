@@ -7,7 +7,7 @@
 //! filter on its pid and descendants; it is a subreaper, so that what CMD
 //! leaves running stays in the tree while CMD runs (see
 //! [`rprof::launch`]); `-a -- CMD` samples the whole system while CMD
-//! runs).  Ends after `-d SECONDS`, when the command
+//! runs).  Ends after `-d SECONDS`, when the command (or PID)
 //! exits, or on SIGINT/SIGTERM; then STOP, the rest of the stream up to
 //! the STOP record, the snapshot (kallsyms, modules, build-ids), and the
 //! figures on stderr.
@@ -21,6 +21,7 @@
 use clap::Args;
 use rprof::launch::{Launch, Running};
 use rprof::output::PendingFile;
+use rprof::pidfd::Watch;
 use rprof::sampling::SamplingArgs;
 use rprof::scan::Scan;
 use rprof::session::{Session, Sink};
@@ -41,7 +42,8 @@ pub struct RecordArgs {
     #[arg(short = 'a', long = "all-cpus", conflicts_with = "pid")]
     pub all: bool,
 
-    /// Only sample the thread group (process) PID (the module's filter).
+    /// Only sample the thread group (process) PID (the module's filter);
+    /// the recording ends when PID does.
     #[arg(short = 'p', long = "pid", value_name = "PID",
           value_parser = clap::value_parser!(i32).range(1..))]
     pub pid: Option<i32>,
@@ -155,6 +157,15 @@ pub fn run(device: &Path, args: &RecordArgs) -> Result<u8, Error> {
     };
     let config = args.sampling.config_with(pid, descendants)?;
     let mut session = Session::new(&dev, &config, args.read)?;
+    // -p PID ends when PID does, as perf's does; watched by its pidfd, so
+    // that a new process given the same pid later does not keep it going.
+    let target = match args.pid {
+        Some(pid) => Some(
+            Watch::new(pid)
+                .map_err(|e| Error::Protocol(format!("cannot watch process {pid}: {e}")))?,
+        ),
+        None => None,
+    };
     if !args.command.is_empty() {
         install_stop_handler()?;
     }
@@ -162,7 +173,15 @@ pub fn run(device: &Path, args: &RecordArgs) -> Result<u8, Error> {
         path: rprof::output::partial_path(&args.output),
         source: e,
     })?;
-    record(args, &dev, &mut session, &config, file, pending, launch)
+    record(
+        args,
+        &dev,
+        &mut session,
+        &config,
+        file,
+        pending,
+        Ends { launch, target },
+    )
 }
 
 /// SIGINT and SIGTERM end the recording (see [`signal`]).
@@ -180,6 +199,13 @@ fn kept(e: Error, partial: &Path) -> Error {
     ))
 }
 
+/// What a recording ends with besides a signal or `-d`: the command it
+/// starts (`-- CMD`) or the process it follows (`-p`).
+struct Ends {
+    launch: Option<Launch>,
+    target: Option<Watch>,
+}
+
 /// Samples into `sink` until the end, then completes the file.
 fn record(
     args: &RecordArgs,
@@ -188,8 +214,9 @@ fn record(
     config: &rprof_abi::rprof_config,
     file: File,
     pending: PendingFile,
-    launch: Option<Launch>,
+    ends: Ends,
 ) -> Result<u8, Error> {
+    let Ends { launch, target } = ends;
     let start_unix = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()
@@ -239,9 +266,14 @@ fn record(
     let exit_fd = child.as_ref().and_then(|c| c.exit_fd());
     let mut wake: Vec<BorrowedFd<'_>> = signal::stop_fd().into_iter().collect();
     wake.extend(exit_fd.as_ref().map(|fd| fd.as_fd()));
-    // Without a pidfd the command's end is noticed by asking; without the
-    // signal's pipe (never: installed above), the signal's arrival.
-    let longest = if (child.is_some() && exit_fd.is_none()) || signal::stop_fd().is_none() {
+    wake.extend(target.as_ref().and_then(|w| w.fd()).map(|fd| fd.as_fd()));
+    // Without a pidfd the command's (or PID's) end is noticed by asking;
+    // without the signal's pipe (never: installed above), the signal's
+    // arrival.
+    let longest = if (child.is_some() && exit_fd.is_none())
+        || target.as_ref().is_some_and(|w| w.fd().is_none())
+        || signal::stop_fd().is_none()
+    {
         POLL_INTERVAL
     } else {
         FOREVER
@@ -251,8 +283,24 @@ fn record(
             break;
         }
         if let Some(c) = &mut child {
-            if let Ok(Some(status)) = c.try_wait() {
-                child_status = Some(status);
+            match c.try_wait() {
+                Ok(Some(status)) => {
+                    child_status = Some(status);
+                    break;
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    eprintln!(
+                        "rprof: warning: cannot wait for {}: {e}; stopping",
+                        args.command[0]
+                    );
+                    break;
+                }
+            }
+        }
+        if let (Some(w), Some(pid)) = (&target, args.pid) {
+            if w.ended() {
+                eprintln!("rprof: process {pid} has ended");
                 break;
             }
         }

@@ -136,7 +136,7 @@ fn draw(
 ) -> io::Result<()> {
     // One table per configured event (every event, with samples or not:
     // the screen keeps its layout).
-    let events = u32::from(config.nr_events).max(1);
+    let events = config.nr_events.max(1);
     let height = args
         .lines
         .or_else(|| {
