@@ -362,6 +362,21 @@ impl Aggregate {
         self.cutoff_ns
     }
 
+    /// The current interval as an aggregate of its own, to be written
+    /// elsewhere while this one reads on: its counts and totals (the
+    /// counts moved out) with a copy of the stream's state (names, tasks,
+    /// stacks), which its samples refer to.  Follow it with
+    /// [`roll`](Self::roll), which starts the next interval here.
+    pub fn take_current(&mut self) -> Aggregate {
+        let later = std::mem::take(&mut self.later);
+        let counts = std::mem::take(&mut self.counts);
+        let mut current = self.clone();
+        self.later = later;
+        current.counts = counts;
+        current.cutoff_ns = None;
+        current
+    }
+
     /// Ends the current interval of a continuous session: the samples
     /// counted apart for the interval that starts at the cutoff (with
     /// [`set_interval`](Self::set_interval); without, all counted apart)
@@ -692,6 +707,54 @@ mod tests {
         agg.set_cutoff(None);
         assert_eq!(agg.samples, 4);
         assert_eq!(agg.counts().values().map(|c| c.samples).sum::<u64>(), 4);
+    }
+
+    /// The current interval taken out for a writer elsewhere holds its
+    /// own samples, totals and the names they need; what was counted
+    /// apart for the next interval stays and becomes the next one.
+    #[test]
+    fn the_current_interval_taken_out() {
+        let sample = |time_ns| Record::Sample {
+            flags: 1,
+            time_ns,
+            offset: 0x10,
+            period: 3,
+            stack: None,
+        };
+        let mut agg = Aggregate::new();
+        agg.feed(&Record::Task {
+            cpu: 0,
+            pid: 7,
+            tid: 7,
+            exe_cookie: 0,
+            comm: "w".into(),
+        });
+        agg.feed(&Record::Switch {
+            cookie: u64::from(RPROF_COOKIE_ANON),
+        });
+        agg.set_cutoff(Some(25));
+        for t in [10, 20, 30] {
+            agg.feed(&sample(t));
+        }
+        agg.feed(&Record::Lost {
+            stage: 2,
+            cpu: 0,
+            count: 5,
+        });
+        let current = agg.take_current();
+        agg.roll(Some(45));
+        assert_eq!((current.samples, current.lost_total()), (2, 5));
+        let c: Vec<_> = current.counts().iter().collect();
+        assert_eq!(c.len(), 1);
+        assert_eq!((c[0].1.samples, c[0].1.period), (2, 6));
+        assert_eq!(&*c[0].0.comm, "w");
+        assert_eq!(current.cutoff(), None);
+        // The next interval: the sample at 30, and the stream's context
+        // still known to the one that reads on.
+        assert_eq!((agg.samples, agg.lost_total()), (1, 0));
+        agg.feed(&sample(40));
+        assert_eq!(agg.samples, 2);
+        assert_eq!(agg.counts().values().map(|c| c.samples).sum::<u64>(), 2);
     }
 
     /// A reader that fell several intervals behind: samples read early

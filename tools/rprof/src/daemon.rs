@@ -118,27 +118,27 @@ pub struct Interval {
     pub length: Duration,
 }
 
-/// Writes one interval's profile (what `sink` counted for it; call chains
+/// Writes one interval's profile (what `agg` counted for it; call chains
 /// through the stacks it has seen in the whole session) with `sym`, and
 /// rotates; returns its path.  On an error (a full disk, ...) nothing of
 /// the profile is left behind.
 pub fn write_profile(
     dir: &Path,
     interval: Interval,
-    sink: &mut live::AggregateSink,
+    agg: &rprof_report::Aggregate,
     config: &rprof_abi::rprof_config,
     sym: &mut rprof_report::Symbolizer,
     keep: u64,
 ) -> Result<PathBuf, Error> {
     let mut comment = format!(
         "rprof daemon: {} samples, lost {}",
-        sink.agg.samples,
-        sink.agg.lost_line()
+        agg.samples,
+        agg.lost_line()
     );
-    if sink.agg.late > 0 {
+    if agg.late > 0 {
         comment.push_str(&format!(
             "; {} samples of earlier intervals read too late for them",
-            sink.agg.late
+            agg.late
         ));
     }
     let opts = rprof_report::pprof::Options {
@@ -146,13 +146,8 @@ pub fn write_profile(
         duration_nanos: interval.length.as_nanos() as i64,
         comments: vec![comment],
     };
-    let profile = rprof_report::pprof::build(
-        &sink.agg,
-        sym,
-        &rprof_report::Filter::default(),
-        config,
-        &opts,
-    );
+    let profile =
+        rprof_report::pprof::build(agg, sym, &rprof_report::Filter::default(), config, &opts);
     let name = format!(
         "{PREFIX}{:010}-{:06}{SUFFIX}",
         interval.start.as_secs(),
@@ -183,7 +178,7 @@ pub fn write_profile(
             path.display()
         );
     }
-    eprintln!("rprof daemon: wrote {}", summary(&path, &sink.agg));
+    eprintln!("rprof daemon: wrote {}", summary(&path, agg));
     Ok(path)
 }
 
@@ -269,14 +264,8 @@ struct Profiles<'a> {
 }
 
 impl Profiles<'_> {
-    /// Writes the next interval's profile, `length` long; a profile that
-    /// cannot be written (a full disk, ...) is skipped with a message.
-    fn write(
-        &mut self,
-        sink: &mut live::AggregateSink,
-        sym: &mut rprof_report::Symbolizer,
-        length: Duration,
-    ) {
+    /// The next interval, `length` long, and its number taken.
+    fn next(&mut self, length: Duration) -> Interval {
         let interval = Interval {
             seq: self.seq,
             start: self.started
@@ -286,25 +275,47 @@ impl Profiles<'_> {
             length,
         };
         self.seq += 1;
-        match write_profile(
-            &self.args.dir,
-            interval,
-            sink,
-            self.config,
-            sym,
-            self.args.keep,
-        ) {
-            Ok(_) => self.written += 1,
-            Err(e) => {
-                self.skipped += 1;
-                let why = e.to_string();
-                eprintln!(
-                    "rprof daemon: profile {} ({} samples) skipped: {}",
-                    interval.seq,
-                    sink.agg.samples,
-                    why.strip_prefix("rprof: ").unwrap_or(&why)
-                );
-            }
+        interval
+    }
+
+    /// Writes the next interval's profile, `length` long, of what `agg`
+    /// counted; a profile that cannot be written (a full disk, ...) is
+    /// skipped with a message.
+    fn write(
+        &mut self,
+        agg: &rprof_report::Aggregate,
+        sym: &mut rprof_report::Symbolizer,
+        length: Duration,
+    ) {
+        let interval = self.next(length);
+        let mut w = Written::default();
+        write_counted(self.args, self.config, interval, agg, sym, &mut w);
+        self.written += w.written;
+        self.skipped += w.skipped;
+    }
+}
+
+/// Writes `interval`'s profile of what `agg` counted, counting it in `w`
+/// as written or (with a message) skipped.
+fn write_counted(
+    args: &DaemonArgs,
+    config: &rprof_abi::rprof_config,
+    interval: Interval,
+    agg: &rprof_report::Aggregate,
+    sym: &mut rprof_report::Symbolizer,
+    w: &mut Written,
+) {
+    match write_profile(&args.dir, interval, agg, config, sym, args.keep) {
+        Ok(_) => w.written += 1,
+        Err(e) => {
+            w.skipped += 1;
+            let why = e.to_string();
+            eprintln!(
+                "rprof daemon: profile {} ({} samples) skipped: {}",
+                interval.seq,
+                agg.samples,
+                why.strip_prefix("rprof: ").unwrap_or(&why)
+            );
         }
     }
 }
@@ -331,7 +342,7 @@ impl Profiles<'_> {
     ) {
         let step_ns = step_ns.max(1);
         while let Some(end) = sink.agg.cutoff().filter(|end| *end <= until) {
-            self.write(sink, sym, self.args.interval);
+            self.write(&sink.agg, sym, self.args.interval);
             sink.agg.roll(Some(end.saturating_add(step_ns)));
         }
         let begin = match sink.agg.cutoff() {
@@ -339,7 +350,11 @@ impl Profiles<'_> {
             None => sink.agg.span.start_ns.unwrap_or(until),
         };
         sink.agg.set_cutoff(None);
-        self.write(sink, sym, Duration::from_nanos(until.saturating_sub(begin)));
+        self.write(
+            &sink.agg,
+            sym,
+            Duration::from_nanos(until.saturating_sub(begin)),
+        );
     }
 }
 
@@ -418,11 +433,34 @@ impl StreamClock {
     }
 }
 
+/// Work for the writer thread, in the order the daemon read it: so
+/// that the thread that reads the module never stops to symbolize,
+/// compress and write (up to seconds on a slow machine), while the rings
+/// and the cookie table fill.
+enum Job {
+    /// One interval of the session being read.
+    Interval(Live),
+    /// A session that ended: the rest of its profiles.
+    Ended(Ended),
+}
+
+/// One interval of the session being read, taken out of its aggregate
+/// ([`rprof_report::Aggregate::take_current`]).
+struct Live {
+    agg: rprof_report::Aggregate,
+    interval: Interval,
+    /// Which of the daemon's sessions (see [`Syms`]).
+    session: u64,
+    kallsyms: Arc<Kallsyms>,
+}
+
 /// A session that ended, on its way to the writer thread: its samples,
 /// the kernel's symbols of its time and where its profiles go in the
 /// daemon's numbering.
 struct Ended {
     sink: live::AggregateSink,
+    /// Which of the daemon's sessions (see [`Syms`]).
+    session: u64,
     kallsyms: Arc<Kallsyms>,
     /// Its start, since the Unix epoch.
     started: Duration,
@@ -444,12 +482,75 @@ struct Written {
     stream_error: Option<Error>,
 }
 
+/// The writer's symbolizer, kept from one profile of a session to the
+/// next (not rebuilt every interval), and new for a new session (file
+/// symbols are cached by cookie, which each session numbers afresh) or
+/// new kernel symbols (a module loaded or gone).
+#[derive(Default)]
+struct Syms {
+    current: Option<(u64, Arc<Kallsyms>, rprof_report::Symbolizer)>,
+}
+
+impl Syms {
+    /// The symbolizer for `session`, whose kernel symbols are `kallsyms`.
+    fn get(&mut self, session: u64, kallsyms: &Arc<Kallsyms>) -> &mut rprof_report::Symbolizer {
+        let same = matches!(&self.current,
+            Some((s, k, _)) if *s == session && Arc::ptr_eq(k, kallsyms));
+        if !same {
+            self.current = None;
+        }
+        let (_, _, sym) = self.current.get_or_insert_with(|| {
+            (
+                session,
+                kallsyms.clone(),
+                rprof_report::Symbolizer::with_kallsyms(kallsyms.clone(), &[], None),
+            )
+        });
+        sym
+    }
+}
+
+impl Job {
+    /// How many profiles it writes.
+    fn profiles(&self) -> u64 {
+        match self {
+            Job::Interval(_) => 1,
+            Job::Ended(e) => e.profiles,
+        }
+    }
+
+    /// Writes its profiles, adding to `w`.
+    fn run(
+        self,
+        args: &DaemonArgs,
+        config: &rprof_abi::rprof_config,
+        syms: &mut Syms,
+        w: &mut Written,
+    ) {
+        match self {
+            Job::Interval(l) => {
+                let sym = syms.get(l.session, &l.kallsyms);
+                write_counted(args, config, l.interval, &l.agg, sym, w);
+            }
+            Job::Ended(e) => {
+                e.write(args, config, syms, w);
+                // That session has no more profiles to come.
+                syms.current = None;
+            }
+        }
+    }
+}
+
 impl Ended {
-    /// Writes every profile of this session (with a symbolizer of its
-    /// own: file symbols are cached by cookie, which each session numbers
-    /// afresh), adding to `w`.
-    fn write(mut self, args: &DaemonArgs, config: &rprof_abi::rprof_config, w: &mut Written) {
-        let mut sym = rprof_report::Symbolizer::with_kallsyms(self.kallsyms, &[], None);
+    /// Writes every profile of this session, adding to `w`.
+    fn write(
+        mut self,
+        args: &DaemonArgs,
+        config: &rprof_abi::rprof_config,
+        syms: &mut Syms,
+        w: &mut Written,
+    ) {
+        let sym = syms.get(self.session, &self.kallsyms);
         let mut out = Profiles {
             args,
             config,
@@ -459,7 +560,7 @@ impl Ended {
             written: 0,
             skipped: 0,
         };
-        out.write_rest(&mut self.sink, &mut sym, nanos(args.interval), self.until);
+        out.write_rest(&mut self.sink, sym, nanos(args.interval), self.until);
         w.written += out.written;
         w.skipped += out.skipped;
         if let Err(e) = self.sink.finish() {
@@ -469,19 +570,20 @@ impl Ended {
     }
 }
 
-/// The daemon's one writer thread: the profiles of each ended session,
-/// in the order the sessions ended, until the channel closes.  A session
-/// whose writing panics (a bug) is counted as skipped, and the thread goes
-/// on with the next: the sessions queued behind it are not lost.
-fn writer(rx: Receiver<Ended>, args: &DaemonArgs, config: &rprof_abi::rprof_config) -> Written {
+/// The daemon's one writer thread: every job, in the order the daemon
+/// sent them, until the channel closes.  A job whose writing panics (a
+/// bug) has its profiles counted as skipped, and the thread goes on with
+/// the next: the jobs queued behind it are not lost.
+fn writer(rx: Receiver<Job>, args: &DaemonArgs, config: &rprof_abi::rprof_config) -> Written {
     // The daemon's signals go to the thread that reads the module.
     signal::block_in_this_thread();
     let mut w = Written::default();
-    for ended in rx {
-        let profiles = ended.profiles;
+    let mut syms = Syms::default();
+    for job in rx {
+        let profiles = job.profiles();
         let mut this = Written::default();
         let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            ended.write(args, config, &mut this)
+            job.run(args, config, &mut syms, &mut this)
         }));
         w.written += this.written;
         w.skipped += this.skipped;
@@ -489,9 +591,11 @@ fn writer(rx: Receiver<Ended>, args: &DaemonArgs, config: &rprof_abi::rprof_conf
             w.stream_error.get_or_insert(e);
         }
         if done.is_err() {
+            // Whatever it held may be half-updated.
+            syms = Syms::default();
             let left = profiles.saturating_sub(this.written + this.skipped);
             eprintln!(
-                "rprof daemon: writing a session's profiles failed (a bug); counted as skipped: {left} (some may be written)"
+                "rprof daemon: writing profiles failed (a bug); counted as skipped: {left} (some may be written)"
             );
             w.skipped += left;
         }
@@ -515,7 +619,8 @@ struct Daemon<'dev, 'a> {
     /// changes; shared with the writer.
     kallsyms: Arc<Kallsyms>,
     modules: String,
-    sym: rprof_report::Symbolizer,
+    /// The current session's number (for the writer's [`Syms`]).
+    session_no: u64,
     out: Profiles<'a>,
     /// Renew once the session has named this many files.
     renew_at: u64,
@@ -527,7 +632,7 @@ struct Daemon<'dev, 'a> {
     /// The process of `--pid`, by its pidfd (a new process given the
     /// same pid later is not it).
     target: Option<Watch>,
-    to_writer: SyncSender<Ended>,
+    to_writer: SyncSender<Job>,
 }
 
 impl<'dev, 'a> Daemon<'dev, 'a> {
@@ -550,13 +655,13 @@ impl<'dev, 'a> Daemon<'dev, 'a> {
     }
 
     /// STARTs `session` (configured) and makes it the one read, with a
-    /// fresh sink, clock and symbolizer.
+    /// fresh sink and clock (and, in the writer, symbolizer).
     fn begin(&mut self, mut session: Session<'dev>) -> Result<(), Error> {
         session.start()?;
         self.clock = StreamClock::new();
         self.session = Some(session);
         self.sink = self.new_sink();
-        self.sym = rprof_report::Symbolizer::with_kallsyms(self.kallsyms.clone(), &[], None);
+        self.session_no += 1;
         self.out.started = now_unix();
         self.out.first = self.out.seq;
         self.retry = (Instant::now(), RETRY_FIRST);
@@ -594,6 +699,7 @@ impl<'dev, 'a> Daemon<'dev, 'a> {
         let left = profiles_left(&sink.agg, self.step_ns(), until);
         let ended = Ended {
             sink,
+            session: self.session_no,
             kallsyms: self.kallsyms.clone(),
             started: self.out.started,
             first: self.out.first,
@@ -605,27 +711,27 @@ impl<'dev, 'a> Daemon<'dev, 'a> {
         ended
     }
 
-    /// Gives `ended` to the writer; waits while [`WRITER_BACKLOG`]
-    /// sessions wait for it already (the module meanwhile drops and counts
-    /// what does not fit), and writes it here if the writer is gone.
-    fn send(&mut self, ended: Ended) {
-        let ended = match self.to_writer.try_send(ended) {
+    /// Gives `job` to the writer; waits while [`WRITER_BACKLOG`] jobs
+    /// wait for it already (the module meanwhile drops and counts what
+    /// does not fit), and writes it here if the writer is gone.
+    fn send(&mut self, job: Job) {
+        let job = match self.to_writer.try_send(job) {
             Ok(()) => return,
-            Err(TrySendError::Full(ended)) => {
+            Err(TrySendError::Full(job)) => {
                 eprintln!(
-                    "rprof daemon: {WRITER_BACKLOG} sessions wait to be written: waiting for the writer"
+                    "rprof daemon: {WRITER_BACKLOG} profiles or sessions wait to be written: waiting for the writer"
                 );
-                match self.to_writer.send(ended) {
+                match self.to_writer.send(job) {
                     Ok(()) => return,
                     Err(e) => e.0,
                 }
             }
-            Err(TrySendError::Disconnected(ended)) => ended,
+            Err(TrySendError::Disconnected(job)) => job,
         };
         // The writer thread is gone (it panicked; its message is out):
         // written here rather than lost.
         let mut w = Written::default();
-        ended.write(self.args, self.config, &mut w);
+        job.run(self.args, self.config, &mut Syms::default(), &mut w);
         self.out.written += w.written;
         self.out.skipped += w.skipped;
     }
@@ -656,7 +762,7 @@ impl<'dev, 'a> Daemon<'dev, 'a> {
             if stopped { "" } else { " (no STOP record)" },
             paused.elapsed().as_millis()
         );
-        self.send(ended);
+        self.send(Job::Ended(ended));
         Ok(())
     }
 
@@ -748,8 +854,8 @@ impl<'dev, 'a> Daemon<'dev, 'a> {
         Ok(())
     }
 
-    /// Writes the interval that ended at the cutoff and moves on to the
-    /// next one.
+    /// Hands the interval that ended at the cutoff to the writer and
+    /// moves on to the next one.
     fn write_interval(&mut self) -> Result<(), Error> {
         let Some(session) = self.session.as_mut() else {
             return Ok(());
@@ -767,12 +873,19 @@ impl<'dev, 'a> Daemon<'dev, 'a> {
         let now_loaded = module_list();
         if now_loaded != self.modules {
             self.modules = now_loaded;
+            // The writer's symbolizer follows (a new `Arc`).
             self.kallsyms = Arc::new(Kallsyms::parse(&crate::snapshot::read_kallsyms()));
-            self.sym = rprof_report::Symbolizer::with_kallsyms(self.kallsyms.clone(), &[], None);
         }
-        self.out
-            .write(&mut self.sink, &mut self.sym, self.args.interval);
+        // The interval goes to the writer; this thread reads on.
+        let interval = self.out.next(self.args.interval);
+        let agg = self.sink.agg.take_current();
         self.sink.agg.roll(Some(end.saturating_add(self.step_ns())));
+        self.send(Job::Interval(Live {
+            agg,
+            interval,
+            session: self.session_no,
+            kallsyms: self.kallsyms.clone(),
+        }));
         Ok(())
     }
 }
@@ -830,7 +943,7 @@ pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
         session: None,
         sink: live::AggregateSink::new(),
         clock: StreamClock::new(),
-        sym: rprof_report::Symbolizer::default(),
+        session_no: 0,
         kallsyms,
         modules,
         out: Profiles {
@@ -871,7 +984,7 @@ pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
             stopped = s.stop_and_drain(&mut d.sink);
             d.session = None;
             let ended = d.take_ended();
-            d.send(ended);
+            d.send(Job::Ended(ended));
         }
         let Daemon {
             out,
@@ -907,6 +1020,25 @@ pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The writer keeps one symbolizer per session (not one per
+    /// interval), and makes a new one for a new session or new kernel
+    /// symbols.
+    #[test]
+    fn the_writer_symbolizer_lives_as_long_as_its_session() {
+        let k1 = Arc::new(Kallsyms::parse(""));
+        let k2 = Arc::new(Kallsyms::parse(""));
+        let mut syms = Syms::default();
+        let addr = |s: &mut rprof_report::Symbolizer| s as *const _ as usize;
+        let first = addr(syms.get(1, &k1));
+        let id = |syms: &Syms| syms.current.as_ref().map(|(s, k, _)| (*s, Arc::as_ptr(k)));
+        assert_eq!(addr(syms.get(1, &k1)), first);
+        assert_eq!(id(&syms), Some((1, Arc::as_ptr(&k1))));
+        syms.get(2, &k1);
+        assert_eq!(id(&syms), Some((2, Arc::as_ptr(&k1))));
+        syms.get(2, &k2);
+        assert_eq!(id(&syms), Some((2, Arc::as_ptr(&k2))));
+    }
 
     /// A daemon that fell behind (or a renewal) ends a session holding
     /// samples of several intervals: each complete interval gets its own

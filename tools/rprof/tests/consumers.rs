@@ -466,8 +466,15 @@ fn chain_recording() -> (PathBuf, [String; 5]) {
         rec.encode(&mut stream);
     }
     d.stream = stream;
+    // Several tests make it at once: each writes its own copy and
+    // renames it into place, so that none reads another's half-written
+    // file.
+    static COPY: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = COPY.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let path = tmp("chains.data");
-    std::fs::write(&path, d.to_bytes()).unwrap();
+    let part = tmp(&format!("chains.data.{n}"));
+    std::fs::write(&part, d.to_bytes()).unwrap();
+    std::fs::rename(&part, &path).unwrap();
     let names = [0, 1, 2, 3, 4].map(|i| picked[i].1.clone());
     (path, names)
 }
@@ -897,12 +904,12 @@ fn daemon_profiles_carry_chains() {
         length: std::time::Duration::from_secs(1),
     };
     let mut sym = rprof::live::symbolizer();
-    let one = rprof::daemon::write_profile(&dir, interval(0), &mut sink, &d.config, &mut sym, 10)
+    let one = rprof::daemon::write_profile(&dir, interval(0), &sink.agg, &d.config, &mut sym, 10)
         .unwrap();
     sink.agg.clear_counts();
     // Interval two: the same samples again, no STACK, TASK or SWITCH.
     sink.feed(&encode(&samples)).unwrap();
-    let two = rprof::daemon::write_profile(&dir, interval(1), &mut sink, &d.config, &mut sym, 10)
+    let two = rprof::daemon::write_profile(&dir, interval(1), &sink.agg, &d.config, &mut sym, 10)
         .unwrap();
     for pb in [one, two] {
         let traces = go_pprof(&["-traces"], &pb);
