@@ -785,9 +785,9 @@ impl<'dev, 'a> Daemon<'dev, 'a> {
 
     /// Reads the session and writes its intervals until a signal, the
     /// end of the process of `--pid`, or an error of the device.  (A
-    /// malformed record ends the decoding of its session's stream, not
-    /// this loop: the error is reported, and makes the exit status 1, once
-    /// that session's profiles are written.)
+    /// malformed record ends its session, not this loop: the daemon says
+    /// so and renews at once ([`Self::pump`]); the error makes the exit
+    /// status 1.)
     fn serve(&mut self) -> Result<(), Error> {
         let step_ns = self.step_ns();
         let grace_ns = nanos(GRACE);
@@ -847,9 +847,16 @@ impl<'dev, 'a> Daemon<'dev, 'a> {
     }
 
     /// Moves what the buffer holds into the sink, waiting at most `wait`.
+    /// A malformed record ends the session at once (nothing after it
+    /// could be read): says so, and renews; the error is reported again,
+    /// and makes the exit status 1, once that session is written.
     fn pump(&mut self, wait: Duration) -> Result<(), Error> {
         if let Some(s) = self.session.as_mut() {
             s.pump(wait, &mut self.sink)?;
+        }
+        if let Some(e) = self.sink.malformed() {
+            eprintln!("rprof daemon: the session's stream is unreadable: {e}");
+            self.renew("unreadable stream")?;
         }
         Ok(())
     }

@@ -25,6 +25,11 @@ impl AggregateSink {
     pub fn finish(&self) -> Result<(), Error> {
         self.framer.finish()
     }
+
+    /// A malformed record seen so far (nothing after it is counted).
+    pub fn malformed(&self) -> Option<&str> {
+        self.framer.error()
+    }
 }
 
 impl Sink for AggregateSink {
@@ -46,4 +51,27 @@ impl Sink for AggregateSink {
 /// their paths (checked against the COOKIE records' device and inode).
 pub fn symbolizer() -> rprof_report::Symbolizer {
     rprof_report::Symbolizer::new(&crate::snapshot::read_kallsyms(), &[], None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rprof_decode::Record;
+
+    /// A malformed record is known as soon as it is read, not only at
+    /// the end (the daemon renews its session at once).
+    #[test]
+    fn a_malformed_record_is_known_at_once() {
+        let mut sink = AggregateSink::new();
+        let mut stream = Vec::new();
+        Record::Switch { cookie: 2 }.encode(&mut stream);
+        Sink::feed(&mut sink, &stream).unwrap();
+        assert_eq!(sink.malformed(), None);
+        // A header whose size is not a multiple of 8.
+        let bad = [1u8, 0, 0, 0, 13, 0, 0, 0];
+        Sink::feed(&mut sink, &bad).unwrap();
+        let e = sink.malformed().expect("the malformed record is not seen");
+        assert!(e.contains("stream offset 16"), "{e}");
+        assert!(sink.finish().is_err());
+    }
 }
