@@ -326,6 +326,17 @@ impl Resolver {
         &self.names
     }
 
+    /// A resolver that knows only the names of this one (no task, no
+    /// stacks, no counts): all that symbolizing counted samples needs, as
+    /// their keys hold their stacks already.  Bounded by the session's
+    /// cookie table, unlike the stacks.
+    pub fn names_only(&self) -> Resolver {
+        Resolver {
+            names: self.names.clone(),
+            ..Resolver::default()
+        }
+    }
+
     /// What `cookie` names, if a record named it.
     pub fn name(&self, cookie: u64) -> Option<&CookieName> {
         self.names.get(&cookie)

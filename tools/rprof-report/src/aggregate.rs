@@ -362,18 +362,26 @@ impl Aggregate {
         self.cutoff_ns
     }
 
-    /// The current interval as an aggregate of its own, to be written
-    /// elsewhere while this one reads on: its counts and totals (the
-    /// counts moved out) with a copy of the stream's state (names, tasks,
-    /// stacks), which its samples refer to.  Follow it with
-    /// [`roll`](Self::roll), which starts the next interval here.
-    pub fn take_current(&mut self) -> Aggregate {
-        let later = std::mem::take(&mut self.later);
-        let counts = std::mem::take(&mut self.counts);
-        let mut current = self.clone();
-        self.later = later;
-        current.counts = counts;
-        current.cutoff_ns = None;
+    /// Ends the current interval as [`roll`](Self::roll) does, and
+    /// returns it as an aggregate of its own, to be written elsewhere
+    /// while this one reads on: its counts and totals (moved out) with
+    /// the names of the session's files, which is all that symbolizing
+    /// them needs (each count's key holds its stack and comm).  Copies
+    /// only the names, bounded by the session's cookie table.
+    pub fn take_interval(&mut self, next: Option<u64>) -> Aggregate {
+        let current = Aggregate {
+            resolver: self.resolver.names_only(),
+            counts: std::mem::take(&mut self.counts),
+            samples: self.samples,
+            lost: self.lost,
+            lost_other: self.lost_other,
+            throttles: self.throttles,
+            span: self.span,
+            late: self.late,
+            filtered_out: self.filtered_out,
+            ..Aggregate::default()
+        };
+        self.roll(next);
         current
     }
 
@@ -713,7 +721,7 @@ mod tests {
     /// own samples, totals and the names they need; what was counted
     /// apart for the next interval stays and becomes the next one.
     #[test]
-    fn the_current_interval_taken_out() {
+    fn an_interval_taken_out() {
         let sample = |time_ns| Record::Sample {
             flags: 1,
             time_ns,
@@ -729,9 +737,14 @@ mod tests {
             exe_cookie: 0,
             comm: "w".into(),
         });
-        agg.feed(&Record::Switch {
-            cookie: u64::from(RPROF_COOKIE_ANON),
+        agg.feed(&Record::Cookie {
+            cookie: 16,
+            flags: 0,
+            dev: 1,
+            ino: 2,
+            path: "/bin/w".into(),
         });
+        agg.feed(&Record::Switch { cookie: 16 });
         agg.set_cutoff(Some(25));
         for t in [10, 20, 30] {
             agg.feed(&sample(t));
@@ -741,14 +754,15 @@ mod tests {
             cpu: 0,
             count: 5,
         });
-        let current = agg.take_current();
-        agg.roll(Some(45));
+        let current = agg.take_interval(Some(45));
         assert_eq!((current.samples, current.lost_total()), (2, 5));
         let c: Vec<_> = current.counts().iter().collect();
         assert_eq!(c.len(), 1);
         assert_eq!((c[0].1.samples, c[0].1.period), (2, 6));
         assert_eq!(&*c[0].0.comm, "w");
         assert_eq!(current.cutoff(), None);
+        // The names, and not the rest of the stream's state.
+        assert!(current.resolver().name(16).is_some());
         // The next interval: the sample at 30, and the stream's context
         // still known to the one that reads on.
         assert_eq!((agg.samples, agg.lost_total()), (1, 0));

@@ -400,9 +400,10 @@ fn named(sink: &live::AggregateSink) -> u64 {
 /// flushes them before it writes.
 const GRACE: Duration = Duration::from_millis(250);
 
-/// How many ended sessions may wait for the writer thread before the
-/// daemon waits for it in turn: each holds its samples in memory.
-const WRITER_BACKLOG: usize = 16;
+/// How many jobs (intervals, ended sessions) may wait for the writer
+/// thread before the daemon waits for it in turn: each holds its samples
+/// in memory, and a SIGKILL loses them.
+const WRITER_BACKLOG: usize = 8;
 
 /// The first wait before a session is tried again after a renewal could
 /// not start one; it doubles up to [`RETRY_MAX`].
@@ -445,7 +446,7 @@ enum Job {
 }
 
 /// One interval of the session being read, taken out of its aggregate
-/// ([`rprof_report::Aggregate::take_current`]).
+/// ([`rprof_report::Aggregate::take_interval`]).
 struct Live {
     agg: rprof_report::Aggregate,
     interval: Interval,
@@ -633,6 +634,8 @@ struct Daemon<'dev, 'a> {
     /// same pid later is not it).
     target: Option<Watch>,
     to_writer: SyncSender<Job>,
+    /// The last job had to wait for room in the writer's queue.
+    writer_behind: bool,
 }
 
 impl<'dev, 'a> Daemon<'dev, 'a> {
@@ -716,11 +719,18 @@ impl<'dev, 'a> Daemon<'dev, 'a> {
     /// does not fit), and writes it here if the writer is gone.
     fn send(&mut self, job: Job) {
         let job = match self.to_writer.try_send(job) {
-            Ok(()) => return,
+            Ok(()) => {
+                self.writer_behind = false;
+                return;
+            }
             Err(TrySendError::Full(job)) => {
-                eprintln!(
-                    "rprof daemon: {WRITER_BACKLOG} profiles or sessions wait to be written: waiting for the writer"
-                );
+                // Once per stall, not for every job while it lasts.
+                if !self.writer_behind {
+                    eprintln!(
+                        "rprof daemon: {WRITER_BACKLOG} profiles or sessions wait to be written: waiting for the writer"
+                    );
+                }
+                self.writer_behind = true;
                 match self.to_writer.send(job) {
                     Ok(()) => return,
                     Err(e) => e.0,
@@ -768,6 +778,12 @@ impl<'dev, 'a> Daemon<'dev, 'a> {
 
     /// Starts a session; on failure says so and schedules the next try.
     fn try_start(&mut self) {
+        // A process of --pid that has ended is not followed again: its
+        // pid may name another process by now.
+        if self.target_ended() {
+            self.stop_for_target();
+            return;
+        }
         let Err(e) = self.start() else { return };
         if self.target_gone_error(&e) {
             self.stop_for_target();
@@ -885,8 +901,10 @@ impl<'dev, 'a> Daemon<'dev, 'a> {
         }
         // The interval goes to the writer; this thread reads on.
         let interval = self.out.next(self.args.interval);
-        let agg = self.sink.agg.take_current();
-        self.sink.agg.roll(Some(end.saturating_add(self.step_ns())));
+        let agg = self
+            .sink
+            .agg
+            .take_interval(Some(end.saturating_add(self.step_ns())));
         self.send(Job::Interval(Live {
             agg,
             interval,
@@ -909,22 +927,30 @@ impl<'dev, 'a> Daemon<'dev, 'a> {
 /// comment.  A profile that cannot be written (a full disk) is skipped
 /// with a message; the daemon goes on.
 ///
-/// Sessions that end (renewals, the last one) are written by one writer
-/// thread, in order, while this thread reads the next session: its rings
-/// and cookie table fill meanwhile.  Whatever ends the daemon, an error
-/// included, the samples it has read are written before it returns.
+/// Every profile (each interval's, and the rest of each session that
+/// ends at a renewal or at the end) is written by one writer thread, in
+/// order, while this thread goes on reading the module: the rings and
+/// the cookie table are watched during a write.  Whatever ends the
+/// daemon, an error included, the samples it has read are written before
+/// it returns.
 pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
     let config = args.sampling.config(args.pid)?;
     // The device first: a missing module or capability is the error to
     // report, before anything is created.
     let dev = Device::open(device)?;
+    // The process of --pid by its pidfd, opened before the module's
+    // filter takes its number (a pid that names no process is reported
+    // by SET_CONFIG).
+    let watched = args.pid.map(|pid| (pid, Watch::new(pid)));
     let first = Session::new(&dev, &config, false)?;
-    // Watched from now on; SET_CONFIG above has just found the process.
-    let target = match args.pid {
-        Some(pid) => Some(
-            Watch::new(pid)
-                .map_err(|e| Error::Protocol(format!("cannot watch process {pid}: {e}")))?,
-        ),
+    let target = match watched {
+        Some((pid, Ok(w))) if w.ended() => {
+            return Err(Error::Protocol(format!("process {pid} has ended")))
+        }
+        Some((_, Ok(w))) => Some(w),
+        Some((pid, Err(e))) => {
+            return Err(Error::Protocol(format!("cannot watch process {pid}: {e}")))
+        }
         None => None,
     };
     std::fs::create_dir_all(&args.dir)
@@ -937,9 +963,9 @@ pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
     signal::install_renew_handler().map_err(|e| Error::io("installing a SIGHUP handler", e))?;
     let kallsyms = Arc::new(Kallsyms::parse(&crate::snapshot::read_kallsyms()));
     let modules = module_list();
-    // A quarter: the daemon does not watch the table while it writes
-    // an interval's profile (up to seconds), and files keep coming
-    // meanwhile.
+    // A quarter: the table is checked between reads (at least every
+    // 100 ms), and while the writer's queue is full the daemon waits for
+    // it (up to seconds on a slow machine) as files keep coming.
     let renew_at = (max_cookies() / 4).max(1);
     let (to_writer, from_daemon) = std::sync::mpsc::sync_channel(WRITER_BACKLOG);
     // `begin` sets the session, its sink, clock, symbolizer and start.
@@ -968,6 +994,7 @@ pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
         target_gone: false,
         target,
         to_writer,
+        writer_behind: false,
     };
     d.begin(first)?;
     eprintln!(

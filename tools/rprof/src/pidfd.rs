@@ -59,8 +59,22 @@ impl Watch {
     pub fn ended(&self) -> bool {
         match &self.fd {
             Some(fd) => ended(fd),
-            None => !std::path::Path::new(&format!("/proc/{}", self.pid)).exists(),
+            None => proc_ended(self.pid),
         }
+    }
+}
+
+/// Whether `/proc` says that `pid` has ended: gone, or a zombie (ended,
+/// not yet reaped), as a pidfd would say.
+fn proc_ended(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command name, which is in parentheses
+        // and may hold anything, so after the last ')'.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state == "Z" || state == "X"),
+        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
     }
 }
 
@@ -84,6 +98,23 @@ mod tests {
             assert!(Instant::now() < end, "the end was not seen");
             std::thread::sleep(Duration::from_millis(5));
         }
+    }
+
+    /// Without pidfds, /proc: a zombie has ended too.
+    #[test]
+    fn proc_sees_a_zombie_as_ended() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id() as i32;
+        let end = Instant::now() + Duration::from_secs(5);
+        // Not reaped yet: a zombie once it has exited.
+        while !proc_ended(pid) {
+            assert!(Instant::now() < end, "the zombie was not seen as ended");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(std::path::Path::new(&format!("/proc/{pid}")).exists());
+        child.wait().unwrap();
+        assert!(proc_ended(pid));
+        assert!(!proc_ended(std::process::id() as i32));
     }
 
     #[test]

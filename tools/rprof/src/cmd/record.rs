@@ -156,16 +156,14 @@ pub fn run(device: &Path, args: &RecordArgs) -> Result<u8, Error> {
         _ => (args.pid, args.children),
     };
     let config = args.sampling.config_with(pid, descendants)?;
+    // -p PID ends when PID does, as perf's does; watched by its pidfd,
+    // opened before the module's filter takes the pid number, so that a
+    // new process given the same pid (before or after) is never taken
+    // for it.
+    // (A pid that names no process is reported by SET_CONFIG, below.)
+    let watched = args.pid.map(|pid| (pid, Watch::new(pid)));
     let mut session = Session::new(&dev, &config, args.read)?;
-    // -p PID ends when PID does, as perf's does; watched by its pidfd, so
-    // that a new process given the same pid later does not keep it going.
-    let target = match args.pid {
-        Some(pid) => Some(
-            Watch::new(pid)
-                .map_err(|e| Error::Protocol(format!("cannot watch process {pid}: {e}")))?,
-        ),
-        None => None,
-    };
+    let target = watched.map(watch).transpose()?;
     if !args.command.is_empty() {
         install_stop_handler()?;
     }
@@ -182,6 +180,17 @@ pub fn run(device: &Path, args: &RecordArgs) -> Result<u8, Error> {
         pending,
         Ends { launch, target },
     )
+}
+
+/// The watch on process `pid`, opened before the module's filter took
+/// its number: an error if it could not be opened or the process has
+/// ended since (the filter may then name a new process of that pid).
+pub(crate) fn watch((pid, w): (i32, std::io::Result<Watch>)) -> Result<Watch, Error> {
+    match w {
+        Ok(w) if w.ended() => Err(Error::Protocol(format!("process {pid} has ended"))),
+        Ok(w) => Ok(w),
+        Err(e) => Err(Error::Protocol(format!("cannot watch process {pid}: {e}"))),
+    }
 }
 
 /// SIGINT and SIGTERM end the recording (see [`signal`]).
@@ -251,6 +260,7 @@ fn record(
 
     let mut child: Option<Running> = None;
     let mut child_status = None;
+    let mut wait_failed = false;
     if let Some(l) = launch {
         match l.release() {
             Ok(c) => child = Some(c),
@@ -291,9 +301,10 @@ fn record(
                 Ok(None) => {}
                 Err(e) => {
                     eprintln!(
-                        "rprof: warning: cannot wait for {}: {e}; stopping",
+                        "rprof: cannot wait for {}: {e}; stopping (how it ended is unknown)",
                         args.command[0]
                     );
+                    wait_failed = true;
                     break;
                 }
             }
@@ -385,6 +396,8 @@ fn record(
             eprintln!("rprof: {} exited with {s}", args.command[0]);
         }
         status = rprof::error::shell_status(s);
+    } else if wait_failed {
+        status = 1;
     } else if child.is_some() {
         eprintln!("rprof: {} is still running", args.command[0]);
     }
