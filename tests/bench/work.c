@@ -5,8 +5,9 @@
  * 64-bit linear congruential generator, started together.  Each copy
  * times its own loop (CLOCK_MONOTONIC), and the span runs from the first
  * copy's start to the last copy's end; the parent also counts the CPU time
- * its own parent (the profiler's reader, when run as `perf record -- work`
- * or `rprof record -- work`) spent over the same window, with a counting
+ * the profiler's reader (its parent under `perf record -- work`, its
+ * grandparent under `rprof record -- work`, see reader_pid) spent over
+ * the same window, with a counting
  * task-clock perf event on that process (the benchmark kernel has no
  * POSIX CPU-time clocks; the event costs the reader a little at each of
  * its context switches).
@@ -52,6 +53,47 @@ static uint64_t ns_of(clockid_t clk)
 	if (clock_gettime(clk, &ts))
 		return 0;
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The parent process of pid and its comm (from /proc/PID/stat), or -1. */
+static pid_t parent_of(pid_t pid, char *comm, size_t len)
+{
+	char path[64], buf[512];
+	int ppid = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	char *open = strchr(buf, '('), *close = strrchr(buf, ')');
+	if (!open || !close || close < open)
+		return -1;
+	snprintf(comm, len, "%.*s", (int)(close - open - 1), open + 1);
+	if (sscanf(close + 1, " %*c %d", &ppid) != 1)
+		return -1;
+	return ppid;
+}
+
+/*
+ * The profiler's reader process: our parent, or, when our parent is a
+ * fork of the process above it that did not exec (the same comm: `rprof
+ * record -- CMD` runs CMD under a forked subreaper that only waits), the
+ * process above.  perf record forks the command itself, whose parent is
+ * then perf.
+ */
+static pid_t reader_pid(void)
+{
+	char comm[64], up_comm[64];
+	pid_t parent = getppid();
+	pid_t up = parent_of(parent, comm, sizeof(comm));
+
+	if (up > 1 && parent_of(up, up_comm, sizeof(up_comm)) >= 0 &&
+	    strcmp(comm, up_comm) == 0)
+		return up;
+	return parent;
 }
 
 /* A counting task-clock event on the process pid (its main thread). */
@@ -153,8 +195,8 @@ int main(int argc, char **argv)
 	}
 	close(go[0]);
 
-	/* The reader: our parent, the profiler (or the shell without one). */
-	int reader = task_clock(getppid());
+	/* The reader: the profiler (or the shell without one). */
+	int reader = task_clock(reader_pid());
 	/* Let every copy reach its read() before the start. */
 	usleep(20000);
 	int64_t r0 = read_counter(reader);

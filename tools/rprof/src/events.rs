@@ -80,6 +80,46 @@ impl EventSpec {
     }
 }
 
+/// Milliseconds of samples a CPU's ring should hold at the session's
+/// rate.  The drain empties the rings every 50 ms and when one is half
+/// full, but on CPUs that are all busy its work can wait longer than
+/// that for a CPU: with 4 busy CPUs at 40 kHz each the module's default
+/// ring (4096 slots, 100 ms there) overflowed where 16384 slots did not
+/// (`make bench`, 2026-11-26).
+const RING_MS: u64 = 400;
+
+/// The ring size (slots) for `hz` samples a second on one CPU: enough
+/// for [`RING_MS`], a power of two, at most 4 times the module's default
+/// `default` (memory: each slot is about 80 bytes, per CPU); 0 (the
+/// module's default) when that holds enough already.
+pub fn ring_for_rate(hz: u64, default: u32) -> u32 {
+    let want = (hz.saturating_mul(RING_MS) / 1000)
+        .max(1)
+        .next_power_of_two();
+    let most = u64::from(default).saturating_mul(4).min(1 << 20);
+    match want.min(most) {
+        n if n <= u64::from(default) => 0,
+        n => n as u32,
+    }
+}
+
+/// Samples a second per CPU of `events`, if known: every event at a
+/// frequency (a period counts events, whose rate is not known).
+fn sampled_hz(events: &[rprof_event_config]) -> Option<u64> {
+    events.iter().try_fold(0u64, |sum, e| {
+        (e.flags & RPROF_EVENT_FREQ != 0).then(|| sum.saturating_add(e.period))
+    })
+}
+
+/// The module's default ring size (its `ring_records` parameter; 4096,
+/// its default, where it cannot be read).
+fn module_ring_records() -> u32 {
+    std::fs::read_to_string("/sys/module/rprof/parameters/ring_records")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(4096)
+}
+
 /// Parses a positive number for `what`.
 fn positive(s: &str, what: &str) -> Result<u64, String> {
     match s.parse::<u64>() {
@@ -248,7 +288,13 @@ impl SessionOptions {
                 c.flags |= RPROF_CONFIG_PID_DESCENDANTS;
             }
         }
-        c.ring_records = self.ring_records;
+        c.ring_records = match self.ring_records {
+            0 => {
+                let hz = sampled_hz(&c.events[..c.nr_events as usize]);
+                hz.map_or(0, |hz| ring_for_rate(hz, module_ring_records()))
+            }
+            n => n,
+        };
         c.drain_interval_ms = self.drain_interval_ms;
         c.wakeup_bytes = self.wakeup_bytes;
         if let Some((kernel, user)) = self.callchain {
@@ -263,6 +309,44 @@ impl SessionOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Rings grow with the rate (0.4 s of samples), up to 4 times the
+    /// module's default, and stay the default where that is enough or
+    /// the rate is not known.
+    #[test]
+    fn rings_for_high_rates() {
+        assert_eq!(ring_for_rate(999, 4096), 0);
+        assert_eq!(ring_for_rate(10_000, 4096), 0);
+        assert_eq!(ring_for_rate(20_000, 4096), 8192);
+        assert_eq!(ring_for_rate(40_000, 4096), 16384);
+        assert_eq!(ring_for_rate(100_000, 4096), 16384);
+        assert_eq!(ring_for_rate(40_000, 65536), 0);
+        assert_eq!(ring_for_rate(u64::MAX, 1 << 20), 0);
+        let freq = |hz| rprof_event_config {
+            kind: RPROF_EVENT_CPU_CLOCK,
+            flags: RPROF_EVENT_FREQ,
+            period: hz,
+        };
+        let period = rprof_event_config {
+            kind: RPROF_EVENT_CPU_CLOCK,
+            flags: 0,
+            period: 1_000_000,
+        };
+        assert_eq!(sampled_hz(&[freq(20_000), freq(20_000)]), Some(40_000));
+        assert_eq!(sampled_hz(&[freq(20_000), period]), None);
+        let o = SessionOptions {
+            freq: Some(40_000),
+            ..SessionOptions::default()
+        };
+        // No rprof module on the host: its default, 4096.
+        assert_eq!(o.to_config().unwrap().ring_records, 16384);
+        let o = SessionOptions {
+            freq: Some(40_000),
+            ring_records: 1024,
+            ..SessionOptions::default()
+        };
+        assert_eq!(o.to_config().unwrap().ring_records, 1024);
+    }
 
     #[test]
     fn parse_event_specs() {
