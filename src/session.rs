@@ -228,7 +228,11 @@ fn nr_cpu_ids() -> usize {
     unsafe { helpers::rprof_nr_cpu_ids() as usize }
 }
 
-/// The drain work: runs in process context on the system workqueue.
+/// The drain work: runs in process context on the high-priority system
+/// workqueue (`system_highpri_wq`: its workers run at nice -20, so that a
+/// drain kicked on a CPU busy with the profiled work is not left waiting
+/// behind it while the ring fills).
+///
 /// Returns the delay after which it runs again (0: not while stopped).
 unsafe extern "C" fn drain_work(ctx: *mut c_void) -> c_uint {
     if ctx.is_null() {
@@ -373,6 +377,16 @@ impl Core {
                     break;
                 }
                 if n % 256 == 0 {
+                    // A long pass (rings that filled while the drain
+                    // waited for a CPU can hold more than the buffer):
+                    // show the reader the records written so far, all
+                    // complete, and wake it past its watermark, so that
+                    // it empties the buffer while this pass fills it.
+                    buf.publish(&d.producer);
+                    if buf.available() >= self.wakeup {
+                        d.wakeups += 1;
+                        self.waitq.wake();
+                    }
                     // A ring holds up to 2^20 records: let others run (the
                     // drain lock is a mutex; sleeping under it is allowed).
                     // SAFETY: Process context (this function's contract).
