@@ -261,6 +261,13 @@ impl EventBuffer {
         true
     }
 
+    /// Bytes the producer has written and not yet published.
+    pub(crate) fn unpublished(&self, p: &Producer) -> u64 {
+        // Only `publish`, with the one producer, stores `head`, and never
+        // past `p.head`.
+        p.head - self.head.load(Ordering::Relaxed)
+    }
+
     /// Makes everything written so far visible to the consumer.
     pub(crate) fn publish(&self, p: &Producer) {
         self.head.store(p.head, Ordering::Release);

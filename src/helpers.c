@@ -923,7 +923,7 @@ static void rprof_kicker_irq_work(struct irq_work *iw)
 {
 	struct rprof_kicker *k = container_of(iw, struct rprof_kicker, irq_work);
 
-	mod_delayed_work(system_highpri_wq, &k->work, 0);
+	mod_delayed_work(system_wq, &k->work, 0);
 }
 
 static void rprof_kicker_work(struct work_struct *w)
@@ -936,7 +936,7 @@ static void rprof_kicker_work(struct work_struct *w)
 	/* Periodic work re-arms here rather than in Rust, so that the Rust
 	 * side never touches the kicker from inside its own work. */
 	if (again_ms)
-		queue_delayed_work(system_highpri_wq, &k->work, msecs_to_jiffies(again_ms));
+		queue_delayed_work(system_wq, &k->work, msecs_to_jiffies(again_ms));
 }
 
 struct rprof_kicker *rprof_kicker_create(unsigned int (*fn)(void *ctx))
@@ -965,12 +965,12 @@ void rprof_kicker_kick(struct rprof_kicker *k)
 
 void rprof_kicker_schedule(struct rprof_kicker *k, unsigned int delay_ms)
 {
-	queue_delayed_work(system_highpri_wq, &k->work, msecs_to_jiffies(delay_ms));
+	queue_delayed_work(system_wq, &k->work, msecs_to_jiffies(delay_ms));
 }
 
 void rprof_kicker_run_now(struct rprof_kicker *k)
 {
-	mod_delayed_work(system_highpri_wq, &k->work, 0);
+	mod_delayed_work(system_wq, &k->work, 0);
 	flush_delayed_work(&k->work);
 }
 

@@ -228,11 +228,7 @@ fn nr_cpu_ids() -> usize {
     unsafe { helpers::rprof_nr_cpu_ids() as usize }
 }
 
-/// The drain work: runs in process context on the high-priority system
-/// workqueue (`system_highpri_wq`: its workers run at nice -20, so that a
-/// drain kicked on a CPU busy with the profiled work is not left waiting
-/// behind it while the ring fills).
-///
+/// The drain work: runs in process context on the system workqueue.
 /// Returns the delay after which it runs again (0: not while stopped).
 unsafe extern "C" fn drain_work(ctx: *mut c_void) -> c_uint {
     if ctx.is_null() {
@@ -364,6 +360,7 @@ impl Core {
                 d.start_pending = None;
             }
         }
+        let mut taken = 0u64;
         for (cpu, ring) in self.rings.iter() {
             d.report_lost(buf, cpu, ring);
             // At most one ring's worth per pass: writers on a busy CPU may
@@ -376,17 +373,20 @@ impl Core {
                 if !unsafe { d.take(buf, cpu, ring, self.reserve) } {
                     break;
                 }
-                if n % 256 == 0 {
+                taken += 1;
+                if taken % 64 == 0 && buf.unpublished(&d.producer) >= self.wakeup {
                     // A long pass (rings that filled while the drain
                     // waited for a CPU can hold more than the buffer):
-                    // show the reader the records written so far, all
-                    // complete, and wake it past its watermark, so that
-                    // it empties the buffer while this pass fills it.
+                    // once a watermark's worth is written, the reader sees
+                    // it (whole records, this ring's losses so far
+                    // reported first) and is woken, so that it empties
+                    // the buffer while this pass fills it.
+                    d.report_lost(buf, cpu, ring);
                     buf.publish(&d.producer);
-                    if buf.available() >= self.wakeup {
-                        d.wakeups += 1;
-                        self.waitq.wake();
-                    }
+                    d.wakeups += 1;
+                    self.waitq.wake();
+                }
+                if n % 256 == 0 {
                     // A ring holds up to 2^20 records: let others run (the
                     // drain lock is a mutex; sleeping under it is allowed).
                     // SAFETY: Process context (this function's contract).

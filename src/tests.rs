@@ -580,6 +580,49 @@ fn exact_count_small_ring(t: &mut Test) {
     kassert_eq!(t, total.lost_ring, 1000 - 64);
 }
 
+/// A drain pass that moves more than the reader's watermark publishes
+/// and wakes the reader as it goes, not only at its end: 4000 samples
+/// (about 125 KiB of stream) wait in a 4096-slot ring, and one pass moves
+/// them into a 256 KiB buffer whose watermark is a quarter of it.  The
+/// pass wakes the reader once on the way (64 KiB) and once at its end;
+/// without the mid-pass wake, once.  Nothing is lost, in order.
+fn long_pass_wakes_the_reader_on_the_way(t: &mut Test) {
+    let Ok(session) = test_session(4096, 64) else {
+        kassert!(t, false);
+        return;
+    };
+    let Ok(ctx) = session.handler_ctx(0) else {
+        kassert!(t, false, "no handler context");
+        return;
+    };
+    let n = 4000u64;
+    for i in 0..n {
+        let sample = RawSample { time_ns: i, ip: checksum(0, 0, i), cpu: 0, ..Default::default() };
+        // SAFETY: The context belongs to the live session.
+        unsafe { sampler::rprof_on_sample(&ctx as *const HandlerCtx as *mut c_void, &sample, core::ptr::null_mut()) };
+    }
+    let (_, _, before) = session.stats(&mut []);
+    session.drain_now();
+    let (total, _, after) = session.stats(&mut []);
+    kassert_eq!(t, total.delivered, n);
+    kassert_eq!(t, after - before, 2);
+    session.finish();
+    let mut seen = Seen::new(1);
+    for _ in 0..100 {
+        let mut s = core::mem::take(&mut seen);
+        session.evbuf().consume_with(|rec| s.record(rec));
+        seen = s;
+        if seen.stop > 0 {
+            break;
+        }
+        session.drain_now();
+    }
+    kassert_eq!(t, seen.records, n);
+    kassert_eq!(t, seen.lost, 0);
+    kassert_eq!(t, seen.out_of_order, 0);
+    kassert_eq!(t, seen.stop, 1);
+}
+
 /// The pid filter with descendants, through the handler: a sample of
 /// another thread group is kept only when the sampled task (this test's
 /// kthread, whose parent is kthreadd, pid 2) descends from the filter's
@@ -621,7 +664,8 @@ kunit_suite!(
         pipeline_stress_exact_counts,
         exact_count_no_loss,
         exact_count_one_page_buffer,
-        exact_count_small_ring
+        exact_count_small_ring,
+        long_pass_wakes_the_reader_on_the_way
     ]
 );
 

@@ -82,16 +82,17 @@ impl EventSpec {
 
 /// Milliseconds of samples a CPU's ring should hold at the session's
 /// rate.  The drain empties the rings every 50 ms and when one is half
-/// full, but on CPUs that are all busy its work can wait longer than
-/// that for a CPU: with 4 busy CPUs at 40 kHz each the module's default
-/// ring (4096 slots, 100 ms there) overflowed where 16384 slots did not
-/// (`make bench`, 2026-11-26).
-const RING_MS: u64 = 400;
+/// full, but on CPUs that are all busy its work can wait far longer for a
+/// CPU: with 4 busy CPUs (`make bench`, 2026-11-26) the default ring of
+/// 4096 slots overflowed at 10 kHz (410 ms of samples; the drain waited
+/// over 200 ms after its kick) and at 40 kHz, where 16384 slots did not.
+const RING_MS: u64 = 800;
 
 /// The ring size (slots) for `hz` samples a second on one CPU: enough
 /// for [`RING_MS`], a power of two, at most 4 times the module's default
-/// `default` (memory: each slot is about 80 bytes, per CPU); 0 (the
-/// module's default) when that holds enough already.
+/// `default` (memory: each slot is about 80 bytes, per CPU; perf's
+/// default buffer is 516 KiB per CPU); 0 (the module's default) when
+/// that holds enough already.
 pub fn ring_for_rate(hz: u64, default: u32) -> u32 {
     let want = (hz.saturating_mul(RING_MS) / 1000)
         .max(1)
@@ -310,14 +311,15 @@ impl SessionOptions {
 mod tests {
     use super::*;
 
-    /// Rings grow with the rate (0.4 s of samples), up to 4 times the
+    /// Rings grow with the rate (0.8 s of samples), up to 4 times the
     /// module's default, and stay the default where that is enough or
     /// the rate is not known.
     #[test]
     fn rings_for_high_rates() {
         assert_eq!(ring_for_rate(999, 4096), 0);
-        assert_eq!(ring_for_rate(10_000, 4096), 0);
-        assert_eq!(ring_for_rate(20_000, 4096), 8192);
+        assert_eq!(ring_for_rate(4_000, 4096), 0);
+        assert_eq!(ring_for_rate(10_000, 4096), 8192);
+        assert_eq!(ring_for_rate(20_000, 4096), 16384);
         assert_eq!(ring_for_rate(40_000, 4096), 16384);
         assert_eq!(ring_for_rate(100_000, 4096), 16384);
         assert_eq!(ring_for_rate(40_000, 65536), 0);
