@@ -525,9 +525,16 @@ fn write_then_read(session: &Session, n: u64, batch: u64) -> (Seen, rprof_cpu_st
             session.drain_now();
         }
     }
+    let seen = finish_and_read(session);
+    let (total, _, _) = session.stats(&mut []);
+    (seen, total)
+}
+
+/// Stops `session`, then consumes its buffer (letting the drain write
+/// what it owes) until STOP; what a reader consuming only at the end sees.
+fn finish_and_read(session: &Session) -> Seen {
     session.finish();
     let mut seen = Seen::new(1);
-    // Consume, let the drain write what it owes, until STOP.
     for _ in 0..100 {
         let mut s = core::mem::take(&mut seen);
         session.evbuf().consume_with(|rec| s.record(rec));
@@ -537,8 +544,7 @@ fn write_then_read(session: &Session, n: u64, batch: u64) -> (Seen, rprof_cpu_st
         }
         session.drain_now();
     }
-    let (total, _, _) = session.stats(&mut []);
-    (seen, total)
+    seen
 }
 
 fn exact_count_no_loss(t: &mut Test) {
@@ -606,17 +612,7 @@ fn long_pass_wakes_the_reader_on_the_way(t: &mut Test) {
     let (total, _, after) = session.stats(&mut []);
     kassert_eq!(t, total.delivered, n);
     kassert_eq!(t, after - before, 2);
-    session.finish();
-    let mut seen = Seen::new(1);
-    for _ in 0..100 {
-        let mut s = core::mem::take(&mut seen);
-        session.evbuf().consume_with(|rec| s.record(rec));
-        seen = s;
-        if seen.stop > 0 {
-            break;
-        }
-        session.drain_now();
-    }
+    let seen = finish_and_read(&session);
     kassert_eq!(t, seen.records, n);
     kassert_eq!(t, seen.lost, 0);
     kassert_eq!(t, seen.out_of_order, 0);

@@ -505,6 +505,28 @@ pub fn is_fixed_cookie(cookie: u64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A user sample at `time_ns` of `period`, at offset 0x10.
+    fn sample_at(time_ns: u64, period: u64) -> Record {
+        Record::Sample {
+            flags: 1,
+            time_ns,
+            offset: 0x10,
+            period,
+            stack: None,
+        }
+    }
+
+    /// The TASK record of thread 7 of process 7, "w", on CPU 0.
+    fn task_w() -> Record {
+        Record::Task {
+            cpu: 0,
+            pid: 7,
+            tid: 7,
+            exe_cookie: 0,
+            comm: "w".into(),
+        }
+    }
     use crate::testdata;
 
     #[test]
@@ -541,13 +563,7 @@ mod tests {
     /// what they keep out is counted apart.
     #[test]
     fn per_sample_filters_count_what_passes() {
-        let sample = |time_ns| Record::Sample {
-            flags: 1,
-            time_ns,
-            offset: 0x10,
-            period: 1,
-            stack: None,
-        };
+        let sample = |time_ns| sample_at(time_ns, 1);
         let task = |cpu, tid| Record::Task {
             cpu,
             pid: 7,
@@ -660,22 +676,10 @@ mod tests {
     /// the next interval, and one of a closed interval counts as late.
     #[test]
     fn intervals_by_sample_time() {
-        let sample = |time_ns| Record::Sample {
-            flags: 1,
-            time_ns,
-            offset: 0x10,
-            period: 1,
-            stack: None,
-        };
+        let sample = |time_ns| sample_at(time_ns, 1);
         let mut agg = Aggregate::new();
         let head = [
-            Record::Task {
-                cpu: 0,
-                pid: 7,
-                tid: 7,
-                exe_cookie: 0,
-                comm: "w".into(),
-            },
+            task_w(),
             Record::Switch {
                 cookie: u64::from(RPROF_COOKIE_ANON),
             },
@@ -722,21 +726,9 @@ mod tests {
     /// apart for the next interval stays and becomes the next one.
     #[test]
     fn an_interval_taken_out() {
-        let sample = |time_ns| Record::Sample {
-            flags: 1,
-            time_ns,
-            offset: 0x10,
-            period: 3,
-            stack: None,
-        };
+        let sample = |time_ns| sample_at(time_ns, 3);
         let mut agg = Aggregate::new();
-        agg.feed(&Record::Task {
-            cpu: 0,
-            pid: 7,
-            tid: 7,
-            exe_cookie: 0,
-            comm: "w".into(),
-        });
+        agg.feed(&task_w());
         agg.feed(&Record::Cookie {
             cookie: 16,
             flags: 0,
@@ -776,21 +768,9 @@ mod tests {
     /// bucket each), not lumped into the next.
     #[test]
     fn intervals_read_late_keep_their_samples() {
-        let sample = |time_ns| Record::Sample {
-            flags: 1,
-            time_ns,
-            offset: 0x10,
-            period: 1,
-            stack: None,
-        };
+        let sample = |time_ns| sample_at(time_ns, 1);
         let mut agg = Aggregate::new();
-        agg.feed(&Record::Task {
-            cpu: 0,
-            pid: 7,
-            tid: 7,
-            exe_cookie: 0,
-            comm: "w".into(),
-        });
+        agg.feed(&task_w());
         agg.set_interval(Some(10));
         agg.set_cutoff(Some(20));
         for t in [5, 25, 35, 36, 47, 19] {
@@ -811,13 +791,7 @@ mod tests {
     /// START sets the first cutoff before those samples are counted.
     #[test]
     fn the_start_record_sets_the_first_cutoff() {
-        let sample = |time_ns| Record::Sample {
-            flags: 1,
-            time_ns,
-            offset: 0x10,
-            period: 1,
-            stack: None,
-        };
+        let sample = |time_ns| sample_at(time_ns, 1);
         let config = crate::testdata::config();
         let mut agg = Aggregate::new();
         agg.set_interval(Some(10));
@@ -825,13 +799,7 @@ mod tests {
             time_ns: 100,
             config,
         });
-        agg.feed(&Record::Task {
-            cpu: 0,
-            pid: 7,
-            tid: 7,
-            exe_cookie: 0,
-            comm: "w".into(),
-        });
+        agg.feed(&task_w());
         for t in [101, 115, 116, 135] {
             agg.feed(&sample(t));
         }
