@@ -49,7 +49,8 @@ pub struct SamplingArgs {
     #[arg(long)]
     pub exclude_kernel: bool,
 
-    /// Slots of each CPU's ring, a power of two (default: the module's).
+    /// Slots of each CPU's ring, a power of two (default: the module's,
+    /// or more at high frequencies: 0.8 s of samples, up to 4 times it).
     #[arg(long, value_name = "N", default_value_t = 0, hide_default_value = true)]
     pub ring_records: u32,
 
