@@ -505,6 +505,7 @@ pub fn is_fixed_cookie(cookie: u64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testdata;
 
     /// A user sample at `time_ns` of `period`, at offset 0x10.
     fn sample_at(time_ns: u64, period: u64) -> Record {
@@ -527,7 +528,6 @@ mod tests {
             comm: "w".into(),
         }
     }
-    use crate::testdata;
 
     #[test]
     fn time_ranges_and_cpu_lists_parse() {

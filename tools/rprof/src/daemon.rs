@@ -943,16 +943,9 @@ pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
     // by SET_CONFIG).
     let watched = args.pid.map(|pid| (pid, Watch::new(pid)));
     let first = Session::new(&dev, &config, false)?;
-    let target = match watched {
-        Some((pid, Ok(w))) if w.ended() => {
-            return Err(Error::Protocol(format!("process {pid} has ended")))
-        }
-        Some((_, Ok(w))) => Some(w),
-        Some((pid, Err(e))) => {
-            return Err(Error::Protocol(format!("cannot watch process {pid}: {e}")))
-        }
-        None => None,
-    };
+    let target = watched
+        .map(|(pid, w)| crate::pidfd::confirm(pid, w))
+        .transpose()?;
     std::fs::create_dir_all(&args.dir)
         .map_err(|e| Error::io("creating the profile directory", e))?;
     let stale = remove_temporaries(&args.dir)?;

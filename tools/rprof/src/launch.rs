@@ -464,11 +464,7 @@ impl Running {
                 return Err(e);
             }
             self.reaped = true;
-            let mut raw = [0u8; 4];
-            return match self.status.take().map(|p| read_full(&p, &mut raw)) {
-                Some(4) => Ok(Some(ExitStatus::from_raw(i32::from_ne_bytes(raw)))),
-                _ => Err(e),
-            };
+            return self.passed_status().map(Some).ok_or(e);
         }
         if r == 0 {
             return Ok(None);
@@ -477,14 +473,16 @@ impl Running {
         // The command's status, as the reaper passed it up; the reaper's
         // own if it died before it could (killed, say).
         let own = ExitStatus::from_raw(status);
-        let Some(pipe) = self.status.take() else {
-            return Ok(Some(own));
-        };
+        Ok(Some(self.passed_status().unwrap_or(own)))
+    }
+
+    /// CMD's wait status as the reaper passed it up on the status pipe
+    /// (taken: read once), if it did.
+    fn passed_status(&mut self) -> Option<ExitStatus> {
+        let pipe = self.status.take()?;
         let mut raw = [0u8; 4];
-        Ok(Some(match read_full(&pipe, &mut raw) {
-            4 => ExitStatus::from_raw(i32::from_ne_bytes(raw)),
-            _ => own,
-        }))
+        (read_full(&pipe, &mut raw) == raw.len())
+            .then(|| ExitStatus::from_raw(i32::from_ne_bytes(raw)))
     }
 
     /// Waits for the child (SIGKILLed first with `kill`) and reaps it.

@@ -78,6 +78,20 @@ fn proc_ended(pid: i32) -> bool {
     }
 }
 
+/// The watch on process `pid` that [`Watch::new`] `opened` before the
+/// module's filter took the pid's number, checked now: an error if it
+/// could not be opened, or if the process has ended since (the filter
+/// may then name a new process given that pid).
+pub fn confirm(pid: i32, opened: io::Result<Watch>) -> Result<Watch, crate::Error> {
+    match opened {
+        Ok(w) if w.ended() => Err(crate::Error::Protocol(format!("process {pid} has ended"))),
+        Ok(w) => Ok(w),
+        Err(e) => Err(crate::Error::Protocol(format!(
+            "cannot watch process {pid}: {e}"
+        ))),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

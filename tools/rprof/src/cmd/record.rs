@@ -163,7 +163,9 @@ pub fn run(device: &Path, args: &RecordArgs) -> Result<u8, Error> {
     // (A pid that names no process is reported by SET_CONFIG, below.)
     let watched = args.pid.map(|pid| (pid, Watch::new(pid)));
     let mut session = Session::new(&dev, &config, args.read)?;
-    let target = watched.map(watch).transpose()?;
+    let target = watched
+        .map(|(pid, w)| rprof::pidfd::confirm(pid, w))
+        .transpose()?;
     if !args.command.is_empty() {
         install_stop_handler()?;
     }
@@ -180,17 +182,6 @@ pub fn run(device: &Path, args: &RecordArgs) -> Result<u8, Error> {
         pending,
         Ends { launch, target },
     )
-}
-
-/// The watch on process `pid`, opened before the module's filter took
-/// its number: an error if it could not be opened or the process has
-/// ended since (the filter may then name a new process of that pid).
-pub(crate) fn watch((pid, w): (i32, std::io::Result<Watch>)) -> Result<Watch, Error> {
-    match w {
-        Ok(w) if w.ended() => Err(Error::Protocol(format!("process {pid} has ended"))),
-        Ok(w) => Ok(w),
-        Err(e) => Err(Error::Protocol(format!("cannot watch process {pid}: {e}"))),
-    }
 }
 
 /// SIGINT and SIGTERM end the recording (see [`signal`]).
