@@ -793,11 +793,14 @@ impl Drain {
     }
 
     /// A module is going: its cookies leave the index; announced ones get
-    /// a MODULE record with the UNLOAD flag.
-    pub(crate) fn module_going(&mut self, buf: &EventBuffer, id: usize) {
+    /// a MODULE record with the UNLOAD flag if `in_run` (the stream is
+    /// between a run's START and its STOP; between runs nothing may be
+    /// written, and a later run names a module loaded in its place by new
+    /// cookies anyway).
+    pub(crate) fn module_going(&mut self, buf: &EventBuffer, id: usize, in_run: bool) {
         for cookie in self.cookies.forget_module(id).into_iter().flatten() {
             let Some(entry) = self.cookies.get(cookie) else { continue };
-            if !entry.announced {
+            if !entry.announced || !in_run {
                 continue;
             }
             if let Object::Module { base, size, init, name } = &entry.object {

@@ -524,7 +524,17 @@ impl Session {
     pub(crate) fn module_going(&self, id: usize) {
         self.drain_in_worker();
         let mut guard = self.drain.lock();
-        guard.module_going(&self.evbuf, id);
+        // Inside a run: its START is written and its STOP is not (STOP is
+        // the last record of a run, and a stopped session's stream ends
+        // there until the next START).  Under the drain lock, which
+        // `finish` holds to set the phase and `stop_pending` together and
+        // every pass holds to turn `start_request` into START.  `start`
+        // stores `start_request` before the phase (release), so a Running
+        // phase read here (acquire) comes with its request in sight.
+        let running = self.phase() == Phase::Running;
+        let started = self.start_request.load(Ordering::Acquire) == 0 && guard.start_pending.is_none();
+        let in_run = started && (running || guard.stop_pending.is_some());
+        guard.module_going(&self.evbuf, id, in_run);
         self.evbuf.publish(&guard.producer);
     }
 

@@ -217,6 +217,8 @@ struct Seen {
     /// The stream's context: (pid, tid) of the last TASK, the last SWITCH.
     task: (u32, u32),
     cookie: u64,
+    /// MODULE records with the UNLOAD flag.
+    unloads: u64,
 }
 
 impl Seen {
@@ -266,6 +268,7 @@ impl Seen {
             RPROF_RECORD_LOST => self.lost += word(16),
             RPROF_RECORD_START => self.start += 1,
             RPROF_RECORD_STOP => self.stop += 1,
+            RPROF_RECORD_MODULE if u16::from_ne_bytes([bytes[2], bytes[3]]) as u32 & RPROF_MODULE_UNLOAD != 0 => self.unloads += 1,
             RPROF_RECORD_COOKIE | RPROF_RECORD_MODULE | RPROF_RECORD_THROTTLE | RPROF_RECORD_UNTHROTTLE => {}
             _ => self.bad_payload += 1,
         }
@@ -619,6 +622,47 @@ fn long_pass_wakes_the_reader_on_the_way(t: &mut Test) {
     kassert_eq!(t, seen.stop, 1);
 }
 
+/// STOP is the last record of a run: a module that goes after it adds
+/// nothing to the stream, one that goes during the run gets its MODULE
+/// record with UNLOAD there.  The module named is this one, whose text
+/// holds the samples' address; its cookies are forgotten, nothing is
+/// unloaded.
+fn module_going_after_stop_writes_nothing(t: &mut Test) {
+    let Ok(session) = test_session(4096, 16) else {
+        kassert!(t, false);
+        return;
+    };
+    let Ok(ctx) = session.handler_ctx(0) else {
+        kassert!(t, false, "no handler context");
+        return;
+    };
+    let kip = helpers::rprof_test_cpu_relax as unsafe extern "C" fn() as usize as u64;
+    // SAFETY: All-zero is a valid `ModInfo` to fill.
+    let mut info: helpers::ModInfo = unsafe { core::mem::zeroed() };
+    // SAFETY: `info` is writable; the lookup takes the RCU read lock.
+    kassert!(t, unsafe { helpers::rprof_module_lookup(kip, &mut info) }, "this module's text not found");
+    let samples = |from: u64| {
+        for i in from..from + 10 {
+            let sample = RawSample { time_ns: i, ip: kip, cpu: 0, ..Default::default() };
+            // SAFETY: The context belongs to the live session.
+            unsafe { sampler::rprof_on_sample(&ctx as *const HandlerCtx as *mut c_void, &sample, core::ptr::null_mut()) };
+        }
+    };
+    samples(0);
+    session.module_going(info.id as usize);
+    // A new cookie for the same text (the module is still there).
+    samples(10);
+    let seen = finish_and_read(&session);
+    kassert_eq!(t, seen.stop, 1);
+    kassert_eq!(t, seen.unloads, 1);
+    session.module_going(info.id as usize);
+    let mut after = 0u64;
+    session.evbuf().consume_with(|_| after += 1);
+    kassert_eq!(t, after, 0);
+    let (total, _, _) = session.stats(&mut []);
+    kassert_eq!(t, total.delivered, 20);
+}
+
 /// The pid filter with descendants, through the handler: a sample of
 /// another thread group is kept only when the sampled task (this test's
 /// kthread, whose parent is kthreadd, pid 2) descends from the filter's
@@ -661,7 +705,8 @@ kunit_suite!(
         exact_count_no_loss,
         exact_count_one_page_buffer,
         exact_count_small_ring,
-        long_pass_wakes_the_reader_on_the_way
+        long_pass_wakes_the_reader_on_the_way,
+        module_going_after_stop_writes_nothing
     ]
 );
 
