@@ -5,8 +5,8 @@
 //! C header: [`include/linux/irq_work.h`](srctree/include/linux/irq_work.h),
 //! [`include/linux/workqueue.h`](srctree/include/linux/workqueue.h)
 //!
-//! A [`Kicker`] is an irq_work that queues a delayed work on the system
-//! workqueue with no delay.  [`Kicker::kick`] is NMI-safe (irq_work is the
+//! A [`Kicker`] is an irq_work that queues a delayed work on the unbound
+//! system workqueue with no delay.  [`Kicker::kick`] is NMI-safe (irq_work is the
 //! kernel's way out of NMI context); [`Kicker::schedule`] arms the work to
 //! run after a delay, for periodic work, from process context.  The work
 //! calls the function given to [`Kicker::new`] with the bound context.

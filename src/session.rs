@@ -228,7 +228,8 @@ fn nr_cpu_ids() -> usize {
     unsafe { helpers::rprof_nr_cpu_ids() as usize }
 }
 
-/// The drain work: runs in process context on the system workqueue.
+/// The drain work: runs in process context on the unbound system
+/// workqueue (`helpers.c` says why).
 /// Returns the delay after which it runs again (0: not while stopped).
 unsafe extern "C" fn drain_work(ctx: *mut c_void) -> c_uint {
     if ctx.is_null() {

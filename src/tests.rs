@@ -8,6 +8,7 @@ use crate::cookies::{CookieTable, NoCookie, Object, PathRef};
 use crate::evbuf::EventBuffer;
 use crate::helpers::{self, RawSample, VmaRange, TEST_SRC_IRQ_WORK, TEST_SRC_NMI, TEST_SRC_TASK, TEST_SRC_TIMER};
 use crate::mapcache::{MapCache, Target};
+use crate::kicker::Kicker;
 use crate::kunit::{kassert, kassert_eq, kunit_suite, Test};
 use crate::params::{self, Params};
 use crate::ring::{Push, Ring, Slot};
@@ -517,12 +518,17 @@ fn pipeline_stress_exact_counts(t: &mut Test) {
 /// end sees, and the stats.
 fn write_then_read(session: &Session, n: u64, batch: u64) -> (Seen, rprof_cpu_stats) {
     // Without a context the caller's counts come out zero and fail.
-    let Ok(ctx) = session.handler_ctx(0) else {
+    let (Ok(mut ctx), Ok(idle)) = (session.handler_ctx(0), Kicker::new(idle_work)) else {
         return (Seen::new(1), rprof_cpu_stats::default());
     };
+    // Only this test drains: a full ring kicks the drain, whose worker
+    // (unbound) would run at once on another CPU and make the counts
+    // depend on timing.
+    ctx.kicker = idle.as_ptr();
     for i in 0..n {
         let sample = RawSample { time_ns: i, ip: checksum(0, 0, i), cpu: 0, ..Default::default() };
-        // SAFETY: The context belongs to the live session.
+        // SAFETY: The context's ring belongs to the live session, and its
+        // kicker `idle` lives until this function returns.
         unsafe { sampler::rprof_on_sample(&ctx as *const HandlerCtx as *mut c_void, &sample, core::ptr::null_mut()) };
         if (i + 1) % batch == 0 {
             session.drain_now();
@@ -531,6 +537,11 @@ fn write_then_read(session: &Session, n: u64, batch: u64) -> (Seen, rprof_cpu_st
     let seen = finish_and_read(session);
     let (total, _, _) = session.stats(&mut []);
     (seen, total)
+}
+
+/// The work of a kicker that drains nothing.
+unsafe extern "C" fn idle_work(_: *mut c_void) -> core::ffi::c_uint {
+    0
 }
 
 /// Stops `session`, then consumes its buffer (letting the drain write
