@@ -268,7 +268,9 @@ impl Timer {
 impl Drop for Timer {
     fn drop(&mut self) {
         if self.t0 != 0 {
-            add(self.stage as u32, clock() - self.t0);
+            // The drain's worker is unbound: it may move to another CPU
+            // within a pass, whose local clock may be a little behind.
+            add(self.stage as u32, clock().saturating_sub(self.t0));
         }
     }
 }

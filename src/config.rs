@@ -10,10 +10,11 @@
 //! level, and changes nothing.
 
 use crate::helpers;
-use crate::params::{ring_records_valid, Params};
+use crate::params::{buffer_pages_valid, ring_records_valid, Params};
 use crate::sized;
 use crate::uapi::*;
 use core::mem::size_of;
+use kernel::bindings;
 use kernel::prelude::*;
 
 /// The fastest frequency an event may ask for, in Hz.
@@ -28,8 +29,9 @@ const DRAIN_MS_MAX: u32 = 1000;
 ///
 /// `raw` passed [`Config::check`]: 1..=`RPROF_MAX_EVENTS` events of known
 /// kinds with non-zero periods, no reserved bits or fields set.
-/// `ring_records` is a valid ring size; `drain_ms` is in 1..=1000;
-/// `wakeup_bytes` is in 1..=the event buffer size.  `filter_tgid` is
+/// `ring_records` is a valid ring size; `buffer_pages` a valid event
+/// buffer size (a power of two up to `BUFFER_PAGES_MAX`); `drain_ms` is
+/// in 1..=1000; `wakeup_bytes` is in 1..=the event buffer size.  `filter_tgid` is
 /// negative without `RPROF_CONFIG_PID_FILTER`, and with it the initial pid
 /// namespace's number of the thread group `raw.pid` named in the caller's
 /// (the number the overflow handler compares; `raw.pid` itself is kept as
@@ -38,6 +40,7 @@ const DRAIN_MS_MAX: u32 = 1000;
 pub(crate) struct Config {
     pub(crate) raw: rprof_config,
     pub(crate) ring_records: u32,
+    pub(crate) buffer_pages: u32,
     pub(crate) drain_ms: u32,
     pub(crate) wakeup_bytes: u64,
     pub(crate) filter_tgid: i32,
@@ -45,7 +48,7 @@ pub(crate) struct Config {
 
 impl Config {
     /// Reads a configuration from userspace at `arg`.
-    pub(crate) fn from_user(arg: usize, params: &Params, buffer_bytes: u64) -> Result<Self> {
+    pub(crate) fn from_user(arg: usize, params: &Params) -> Result<Self> {
         let known = size_of::<rprof_config>();
         let size = sized::read_size(arg, RPROF_CONFIG_SIZE_VER0 as usize).inspect_err(|_| {
             pr_debug!("SET_CONFIG: size not in [{}, {}]\n", RPROF_CONFIG_SIZE_VER0, sized::SIZE_MAX);
@@ -60,7 +63,7 @@ impl Config {
         sized::check_unknown_zero(arg, known, size).inspect_err(|_| {
             pr_debug!("SET_CONFIG: non-zero bytes past the known size {}\n", known);
         })?;
-        let mut config = Self::check(raw, params, buffer_bytes)?;
+        let mut config = Self::check(raw, params)?;
         if config.filter_tgid >= 0 {
             // SAFETY: Process context (the SET_CONFIG ioctl, whose caller's
             // pid namespace gives `raw.pid` its meaning).
@@ -75,12 +78,12 @@ impl Config {
     }
 
     /// Checks `raw` and fills in defaults.
-    pub(crate) fn check(raw: rprof_config, params: &Params, buffer_bytes: u64) -> Result<Self> {
+    pub(crate) fn check(raw: rprof_config, params: &Params) -> Result<Self> {
         let bad = |why: &str| {
             pr_debug!("SET_CONFIG: {}\n", why);
             Err(EINVAL)
         };
-        if raw.flags & !RPROF_CONFIG_FLAGS_ALL != 0 || raw.reserved != 0 || raw.reserved1 != 0 {
+        if raw.flags & !RPROF_CONFIG_FLAGS_ALL != 0 || raw.reserved1 != 0 {
             return bad("reserved flags or fields set");
         }
         if raw.flags & RPROF_CONFIG_CALLCHAIN != 0 {
@@ -143,6 +146,12 @@ impl Config {
             r if ring_records_valid(r) => r,
             _ => return bad("ring_records is not a power of 2 in range"),
         };
+        let buffer_pages = match raw.buffer_pages {
+            0 => params.buffer_pages,
+            p if buffer_pages_valid(p) => p,
+            _ => return bad("buffer_pages is not a power of 2 in range"),
+        };
+        let buffer_bytes = buffer_pages as u64 * bindings::PAGE_SIZE as u64;
         let drain_ms = match raw.drain_interval_ms {
             0 => DRAIN_MS_DEFAULT,
             ms if ms <= DRAIN_MS_MAX => ms,
@@ -156,7 +165,7 @@ impl Config {
         // Translated by `from_user`, which knows the caller.
         let filter_tgid = if raw.flags & RPROF_CONFIG_PID_FILTER != 0 { raw.pid } else { -1 };
         // INVARIANT: all checked above.
-        Ok(Self { raw, ring_records, drain_ms, wakeup_bytes, filter_tgid })
+        Ok(Self { raw, ring_records, buffer_pages, drain_ms, wakeup_bytes, filter_tgid })
     }
 
     /// The configured events.

@@ -167,10 +167,6 @@ impl Rprof {
         old
     }
 
-    fn buffer_bytes(&self) -> u64 {
-        self.params.buffer_pages as u64 * bindings::PAGE_SIZE as u64
-    }
-
     /// The session `file` owns.
     fn owned(&self, file: usize) -> Result<Arc<Session>> {
         self.current.lock().session_of(file)
@@ -200,12 +196,13 @@ impl Rprof {
 
     fn set_config(&self, file: usize, arg: usize) -> Result {
         // Copy from userspace before taking `slot` (lock order).
-        let config = Config::from_user(arg, &self.params, self.buffer_bytes())?;
+        let config = Config::from_user(arg, &self.params)?;
         self.may_configure(&self.sessions.lock(), file)?;
-        // Allocated without `slot` (up to 256 MiB of rings): a CPU hotplug
+        // Allocated without `slot` (up to 256 MiB of rings and as much
+        // event buffer): a CPU hotplug
         // callback waiting for `slot` holds the hotplug lock for writing,
         // which would stall every cpus_read_lock() in the system meanwhile.
-        let session = Session::new(config, self.params.buffer_pages, self.params.max_cookies, self.waitq.clone())?;
+        let session = Session::new(config, self.params.max_cookies, self.waitq.clone())?;
         let (old, new) = {
             let mut slot = self.sessions.lock();
             match self.may_configure(&slot, file) {

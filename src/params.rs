@@ -35,6 +35,11 @@ pub(crate) fn ring_records_valid(n: u32) -> bool {
     n.is_power_of_two() && (RING_RECORDS_MIN..=RING_RECORDS_MAX).contains(&n)
 }
 
+/// Whether `n` is a valid event buffer size, in data pages.
+pub(crate) fn buffer_pages_valid(n: u32) -> bool {
+    n.is_power_of_two() && n <= BUFFER_PAGES_MAX
+}
+
 impl Params {
     /// Reads and checks the parameters given to insmod.  A bad value fails
     /// the load with `EINVAL` and one line naming the parameter.
@@ -72,7 +77,7 @@ impl Params {
             );
             return Err(EINVAL);
         }
-        if !buffer_pages.is_power_of_two() || buffer_pages > BUFFER_PAGES_MAX {
+        if !buffer_pages_valid(buffer_pages) {
             pr_err!(
                 "buffer_pages={} is invalid: need a power of 2 in [1, {}]\n",
                 buffer_pages,

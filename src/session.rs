@@ -250,8 +250,8 @@ unsafe extern "C" fn drain_work(ctx: *mut c_void) -> c_uint {
 
 impl Session {
     /// Allocates a session: a ring for each online CPU, the event buffer
-    /// of `buffer_pages` data pages, the drain work.  Nothing runs yet.
-    pub(crate) fn new(config: Config, buffer_pages: u32, max_cookies: u32, waitq: Arc<WaitQueue>) -> Result<Arc<Self>> {
+    /// of the configuration's `buffer_pages` data pages, the drain work.  Nothing runs yet.
+    pub(crate) fn new(config: Config, max_cookies: u32, waitq: Arc<WaitQueue>) -> Result<Arc<Self>> {
         let nr = nr_cpu_ids();
         // One ring per online CPU, made now, and one for each CPU that
         // comes online later, made then (`Rings::ensure`).  The total for
@@ -278,7 +278,7 @@ impl Session {
                 rings.ensure(cpu)?;
             }
         }
-        let evbuf = Arc::new(EventBuffer::new(buffer_pages as usize)?, GFP_KERNEL)?;
+        let evbuf = Arc::new(EventBuffer::new(config.buffer_pages as usize)?, GFP_KERNEL)?;
         let chains = config.raw.flags & RPROF_CONFIG_CALLCHAIN != 0;
         let drain = Drain::new(evbuf.producer(), nr, max_cookies as usize, chains)?;
         // Room for every LOST record a drain may owe (ring and four other

@@ -38,7 +38,32 @@ fn params_reject_bad_values(t: &mut Test) {
     kassert_eq!(t, Params::new(4096, params::BUFFER_PAGES_MAX * 2).err(), Some(EINVAL));
 }
 
-kunit_suite!(PARAMS_SUITE, "rprof-params", [params_accept_powers_of_two, params_reject_bad_values]);
+/// A session's event buffer: the module's size by default, its own if
+/// the configuration names a valid one, and `wakeup_bytes` checked
+/// against the session's size, not the module's.
+fn config_buffer_pages(t: &mut Test) {
+    let Ok(params) = Params::new(4096, 256) else {
+        kassert!(t, false);
+        return;
+    };
+    let pages = |p: u32| Config::check(test_raw_config(0, p), &params).map(|c| c.buffer_pages);
+    kassert_eq!(t, pages(0), Ok(256));
+    kassert_eq!(t, pages(1), Ok(1));
+    kassert_eq!(t, pages(1024), Ok(1024));
+    kassert_eq!(t, pages(params::BUFFER_PAGES_MAX), Ok(params::BUFFER_PAGES_MAX));
+    for bad in [3u32, 1000, params::BUFFER_PAGES_MAX * 2, u32::MAX, 1 << 31] {
+        kassert!(t, pages(bad) == Err(EINVAL), "buffer_pages {} accepted", bad);
+    }
+    // 8 KiB to wake the reader: more than a one-page session buffer holds,
+    // less than the module's default.
+    let mut raw = test_raw_config(0, 1);
+    raw.wakeup_bytes = 8192;
+    kassert_eq!(t, Config::check(raw, &params).err(), Some(EINVAL));
+    raw.buffer_pages = 2;
+    kassert!(t, Config::check(raw, &params).is_ok());
+}
+
+kunit_suite!(PARAMS_SUITE, "rprof-params", [params_accept_powers_of_two, params_reject_bad_values, config_buffer_pages]);
 
 // ---- the ring, single-threaded -------------------------------------------
 
@@ -398,19 +423,20 @@ fn ring_stress_all_contexts(t: &mut Test) {
 
 // ---- the whole path: handler -> rings -> drain -> event buffer -> reader ---
 
-fn test_config(ring_records: u32, buffer_bytes: u64) -> Result<Config> {
+fn test_raw_config(ring_records: u32, buffer_pages: u32) -> rprof_config {
     let mut raw = rprof_config::default();
     raw.size = core::mem::size_of::<rprof_config>() as u32;
     raw.nr_events = 1;
     raw.ring_records = ring_records;
+    raw.buffer_pages = buffer_pages;
     raw.events[0] = rprof_event_config { kind: RPROF_EVENT_CPU_CLOCK, flags: 0, period: 1_000_000 };
-    Config::check(raw, &Params::new(4096, 1)?, buffer_bytes)
+    raw
 }
 
 fn test_session(ring_records: u32, buffer_pages: u32) -> Result<Arc<Session>> {
-    let config = test_config(ring_records, buffer_pages as u64 * 4096)?;
+    let config = Config::check(test_raw_config(ring_records, buffer_pages), &Params::new(4096, 1)?)?;
     let waitq = Arc::new(crate::waitq::WaitQueue::new()?, GFP_KERNEL)?;
-    let s = Session::new(config, buffer_pages, 64, waitq)?;
+    let s = Session::new(config, 64, waitq)?;
     s.test_start();
     Ok(s)
 }
@@ -1280,17 +1306,13 @@ fn chain_counts_follow_the_words(t: &mut Test) {
 
 /// A running session with call chains, without counters.
 fn test_chain_session(ring_records: u32, buffer_pages: u32) -> Result<Arc<Session>> {
-    let mut raw = rprof_config::default();
-    raw.size = core::mem::size_of::<rprof_config>() as u32;
-    raw.nr_events = 1;
-    raw.ring_records = ring_records;
+    let mut raw = test_raw_config(ring_records, buffer_pages);
     raw.flags = RPROF_CONFIG_CALLCHAIN;
     raw.max_kernel_frames = 8;
     raw.max_user_frames = 8;
-    raw.events[0] = rprof_event_config { kind: RPROF_EVENT_CPU_CLOCK, flags: 0, period: 1_000_000 };
-    let config = Config::check(raw, &Params::new(4096, 1)?, buffer_pages as u64 * 4096)?;
+    let config = Config::check(raw, &Params::new(4096, 1)?)?;
     let waitq = Arc::new(crate::waitq::WaitQueue::new()?, GFP_KERNEL)?;
-    let s = Session::new(config, buffer_pages, 64, waitq)?;
+    let s = Session::new(config, 64, waitq)?;
     s.test_start();
     Ok(s)
 }

@@ -15,7 +15,7 @@ invariant() {
 
 ncpu=$(nproc)
 # One rate check per CPU, 47 others.
-plan $((47 + ncpu))
+plan $((50 + ncpu))
 unload
 load
 
@@ -100,7 +100,7 @@ check "... exact accounting" invariant
 # buffer overflows, LOST records say exactly how much.
 unload
 load buffer_pages=1
-rprof dump -e cpu-clock@10000 -d 1 --stall --quiet --summary-json >$J
+rprof dump -e cpu-clock@10000 -m 1 -d 1 --stall --quiet --summary-json >$J
 diag "$(cat $J)"
 check "stalled reader, one-page buffer: samples lost in the buffer" test "$(json lost_by_stage.buffer)" -gt 0
 check "... and the LOST records make the invariant hold" invariant
@@ -129,10 +129,10 @@ check "100 kHz, 64-slot rings, one-page buffer, drain starved: exact accounting 
 unload
 load
 
-for kind in wrong-size big-nonzero big-zero reserved-bits event-reserved-bits reserved-field \
+for kind in wrong-size big-nonzero big-zero reserved-bits event-reserved-bits buffer-not-pow2 buffer-too-big \
 	zero-period unknown-event no-events too-many-events bad-ring negative-period freq-too-high \
 	unused-slot-set pid-filter-no-pid pid-without-filter descendants-without-filter exclude-both drain-too-long \
-	wakeup-too-big chain-no-depth chain-too-deep depth-without-chain reserved1 first-size chain-good; do
+	wakeup-too-big wakeup-above-buffer chain-no-depth chain-too-deep depth-without-chain reserved1 first-size chain-good buffer-good; do
 	check "bad config $kind: documented errno, module still usable" rprof-e2e bad-config "$kind"
 done
 check "cycles under TCG (no PMU): START fails cleanly" rprof-e2e start-fails cycles

@@ -229,7 +229,7 @@ diag "$(cat /tmp/d3.out; ls -l /tmp/d3)"
 # L lost (ring R, buffer B, ...)").
 rmmod rprof
 insmod "$RPROF_KO" buffer_pages=1
-rprof daemon --dir /tmp/d4 --interval 1 --keep 100 -e cpu-clock@10000 >/tmp/d4.out 2>&1 &
+rprof daemon --dir /tmp/d4 --interval 1 --keep 100 -e cpu-clock@10000 -m 1 >/tmp/d4.out 2>&1 &
 d=$!
 # From its START on (it reads kallsyms first: seconds on a busy host).
 wait_for 30 1 '^rprof daemon: profiling into' /tmp/d4.out

@@ -380,7 +380,8 @@ static size_t build_config(uint64_t seed, int valid, unsigned char *buf, int *mu
 				c->flags ^= RPROF_CONFIG_PID_FILTER;
 			break;
 		case 9:
-			c->reserved = 1 + rn(r, 0xffffffff);
+			/* Never a valid size: the mmap checks know one. */
+			c->buffer_pages = PICK(r, 3, 1000, 1u << 17, 0x80000000, 0xffffffff);
 			break;
 		case 10:
 			/* An unused event slot not zero. */

@@ -101,7 +101,11 @@ struct rprof_config {
 	__u32 ring_records;      /* per-CPU ring slots, power of 2; 0: default */
 	__u32 drain_interval_ms; /* periodic drain; 0: default (50 ms) */
 	__u32 wakeup_bytes;      /* wake readers at this much data; 0: 1/4 */
-	__u32 reserved;          /* must be 0 */
+	__u32 buffer_pages;      /* data pages of the session's event buffer,
+				  * a power of 2 up to 65536; 0: the module's
+				  * buffer_pages parameter.  (Once a reserved
+				  * field that had to be 0: an older module
+				  * refuses other values with -EINVAL.) */
 	struct rprof_event_config events[RPROF_MAX_EVENTS];
 	/* Since RPROF_CONFIG_SIZE_VER1.  With RPROF_CONFIG_CALLCHAIN, the
 	 * deepest chain taken on each side, 0..RPROF_MAX_FRAMES (0: that

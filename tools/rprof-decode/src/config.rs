@@ -47,7 +47,11 @@ pub fn encode_config(config: &rprof_config, out: &mut Vec<u8>) {
         offset_of!(rprof_config, wakeup_bytes),
         config.wakeup_bytes,
     );
-    put_u32(b, offset_of!(rprof_config, reserved), config.reserved);
+    put_u32(
+        b,
+        offset_of!(rprof_config, buffer_pages),
+        config.buffer_pages,
+    );
     put_u16(
         b,
         offset_of!(rprof_config, max_kernel_frames),
@@ -87,7 +91,7 @@ pub fn decode_config(b: &[u8]) -> Option<rprof_config> {
         ring_records: u32_at(b, offset_of!(rprof_config, ring_records)),
         drain_interval_ms: u32_at(b, offset_of!(rprof_config, drain_interval_ms)),
         wakeup_bytes: u32_at(b, offset_of!(rprof_config, wakeup_bytes)),
-        reserved: u32_at(b, offset_of!(rprof_config, reserved)),
+        buffer_pages: u32_at(b, offset_of!(rprof_config, buffer_pages)),
         max_kernel_frames: u16_at(b, offset_of!(rprof_config, max_kernel_frames)),
         max_user_frames: u16_at(b, offset_of!(rprof_config, max_user_frames)),
         reserved1: u32_at(b, offset_of!(rprof_config, reserved1)),

@@ -28,8 +28,13 @@ pub enum Kind {
     ReservedBits,
     /// An unknown bit in `events[0].flags`: EINVAL.
     EventReservedBits,
-    /// `reserved` = 1: EINVAL.
-    ReservedField,
+    /// `buffer_pages` = 3, not a power of two: EINVAL.
+    BufferNotPow2,
+    /// `buffer_pages` = 2^17, above the largest (2^16): EINVAL.
+    BufferTooBig,
+    /// `wakeup_bytes` = 8192 with a one-page buffer (less than the
+    /// module's default buffer): EINVAL.
+    WakeupAboveBuffer,
     /// `events[0].period` = 0: EINVAL.
     ZeroPeriod,
     /// `events[0].kind` = 99: EINVAL.
@@ -73,6 +78,9 @@ pub enum Kind {
     /// Call chains, 4 kernel and 16 user frames: accepted, and the session
     /// starts and stops.
     ChainGood,
+    /// `buffer_pages` = 2 (8 KiB): accepted, the mapped data area is that
+    /// size, and the session starts and stops.
+    BufferGood,
 }
 
 impl Kind {
@@ -112,8 +120,17 @@ impl Kind {
                 c.events[0].flags |= 1 << 31;
                 &[libc::EINVAL]
             }
-            Kind::ReservedField => {
-                c.reserved = 1;
+            Kind::BufferNotPow2 => {
+                c.buffer_pages = 3;
+                &[libc::EINVAL]
+            }
+            Kind::BufferTooBig => {
+                c.buffer_pages = 1 << 17;
+                &[libc::EINVAL]
+            }
+            Kind::WakeupAboveBuffer => {
+                c.buffer_pages = 1;
+                c.wakeup_bytes = 8192;
                 &[libc::EINVAL]
             }
             Kind::ZeroPeriod => {
@@ -207,6 +224,10 @@ impl Kind {
                 c.max_user_frames = 16;
                 &[]
             }
+            Kind::BufferGood => {
+                c.buffer_pages = 2;
+                &[]
+            }
         };
         let mut bytes = Vec::new();
         rprof_decode::encode_config(&c, &mut bytes);
@@ -245,6 +266,13 @@ fn set_config_bytes(dev: &Device, bytes: &[u8]) -> io::Result<i32> {
     unsafe { dev.ioctl_raw(req, buf.as_mut_ptr().cast()) }
 }
 
+/// The page size.
+fn page_size() -> usize {
+    // SAFETY: sysconf() has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(n).unwrap_or(4096)
+}
+
 /// Runs `bad-config KIND`.
 pub fn run(kind: Kind) -> Outcome {
     let name = kind.name();
@@ -259,6 +287,18 @@ pub fn run(kind: Kind) -> Outcome {
                     "bad-config {name}: expected SET_CONFIG to accept it, got {}",
                     e.raw_os_error().map_or_else(|| e.to_string(), errno_name)
                 ))
+            }
+        }
+        if kind == Kind::BufferGood {
+            // The session's buffer, not the module's, is what a reader maps.
+            let reader = rprof::mmap::MmapReader::new(&dev)
+                .map_err(|e| format!("bad-config {name}: accepted, but mmap failed: {e}"))?;
+            let want = 2 * page_size();
+            if reader.data_size() != want {
+                return Err(format!(
+                    "bad-config {name}: the data area is {} bytes, not {want}",
+                    reader.data_size()
+                ));
             }
         }
         // The accepted configuration must work.
@@ -299,7 +339,8 @@ mod tests {
                 }
                 Kind::TooManyEvents => assert_eq!(decoded.nr_events, 9),
                 Kind::BadRing => assert_eq!(decoded.ring_records, 1000),
-                Kind::ReservedField => assert_eq!(decoded.reserved, 1),
+                Kind::BufferNotPow2 => assert_eq!(decoded.buffer_pages, 3),
+                Kind::BufferGood => assert_eq!(decoded.buffer_pages, 2),
                 Kind::FirstSize => {
                     assert_eq!(size, 160);
                     assert_eq!(bytes.len(), 160);
@@ -308,7 +349,10 @@ mod tests {
             }
             assert_eq!(
                 expected.is_empty(),
-                matches!(kind, Kind::BigZero | Kind::FirstSize | Kind::ChainGood),
+                matches!(
+                    kind,
+                    Kind::BigZero | Kind::FirstSize | Kind::ChainGood | Kind::BufferGood
+                ),
                 "{kind:?}"
             );
         }

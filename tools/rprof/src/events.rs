@@ -104,6 +104,50 @@ pub fn ring_for_rate(hz: u64, default: u32) -> u32 {
     }
 }
 
+/// How long the event buffer holds samples at the session's rate before
+/// the reader must have read them: the drain moves the rings' samples
+/// into it as they come, so this is what a reader that is kept off its
+/// CPU can miss.  perf's default buffers hold about 0.3 s at 40 kHz.
+const BUFFER_MS: u64 = 500;
+/// Bytes of stream a sample takes, about: 32 to 34 without chains (make
+/// bench), more with them, whose stacks are sent once each.
+const STREAM_BYTES_PER_SAMPLE: u64 = 48;
+/// The largest event buffer chosen for a rate: 16 MiB in 4 KiB pages.
+const BUFFER_PAGES_MOST: u64 = 4096;
+
+/// The event buffer size (pages) for `hz` samples a second on each of
+/// `cpus` CPUs: enough for [`BUFFER_MS`], a power of two, at most 16
+/// times the module's default `default` (its `buffer_pages` parameter: an
+/// administrator who made it small keeps buffers small) and at most
+/// [`BUFFER_PAGES_MOST`]; 0 (the default) when that holds enough already.
+pub fn buffer_for_rate(hz: u64, cpus: u64, default: u32) -> u32 {
+    let bytes = hz
+        .saturating_mul(cpus)
+        .saturating_mul(STREAM_BYTES_PER_SAMPLE)
+        .saturating_mul(BUFFER_MS)
+        / 1000;
+    let want = bytes.div_ceil(4096).max(1).next_power_of_two();
+    let most = u64::from(default).saturating_mul(16).min(BUFFER_PAGES_MOST);
+    match want.min(most) {
+        n if n <= u64::from(default) => 0,
+        n => n as u32,
+    }
+}
+
+/// The module's default event buffer size (its `buffer_pages`
+/// parameter; 256, its default, where it cannot be read).
+fn module_buffer_pages() -> u32 {
+    std::fs::read_to_string("/sys/module/rprof/parameters/buffer_pages")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(256)
+}
+
+/// CPUs online now (each samples at the session's rate).
+fn online_cpus() -> u64 {
+    std::thread::available_parallelism().map_or(1, |n| n.get() as u64)
+}
+
 /// Samples a second per CPU of `events`, if known: every event at a
 /// frequency (a period counts events, whose rate is not known).
 fn sampled_hz(events: &[rprof_event_config]) -> Option<u64> {
@@ -220,8 +264,11 @@ pub struct SessionOptions {
     pub pid: Option<i32>,
     /// With `pid`: the samples of its descendants too.
     pub descendants: bool,
-    /// Per-CPU ring slots (0: the module's default).
+    /// Per-CPU ring slots (0: the module's default, or more at high rates).
     pub ring_records: u32,
+    /// Data pages of the event buffer (0: the module's default, or more
+    /// at high rates).
+    pub buffer_pages: u32,
     /// Drain period in ms (0: the module's default).
     pub drain_interval_ms: u32,
     /// Reader wakeup threshold in bytes (0: the module's default).
@@ -296,6 +343,15 @@ impl SessionOptions {
             }
             n => n,
         };
+        c.buffer_pages = match self.buffer_pages {
+            0 => {
+                let hz = sampled_hz(&c.events[..c.nr_events as usize]);
+                hz.map_or(0, |hz| {
+                    buffer_for_rate(hz, online_cpus(), module_buffer_pages())
+                })
+            }
+            n => n,
+        };
         c.drain_interval_ms = self.drain_interval_ms;
         c.wakeup_bytes = self.wakeup_bytes;
         if let Some((kernel, user)) = self.callchain {
@@ -348,6 +404,34 @@ mod tests {
             ..SessionOptions::default()
         };
         assert_eq!(o.to_config().unwrap().ring_records, 1024);
+    }
+
+    /// The event buffer grows with the rate and the CPUs (0.5 s of
+    /// samples of 48 bytes), up to 16 times the module's default and 16
+    /// MiB, and stays the module's default
+    /// where that is enough or the rate is not known.
+    #[test]
+    fn buffers_for_high_rates() {
+        assert_eq!(buffer_for_rate(4_000, 2, 256), 0);
+        assert_eq!(buffer_for_rate(10_000, 2, 256), 0);
+        // 40 kHz on 4 CPUs: 3.84 MB.
+        assert_eq!(buffer_for_rate(40_000, 4, 256), 1024);
+        assert_eq!(buffer_for_rate(20_000, 4, 256), 512);
+        assert_eq!(buffer_for_rate(100_000, 64, 256), 4096);
+        assert_eq!(buffer_for_rate(40_000, 4, 1024), 0);
+        assert_eq!(buffer_for_rate(40_000, 4, 1), 16);
+        assert_eq!(buffer_for_rate(u64::MAX, u64::MAX, 1 << 16), 0);
+        let o = SessionOptions {
+            freq: Some(1_000),
+            ..SessionOptions::default()
+        };
+        assert_eq!(o.to_config().unwrap().buffer_pages, 0);
+        let o = SessionOptions {
+            freq: Some(100_000),
+            buffer_pages: 8,
+            ..SessionOptions::default()
+        };
+        assert_eq!(o.to_config().unwrap().buffer_pages, 8);
     }
 
     #[test]
@@ -447,7 +531,7 @@ mod tests {
                 period: 1000
             }
         );
-        assert_eq!((c.flags, c.pid, c.reserved), (0, 0, 0));
+        assert_eq!((c.flags, c.pid, c.buffer_pages), (0, 0, 0));
     }
 
     #[test]

@@ -115,6 +115,19 @@ struct DumpArgs {
     #[arg(long, value_name = "N", default_value_t = 0, hide_default_value = true)]
     ring_records: u32,
 
+    /// Data pages of the event buffer, one for all CPUs (perf's -m is per
+    /// CPU), a power of two (default: the module's, or more at high
+    /// rates: 0.5 s of samples of every CPU, up to 16 times the module's
+    /// default and 16 MiB).
+    #[arg(
+        short = 'm',
+        long = "mmap-pages",
+        value_name = "PAGES",
+        default_value_t = 0,
+        hide_default_value = true
+    )]
+    buffer_pages: u32,
+
     /// Period of the module's drain of the rings, in ms (default: the
     /// module's, 10 ms).
     #[arg(
@@ -203,6 +216,7 @@ impl DumpArgs {
             pid: self.pid,
             descendants: false,
             ring_records: self.ring_records,
+            buffer_pages: self.buffer_pages,
             drain_interval_ms: self.drain_interval_ms,
             wakeup_bytes: self.wakeup_bytes,
             callchain: self.call_graph.depths().ok().flatten(),

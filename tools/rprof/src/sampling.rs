@@ -54,6 +54,19 @@ pub struct SamplingArgs {
     #[arg(long, value_name = "N", default_value_t = 0, hide_default_value = true)]
     pub ring_records: u32,
 
+    /// Data pages of the event buffer, one for all CPUs (perf's -m is per
+    /// CPU), a power of two (default: the module's, or more at high
+    /// rates: 0.5 s of samples of every CPU, up to 16 times the module's
+    /// default and 16 MiB).
+    #[arg(
+        short = 'm',
+        long = "mmap-pages",
+        value_name = "PAGES",
+        default_value_t = 0,
+        hide_default_value = true
+    )]
+    pub buffer_pages: u32,
+
     /// Size at which the module wakes the reader, in bytes (default: the
     /// module's, a quarter of the buffer).
     #[arg(
@@ -137,6 +150,7 @@ impl SamplingArgs {
             pid,
             descendants: false,
             ring_records: self.ring_records,
+            buffer_pages: self.buffer_pages,
             drain_interval_ms: 0,
             wakeup_bytes: self.wakeup_bytes,
             callchain,
