@@ -148,8 +148,8 @@ impl Config {
         };
         let buffer_pages = match raw.buffer_pages {
             0 => params.buffer_pages,
-            p if buffer_pages_valid(p) => p,
-            _ => return bad("buffer_pages is not a power of 2 in range"),
+            p if buffer_pages_valid(p) && p <= params.max_session_buffer_pages() => p,
+            _ => return bad("buffer_pages is not a power of 2 up to 16 times the module's buffer_pages"),
         };
         let buffer_bytes = buffer_pages as u64 * bindings::PAGE_SIZE as u64;
         let drain_ms = match raw.drain_interval_ms {

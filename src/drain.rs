@@ -131,6 +131,12 @@ pub(crate) struct Drain {
     pub(crate) start_pending: Option<u64>,
     /// STOP (with the time sampling ended) still to be written.
     pub(crate) stop_pending: Option<u64>,
+    /// Cookies of modules gone during the run whose UNLOAD record did not
+    /// fit yet, oldest first, from `unloads_done` on (the ones before it
+    /// are written): written before the next samples, and STOP waits for
+    /// them.
+    unloads: KVec<u64>,
+    unloads_done: usize,
     pub(crate) drains: u64,
     pub(crate) wakeups: u64,
     pub(crate) cookies: CookieTable,
@@ -221,6 +227,8 @@ impl Drain {
             cpus,
             start_pending: None,
             stop_pending: None,
+            unloads: KVec::new(),
+            unloads_done: 0,
             drains: 0,
             wakeups: 0,
             cookies: CookieTable::new(max_cookies)?,
@@ -796,28 +804,56 @@ impl Drain {
     /// a MODULE record with the UNLOAD flag if `in_run` (the stream is
     /// between a run's START and its STOP; between runs nothing may be
     /// written, and a later run names a module loaded in its place by new
-    /// cookies anyway).
-    pub(crate) fn module_going(&mut self, buf: &EventBuffer, id: usize, in_run: bool) {
+    /// cookies anyway).  A record that does not fit now (`reserve` kept
+    /// free, as for samples) is owed: [`Drain::write_unloads`].
+    pub(crate) fn module_going(&mut self, buf: &EventBuffer, id: usize, in_run: bool, reserve: u64) {
         for cookie in self.cookies.forget_module(id).into_iter().flatten() {
-            let Some(entry) = self.cookies.get(cookie) else { continue };
-            if !entry.announced || !in_run {
+            let announced = self.cookies.get(cookie).is_some_and(|e| e.announced);
+            if !announced || !in_run {
                 continue;
             }
-            if let Object::Module { base, size, init, name } = &entry.object {
-                let mut flags = RPROF_MODULE_UNLOAD;
-                if *init {
-                    flags |= RPROF_MODULE_INIT;
+            if self.owes_unloads() || !self.write_unload(buf, cookie, reserve) {
+                if self.unloads.push(cookie, GFP_KERNEL).is_err() {
+                    pr_warn!("no memory to keep the UNLOAD record of cookie {}\n", cookie);
                 }
-                let m = rprof_module {
-                    header: rprof_module::header(RPROF_RECORD_MODULE, flags as u16),
-                    cookie,
-                    base: *base,
-                    size: *size,
-                    name: c_name::<56>(name).map(|b| b as _),
-                };
-                buf.write(&mut self.producer, &m, 0);
             }
         }
+    }
+
+    /// Writes the owed UNLOAD records, oldest first, as far as they fit.
+    pub(crate) fn write_unloads(&mut self, buf: &EventBuffer, reserve: u64) {
+        while self.owes_unloads() && self.write_unload(buf, self.unloads[self.unloads_done], reserve) {
+            self.unloads_done += 1;
+        }
+        if self.unloads_done > 0 && !self.owes_unloads() {
+            crate::compat::clear_vec(&mut self.unloads);
+            self.unloads_done = 0;
+        }
+    }
+
+    /// Whether UNLOAD records are owed.
+    pub(crate) fn owes_unloads(&self) -> bool {
+        self.unloads_done < self.unloads.len()
+    }
+
+    /// The MODULE record with UNLOAD of module `cookie`, if it fits.
+    fn write_unload(&mut self, buf: &EventBuffer, cookie: u64, reserve: u64) -> bool {
+        let Some(Object::Module { base, size, init, name }) = self.cookies.get(cookie).map(|e| &e.object) else {
+            // Not a module's cookie: nothing to write.
+            return true;
+        };
+        let mut flags = RPROF_MODULE_UNLOAD;
+        if *init {
+            flags |= RPROF_MODULE_INIT;
+        }
+        let m = rprof_module {
+            header: rprof_module::header(RPROF_RECORD_MODULE, flags as u16),
+            cookie,
+            base: *base,
+            size: *size,
+            name: c_name::<56>(name).map(|b| b as _),
+        };
+        buf.write(&mut self.producer, &m, reserve)
     }
 
     /// This CPU's counters: (delivered, lost per `STAGES`, throttled).

@@ -30,6 +30,11 @@ pub(crate) struct Params {
     pub(crate) max_cookies: u32,
 }
 
+/// How many times the module's `buffer_pages` a session may ask for: the
+/// event buffer is not charged to a memory cgroup, so the administrator's
+/// parameter bounds it (16 MiB with the default).
+pub(crate) const SESSION_BUFFER_FACTOR: u32 = 16;
+
 /// Checks a ring size, in slots.
 pub(crate) fn ring_records_valid(n: u32) -> bool {
     n.is_power_of_two() && (RING_RECORDS_MIN..=RING_RECORDS_MAX).contains(&n)
@@ -41,6 +46,11 @@ pub(crate) fn buffer_pages_valid(n: u32) -> bool {
 }
 
 impl Params {
+    /// The largest event buffer a session may ask for, in pages.
+    pub(crate) fn max_session_buffer_pages(&self) -> u32 {
+        self.buffer_pages.saturating_mul(SESSION_BUFFER_FACTOR).min(BUFFER_PAGES_MAX)
+    }
+
     /// Reads and checks the parameters given to insmod.  A bad value fails
     /// the load with `EINVAL` and one line naming the parameter.
     pub(crate) fn from_module() -> Result<Self> {

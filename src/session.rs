@@ -361,6 +361,10 @@ impl Core {
                 d.start_pending = None;
             }
         }
+        if d.start_pending.is_none() {
+            // Before the samples that follow them.
+            d.write_unloads(buf, self.reserve);
+        }
         let mut taken = 0u64;
         for (cpu, ring) in self.rings.iter() {
             d.report_lost(buf, cpu, ring);
@@ -397,7 +401,7 @@ impl Core {
         }
         d.put_mms();
         // STOP goes last, once nothing else is owed before it.
-        let owed = d.start_pending.is_some() || d.owes_lost(|cpu| self.rings.lost(cpu));
+        let owed = d.start_pending.is_some() || d.owes_unloads() || d.owes_lost(|cpu| self.rings.lost(cpu));
         if let Some(t) = d.stop_pending {
             if !owed && buf.write(&mut d.producer, &self.session_record(RPROF_RECORD_STOP, t), 0) {
                 d.stop_pending = None;
@@ -535,7 +539,7 @@ impl Session {
         let running = self.phase() == Phase::Running;
         let started = self.start_request.load(Ordering::Acquire) == 0 && guard.start_pending.is_none();
         let in_run = started && (running || guard.stop_pending.is_some());
-        guard.module_going(&self.evbuf, id, in_run);
+        guard.module_going(&self.evbuf, id, in_run, self.reserve);
         self.evbuf.publish(&guard.producer);
     }
 

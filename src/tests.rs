@@ -39,7 +39,8 @@ fn params_reject_bad_values(t: &mut Test) {
 }
 
 /// A session's event buffer: the module's size by default, its own if
-/// the configuration names a valid one, and `wakeup_bytes` checked
+/// the configuration names a valid one up to 16 times the module's (not
+/// charged to a cgroup: the administrator's bound), and `wakeup_bytes` checked
 /// against the session's size, not the module's.
 fn config_buffer_pages(t: &mut Test) {
     let Ok(params) = Params::new(4096, 256) else {
@@ -50,8 +51,9 @@ fn config_buffer_pages(t: &mut Test) {
     kassert_eq!(t, pages(0), Ok(256));
     kassert_eq!(t, pages(1), Ok(1));
     kassert_eq!(t, pages(1024), Ok(1024));
-    kassert_eq!(t, pages(params::BUFFER_PAGES_MAX), Ok(params::BUFFER_PAGES_MAX));
-    for bad in [3u32, 1000, params::BUFFER_PAGES_MAX * 2, u32::MAX, 1 << 31] {
+    // At most 16 times the module's (the buffer is not charged).
+    kassert_eq!(t, pages(4096), Ok(4096));
+    for bad in [3u32, 1000, 8192, params::BUFFER_PAGES_MAX, params::BUFFER_PAGES_MAX * 2, u32::MAX, 1 << 31] {
         kassert!(t, pages(bad) == Err(EINVAL), "buffer_pages {} accepted", bad);
     }
     // 8 KiB to wake the reader: more than a one-page session buffer holds,
@@ -423,6 +425,12 @@ fn ring_stress_all_contexts(t: &mut Test) {
 
 // ---- the whole path: handler -> rings -> drain -> event buffer -> reader ---
 
+/// Module parameters under which a test session may have any buffer
+/// size (up to 16 times 4096 pages).
+fn test_params() -> Result<Params> {
+    Params::new(4096, 4096)
+}
+
 fn test_raw_config(ring_records: u32, buffer_pages: u32) -> rprof_config {
     let mut raw = rprof_config::default();
     raw.size = core::mem::size_of::<rprof_config>() as u32;
@@ -434,7 +442,7 @@ fn test_raw_config(ring_records: u32, buffer_pages: u32) -> rprof_config {
 }
 
 fn test_session(ring_records: u32, buffer_pages: u32) -> Result<Arc<Session>> {
-    let config = Config::check(test_raw_config(ring_records, buffer_pages), &Params::new(4096, 1)?)?;
+    let config = Config::check(test_raw_config(ring_records, buffer_pages), &test_params()?)?;
     let waitq = Arc::new(crate::waitq::WaitQueue::new()?, GFP_KERNEL)?;
     let s = Session::new(config, 64, waitq)?;
     s.test_start();
@@ -700,6 +708,46 @@ fn module_going_after_stop_writes_nothing(t: &mut Test) {
     kassert_eq!(t, total.delivered, 20);
 }
 
+/// An UNLOAD record keeps the room samples leave for LOST and STOP, and
+/// one that does not fit waits, as LOST does, instead of being dropped:
+/// with the buffer filled to that reserve by samples, a module going
+/// writes nothing then, and its record comes once the reader made room,
+/// before STOP.  (Before, it took the reserve, and was dropped unseen
+/// once that was gone.)
+fn module_unload_waits_for_room(t: &mut Test) {
+    let Ok(session) = test_session(4096, 1) else {
+        kassert!(t, false);
+        return;
+    };
+    let Ok(ctx) = session.handler_ctx(0) else {
+        kassert!(t, false, "no handler context");
+        return;
+    };
+    let kip = helpers::rprof_test_cpu_relax as unsafe extern "C" fn() as usize as u64;
+    // SAFETY: All-zero is a valid `ModInfo` to fill.
+    let mut info: helpers::ModInfo = unsafe { core::mem::zeroed() };
+    // SAFETY: `info` is writable; the lookup takes the RCU read lock.
+    kassert!(t, unsafe { helpers::rprof_module_lookup(kip, &mut info) }, "this module's text not found");
+    // 200 samples do not fit in a page: the buffer fills to its reserve.
+    for i in 0..200u64 {
+        let sample = RawSample { time_ns: i, ip: kip, cpu: 0, ..Default::default() };
+        // SAFETY: The context belongs to the live session; 200 samples
+        // do not fill its 4096-slot ring, so nothing kicks.
+        unsafe { sampler::rprof_on_sample(&ctx as *const HandlerCtx as *mut c_void, &sample, core::ptr::null_mut()) };
+    }
+    session.drain_now();
+    // Its LOST record too.
+    session.drain_now();
+    let (total, _, _) = session.stats(&mut []);
+    kassert!(t, total.lost_buffer > 0, "the buffer did not fill");
+    let before = session.evbuf().available();
+    session.module_going(info.id as usize);
+    kassert_eq!(t, session.evbuf().available(), before);
+    let seen = finish_and_read(&session);
+    kassert_eq!(t, seen.stop, 1);
+    kassert_eq!(t, seen.unloads, 1);
+}
+
 /// The pid filter with descendants, through the handler: a sample of
 /// another thread group is kept only when the sampled task (this test's
 /// kthread, whose parent is kthreadd, pid 2) descends from the filter's
@@ -743,7 +791,8 @@ kunit_suite!(
         exact_count_one_page_buffer,
         exact_count_small_ring,
         long_pass_wakes_the_reader_on_the_way,
-        module_going_after_stop_writes_nothing
+        module_going_after_stop_writes_nothing,
+        module_unload_waits_for_room
     ]
 );
 
@@ -1310,7 +1359,7 @@ fn test_chain_session(ring_records: u32, buffer_pages: u32) -> Result<Arc<Sessio
     raw.flags = RPROF_CONFIG_CALLCHAIN;
     raw.max_kernel_frames = 8;
     raw.max_user_frames = 8;
-    let config = Config::check(raw, &Params::new(4096, 1)?)?;
+    let config = Config::check(raw, &test_params()?)?;
     let waitq = Arc::new(crate::waitq::WaitQueue::new()?, GFP_KERNEL)?;
     let s = Session::new(config, 64, waitq)?;
     s.test_start();

@@ -102,8 +102,9 @@ struct rprof_config {
 	__u32 drain_interval_ms; /* periodic drain; 0: default (50 ms) */
 	__u32 wakeup_bytes;      /* wake readers at this much data; 0: 1/4 */
 	__u32 buffer_pages;      /* data pages of the session's event buffer,
-				  * a power of 2 up to 65536; 0: the module's
-				  * buffer_pages parameter.  (Once a reserved
+				  * a power of 2, at most 16 times the module's
+				  * buffer_pages parameter (and 65536); 0: that
+				  * parameter.  (Once a reserved
 				  * field that had to be 0: an older module
 				  * refuses other values with -EINVAL.) */
 	struct rprof_event_config events[RPROF_MAX_EVENTS];
@@ -367,7 +368,13 @@ struct rprof_cookie_record {
 #define RPROF_MODULE_UNLOAD (1U << 0) /* the module is going away */
 #define RPROF_MODULE_INIT (1U << 1)   /* the region is the init text */
 
-/* Names a module cookie (first use, or load), or marks its unload. */
+/*
+ * Names a module cookie (first use, or load), or marks its unload.  An
+ * unload during a run is always reported (after its samples, before
+ * STOP).  A module that goes between two runs of one session has no
+ * record: its cookie may still read as loaded, and a module loaded at its
+ * place later gets a new cookie, so samples are named right either way.
+ */
 struct rprof_module {
 	struct rprof_record_header header;
 	__u64 cookie;

@@ -30,7 +30,9 @@ pub enum Kind {
     EventReservedBits,
     /// `buffer_pages` = 3, not a power of two: EINVAL.
     BufferNotPow2,
-    /// `buffer_pages` = 2^17, above the largest (2^16): EINVAL.
+    /// `buffer_pages` = 8192, above 16 times the module's (loaded with
+    /// its default, 256; the buffer is not charged to a cgroup, so the
+    /// administrator's parameter bounds it): EINVAL.
     BufferTooBig,
     /// `wakeup_bytes` = 8192 with a one-page buffer (less than the
     /// module's default buffer): EINVAL.
@@ -125,7 +127,7 @@ impl Kind {
                 &[libc::EINVAL]
             }
             Kind::BufferTooBig => {
-                c.buffer_pages = 1 << 17;
+                c.buffer_pages = 8192;
                 &[libc::EINVAL]
             }
             Kind::WakeupAboveBuffer => {

@@ -110,8 +110,9 @@ pub fn ring_for_rate(hz: u64, default: u32) -> u32 {
 /// CPU can miss.  perf's default buffers hold about 0.3 s at 40 kHz.
 const BUFFER_MS: u64 = 500;
 /// Bytes of stream a sample takes, about: 32 to 34 without chains (make
-/// bench), more with them, whose stacks are sent once each.
+/// bench); with them, a stack id and the stacks, each sent once, more.
 const STREAM_BYTES_PER_SAMPLE: u64 = 48;
+const STREAM_BYTES_PER_SAMPLE_CHAINS: u64 = 96;
 /// The largest event buffer chosen for a rate: 16 MiB in 4 KiB pages.
 const BUFFER_PAGES_MOST: u64 = 4096;
 
@@ -120,10 +121,15 @@ const BUFFER_PAGES_MOST: u64 = 4096;
 /// times the module's default `default` (its `buffer_pages` parameter: an
 /// administrator who made it small keeps buffers small) and at most
 /// [`BUFFER_PAGES_MOST`]; 0 (the default) when that holds enough already.
-pub fn buffer_for_rate(hz: u64, cpus: u64, default: u32) -> u32 {
+pub fn buffer_for_rate(hz: u64, cpus: u64, chains: bool, default: u32) -> u32 {
+    let per_sample = if chains {
+        STREAM_BYTES_PER_SAMPLE_CHAINS
+    } else {
+        STREAM_BYTES_PER_SAMPLE
+    };
     let bytes = hz
         .saturating_mul(cpus)
-        .saturating_mul(STREAM_BYTES_PER_SAMPLE)
+        .saturating_mul(per_sample)
         .saturating_mul(BUFFER_MS)
         / 1000;
     let want = bytes.div_ceil(4096).max(1).next_power_of_two();
@@ -132,6 +138,20 @@ pub fn buffer_for_rate(hz: u64, cpus: u64, default: u32) -> u32 {
         n if n <= u64::from(default) => 0,
         n => n as u32,
     }
+}
+
+/// `-m/--mmap-pages`: a power of two (pages), or 0 for the default.
+pub fn parse_buffer_pages(s: &str) -> Result<u32, String> {
+    let n: u32 = s
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number of pages"))?;
+    if n != 0 && !n.is_power_of_two() {
+        return Err(format!(
+            "{n} pages: the event buffer is a power of two pages (e.g. {})",
+            n.next_power_of_two()
+        ));
+    }
+    Ok(n)
 }
 
 /// The module's default event buffer size (its `buffer_pages`
@@ -143,16 +163,27 @@ fn module_buffer_pages() -> u32 {
         .unwrap_or(256)
 }
 
-/// CPUs online now (each samples at the session's rate).
+/// CPUs online now: the module samples each (this process's affinity
+/// or CPU quota says nothing about that).
 fn online_cpus() -> u64 {
-    std::thread::available_parallelism().map_or(1, |n| n.get() as u64)
+    // SAFETY: sysconf() has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    u64::try_from(n).unwrap_or(1).max(1)
 }
 
-/// Samples a second per CPU of `events`, if known: every event at a
-/// frequency (a period counts events, whose rate is not known).
+/// Samples a second per CPU of `events`, if known: events at a
+/// frequency, and the clocks at a period (nanoseconds); the period of
+/// another event counts events, whose rate is not known.
 fn sampled_hz(events: &[rprof_event_config]) -> Option<u64> {
     events.iter().try_fold(0u64, |sum, e| {
-        (e.flags & RPROF_EVENT_FREQ != 0).then(|| sum.saturating_add(e.period))
+        let hz = if e.flags & RPROF_EVENT_FREQ != 0 {
+            e.period
+        } else if matches!(e.kind, RPROF_EVENT_CPU_CLOCK | RPROF_EVENT_TASK_CLOCK) {
+            1_000_000_000 / e.period.max(1)
+        } else {
+            return None;
+        };
+        Some(sum.saturating_add(hz))
     })
 }
 
@@ -346,8 +377,9 @@ impl SessionOptions {
         c.buffer_pages = match self.buffer_pages {
             0 => {
                 let hz = sampled_hz(&c.events[..c.nr_events as usize]);
+                let chains = self.callchain.is_some();
                 hz.map_or(0, |hz| {
-                    buffer_for_rate(hz, online_cpus(), module_buffer_pages())
+                    buffer_for_rate(hz, online_cpus(), chains, module_buffer_pages())
                 })
             }
             n => n,
@@ -385,13 +417,20 @@ mod tests {
             flags: RPROF_EVENT_FREQ,
             period: hz,
         };
-        let period = rprof_event_config {
+        let clock_period = rprof_event_config {
             kind: RPROF_EVENT_CPU_CLOCK,
             flags: 0,
             period: 1_000_000,
         };
+        let cycles_period = rprof_event_config {
+            kind: RPROF_EVENT_CYCLES,
+            flags: 0,
+            period: 1_000_000,
+        };
         assert_eq!(sampled_hz(&[freq(20_000), freq(20_000)]), Some(40_000));
-        assert_eq!(sampled_hz(&[freq(20_000), period]), None);
+        // A clock's period is in ns: 1 ms is 1 kHz.
+        assert_eq!(sampled_hz(&[freq(20_000), clock_period]), Some(21_000));
+        assert_eq!(sampled_hz(&[freq(20_000), cycles_period]), None);
         let o = SessionOptions {
             freq: Some(40_000),
             ..SessionOptions::default()
@@ -412,15 +451,17 @@ mod tests {
     /// where that is enough or the rate is not known.
     #[test]
     fn buffers_for_high_rates() {
-        assert_eq!(buffer_for_rate(4_000, 2, 256), 0);
-        assert_eq!(buffer_for_rate(10_000, 2, 256), 0);
+        assert_eq!(buffer_for_rate(4_000, 2, false, 256), 0);
+        assert_eq!(buffer_for_rate(10_000, 2, false, 256), 0);
         // 40 kHz on 4 CPUs: 3.84 MB.
-        assert_eq!(buffer_for_rate(40_000, 4, 256), 1024);
-        assert_eq!(buffer_for_rate(20_000, 4, 256), 512);
-        assert_eq!(buffer_for_rate(100_000, 64, 256), 4096);
-        assert_eq!(buffer_for_rate(40_000, 4, 1024), 0);
-        assert_eq!(buffer_for_rate(40_000, 4, 1), 16);
-        assert_eq!(buffer_for_rate(u64::MAX, u64::MAX, 1 << 16), 0);
+        assert_eq!(buffer_for_rate(40_000, 4, false, 256), 1024);
+        assert_eq!(buffer_for_rate(20_000, 4, false, 256), 512);
+        assert_eq!(buffer_for_rate(100_000, 64, false, 256), 4096);
+        assert_eq!(buffer_for_rate(40_000, 4, false, 1024), 0);
+        assert_eq!(buffer_for_rate(40_000, 4, false, 1), 16);
+        // Chains: twice the bytes.
+        assert_eq!(buffer_for_rate(20_000, 4, true, 256), 1024);
+        assert_eq!(buffer_for_rate(u64::MAX, u64::MAX, false, 1 << 16), 0);
         let o = SessionOptions {
             freq: Some(1_000),
             ..SessionOptions::default()
@@ -432,6 +473,15 @@ mod tests {
             ..SessionOptions::default()
         };
         assert_eq!(o.to_config().unwrap().buffer_pages, 8);
+    }
+
+    /// `-m` takes a power of two pages and says which one instead.
+    #[test]
+    fn mmap_pages_are_powers_of_two() {
+        assert_eq!(parse_buffer_pages("0"), Ok(0));
+        assert_eq!(parse_buffer_pages("512"), Ok(512));
+        assert!(parse_buffer_pages("100").unwrap_err().contains("128"));
+        assert!(parse_buffer_pages("16M").is_err());
     }
 
     #[test]

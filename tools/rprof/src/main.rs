@@ -123,6 +123,7 @@ struct DumpArgs {
         short = 'm',
         long = "mmap-pages",
         value_name = "PAGES",
+        value_parser = rprof::events::parse_buffer_pages,
         default_value_t = 0,
         hide_default_value = true
     )]

@@ -62,6 +62,7 @@ pub struct SamplingArgs {
         short = 'm',
         long = "mmap-pages",
         value_name = "PAGES",
+        value_parser = crate::events::parse_buffer_pages,
         default_value_t = 0,
         hide_default_value = true
     )]

@@ -45,7 +45,19 @@ impl<'dev> Session<'dev> {
     /// the event buffer (unless `use_read`: then records come by `read()`).
     pub fn new(dev: &'dev Device, config: &rprof_config, use_read: bool) -> Result<Self, Error> {
         dev.check_version()?;
-        dev.set_config(config)?;
+        match dev.set_config(config) {
+            Err(Error::Ioctl { source, .. })
+                if config.buffer_pages != 0 && source.raw_os_error() == Some(libc::EINVAL) =>
+            {
+                return Err(Error::Usage(format!(
+                    "the module refused the configuration with an event buffer of {} pages: \
+                     it takes at most 16 times its buffer_pages parameter, and a module older \
+                     than these tools takes none (see dmesg; -m sets the size)",
+                    config.buffer_pages
+                )))
+            }
+            r => r?,
+        }
         let source = if use_read {
             Source::Read {
                 buf: vec![0; READ_SIZE],
