@@ -667,40 +667,66 @@ fn long_pass_wakes_the_reader_on_the_way(t: &mut Test) {
     kassert_eq!(t, seen.stop, 1);
 }
 
+/// A running session whose samples fall in this module's text (the
+/// module named is this one; its cookies may be forgotten, nothing is
+/// unloaded).
+struct InThisModule {
+    session: Arc<Session>,
+    ctx: HandlerCtx,
+    /// Where the samples are: a function of this module.
+    ip: u64,
+    /// The module, as the module notifier names it.
+    id: usize,
+}
+
+impl InThisModule {
+    fn new(t: &mut Test, buffer_pages: u32) -> Option<Self> {
+        let mut fail = |why: &str| {
+            t.fail(crate::kunit::file_cstr!(), core::line!(), format_args!("{}", why));
+            None
+        };
+        let Ok(session) = test_session(4096, buffer_pages) else {
+            return fail("session allocation failed");
+        };
+        let ip = helpers::rprof_test_cpu_relax as unsafe extern "C" fn() as usize as u64;
+        let Ok(ctx) = session.handler_ctx(0) else {
+            return fail("no handler context");
+        };
+        // SAFETY: All-zero is a valid `ModInfo` to fill.
+        let mut info: helpers::ModInfo = unsafe { core::mem::zeroed() };
+        // SAFETY: `info` is writable; the lookup takes the RCU read lock.
+        if !unsafe { helpers::rprof_module_lookup(ip, &mut info) } {
+            return fail("this module's text not found");
+        }
+        Some(Self { session, ctx, ip, id: info.id as usize })
+    }
+
+    /// Samples at `ip` on CPU 0 with the times in `times`.
+    fn samples(&self, times: core::ops::Range<u64>) {
+        for i in times {
+            let sample = RawSample { time_ns: i, ip: self.ip, cpu: 0, ..Default::default() };
+            // SAFETY: The context belongs to the live session; the tests
+            // take fewer samples than its 4096-slot ring holds, so a full
+            // ring never kicks the drain behind their back.
+            unsafe { sampler::rprof_on_sample(&self.ctx as *const HandlerCtx as *mut c_void, &sample, core::ptr::null_mut()) };
+        }
+    }
+}
+
 /// STOP is the last record of a run: a module that goes after it adds
 /// nothing to the stream, one that goes during the run gets its MODULE
-/// record with UNLOAD there.  The module named is this one, whose text
-/// holds the samples' address; its cookies are forgotten, nothing is
-/// unloaded.
+/// record with UNLOAD there.
 fn module_going_after_stop_writes_nothing(t: &mut Test) {
-    let Ok(session) = test_session(4096, 16) else {
-        kassert!(t, false);
-        return;
-    };
-    let Ok(ctx) = session.handler_ctx(0) else {
-        kassert!(t, false, "no handler context");
-        return;
-    };
-    let kip = helpers::rprof_test_cpu_relax as unsafe extern "C" fn() as usize as u64;
-    // SAFETY: All-zero is a valid `ModInfo` to fill.
-    let mut info: helpers::ModInfo = unsafe { core::mem::zeroed() };
-    // SAFETY: `info` is writable; the lookup takes the RCU read lock.
-    kassert!(t, unsafe { helpers::rprof_module_lookup(kip, &mut info) }, "this module's text not found");
-    let samples = |from: u64| {
-        for i in from..from + 10 {
-            let sample = RawSample { time_ns: i, ip: kip, cpu: 0, ..Default::default() };
-            // SAFETY: The context belongs to the live session.
-            unsafe { sampler::rprof_on_sample(&ctx as *const HandlerCtx as *mut c_void, &sample, core::ptr::null_mut()) };
-        }
-    };
-    samples(0);
-    session.module_going(info.id as usize);
+    let Some(m) = InThisModule::new(t, 16) else { return };
+    let session = &m.session;
+    m.samples(0..10);
+    session.module_going(m.id);
     // A new cookie for the same text (the module is still there).
-    samples(10);
-    let seen = finish_and_read(&session);
+    m.samples(10..20);
+    let seen = finish_and_read(session);
     kassert_eq!(t, seen.stop, 1);
     kassert_eq!(t, seen.unloads, 1);
-    session.module_going(info.id as usize);
+    session.module_going(m.id);
     let mut after = 0u64;
     session.evbuf().consume_with(|_| after += 1);
     kassert_eq!(t, after, 0);
@@ -715,35 +741,19 @@ fn module_going_after_stop_writes_nothing(t: &mut Test) {
 /// before STOP.  (Before, it took the reserve, and was dropped unseen
 /// once that was gone.)
 fn module_unload_waits_for_room(t: &mut Test) {
-    let Ok(session) = test_session(4096, 1) else {
-        kassert!(t, false);
-        return;
-    };
-    let Ok(ctx) = session.handler_ctx(0) else {
-        kassert!(t, false, "no handler context");
-        return;
-    };
-    let kip = helpers::rprof_test_cpu_relax as unsafe extern "C" fn() as usize as u64;
-    // SAFETY: All-zero is a valid `ModInfo` to fill.
-    let mut info: helpers::ModInfo = unsafe { core::mem::zeroed() };
-    // SAFETY: `info` is writable; the lookup takes the RCU read lock.
-    kassert!(t, unsafe { helpers::rprof_module_lookup(kip, &mut info) }, "this module's text not found");
+    let Some(m) = InThisModule::new(t, 1) else { return };
+    let session = &m.session;
     // 200 samples do not fit in a page: the buffer fills to its reserve.
-    for i in 0..200u64 {
-        let sample = RawSample { time_ns: i, ip: kip, cpu: 0, ..Default::default() };
-        // SAFETY: The context belongs to the live session; 200 samples
-        // do not fill its 4096-slot ring, so nothing kicks.
-        unsafe { sampler::rprof_on_sample(&ctx as *const HandlerCtx as *mut c_void, &sample, core::ptr::null_mut()) };
-    }
+    m.samples(0..200);
     session.drain_now();
     // Its LOST record too.
     session.drain_now();
     let (total, _, _) = session.stats(&mut []);
     kassert!(t, total.lost_buffer > 0, "the buffer did not fill");
     let before = session.evbuf().available();
-    session.module_going(info.id as usize);
+    session.module_going(m.id);
     kassert_eq!(t, session.evbuf().available(), before);
-    let seen = finish_and_read(&session);
+    let seen = finish_and_read(session);
     kassert_eq!(t, seen.stop, 1);
     kassert_eq!(t, seen.unloads, 1);
 }
