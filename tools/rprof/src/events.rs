@@ -98,10 +98,7 @@ pub fn ring_for_rate(hz: u64, default: u32) -> u32 {
         .max(1)
         .next_power_of_two();
     let most = u64::from(default).saturating_mul(4).min(1 << 20);
-    match want.min(most) {
-        n if n <= u64::from(default) => 0,
-        n => n as u32,
-    }
+    grown(want, most, default)
 }
 
 /// How long the event buffer holds samples at the session's rate before
@@ -134,10 +131,7 @@ pub fn buffer_for_rate(hz: u64, cpus: u64, chains: bool, default: u32) -> u32 {
         / 1000;
     let want = bytes.div_ceil(4096).max(1).next_power_of_two();
     let most = u64::from(default).saturating_mul(16).min(BUFFER_PAGES_MOST);
-    match want.min(most) {
-        n if n <= u64::from(default) => 0,
-        n => n as u32,
-    }
+    grown(want, most, default)
 }
 
 /// `-m/--mmap-pages`: a power of two (pages), or 0 for the default.
@@ -154,13 +148,13 @@ pub fn parse_buffer_pages(s: &str) -> Result<u32, String> {
     Ok(n)
 }
 
-/// The module's default event buffer size (its `buffer_pages`
-/// parameter; 256, its default, where it cannot be read).
-fn module_buffer_pages() -> u32 {
-    std::fs::read_to_string("/sys/module/rprof/parameters/buffer_pages")
+/// The module's parameter `name` (a size it uses by default), or
+/// `fallback`, its default at load, where it cannot be read.
+fn module_param(name: &str, fallback: u32) -> u32 {
+    std::fs::read_to_string(format!("/sys/module/rprof/parameters/{name}"))
         .ok()
         .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(256)
+        .unwrap_or(fallback)
 }
 
 /// CPUs online now: the module samples each (this process's affinity
@@ -169,6 +163,15 @@ fn online_cpus() -> u64 {
     // SAFETY: sysconf() has no preconditions.
     let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
     u64::try_from(n).unwrap_or(1).max(1)
+}
+
+/// A size grown from the module's `default` to `want`, at most `most`: 0
+/// (the default) where that is enough already.
+fn grown(want: u64, most: u64, default: u32) -> u32 {
+    match want.min(most) {
+        n if n <= u64::from(default) => 0,
+        n => n as u32,
+    }
 }
 
 /// Samples a second per CPU of `events`, if known: events at a
@@ -185,15 +188,6 @@ fn sampled_hz(events: &[rprof_event_config]) -> Option<u64> {
         };
         Some(sum.saturating_add(hz))
     })
-}
-
-/// The module's default ring size (its `ring_records` parameter; 4096,
-/// its default, where it cannot be read).
-fn module_ring_records() -> u32 {
-    std::fs::read_to_string("/sys/module/rprof/parameters/ring_records")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(4096)
 }
 
 /// Parses a positive number for `what`.
@@ -370,7 +364,9 @@ impl SessionOptions {
         c.ring_records = match self.ring_records {
             0 => {
                 let hz = sampled_hz(&c.events[..c.nr_events as usize]);
-                hz.map_or(0, |hz| ring_for_rate(hz, module_ring_records()))
+                hz.map_or(0, |hz| {
+                    ring_for_rate(hz, module_param("ring_records", 4096))
+                })
             }
             n => n,
         };
@@ -379,7 +375,7 @@ impl SessionOptions {
                 let hz = sampled_hz(&c.events[..c.nr_events as usize]);
                 let chains = self.callchain.is_some();
                 hz.map_or(0, |hz| {
-                    buffer_for_rate(hz, online_cpus(), chains, module_buffer_pages())
+                    buffer_for_rate(hz, online_cpus(), chains, module_param("buffer_pages", 256))
                 })
             }
             n => n,
