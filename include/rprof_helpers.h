@@ -176,14 +176,14 @@ __u32 rprof_callchain(struct pt_regs *regs, __u64 *ips, __u32 max_k,
 /*
  * The frame-pointer walk of rprof_callchain's user side, on any memory:
  * read(ctx, addr, frame) reads the two words at addr (saved frame pointer,
- * return address) or fails.  Frame pointers must lie in [lo, hi - 16],
- * be 8-aligned and grow strictly.  Exposed for KUnit.
+ * return address) or fails; word is their size (8, or 4 for a 32-bit
+ * task).  Frame pointers must lie in [lo, hi - 2 * word], be word-aligned
+ * and grow strictly.  Exposed for KUnit.
  */
 typedef bool (*rprof_read_frame_fn)(void *ctx, __u64 addr, __u64 frame[2]);
 __u32 rprof_walk_fp(__u64 fp, __u64 *ips, __u32 max, __u32 *n,
-		    rprof_read_frame_fn read, void *ctx, __u64 lo, __u64 hi);
-/* The user side's reader: copy_from_user_nmi() of current's memory. */
-bool rprof_read_user_frame(void *ctx, __u64 addr, __u64 frame[2]);
+		    rprof_read_frame_fn read, void *ctx, __u64 lo, __u64 hi,
+		    __u32 word);
 
 /* perf_event kernel counters. */
 struct rprof_counter_attr {
@@ -270,9 +270,12 @@ bool rprof_test_kernel_symbol(__u64 ip);
 struct mm_struct *rprof_test_user_mm(void);
 int rprof_test_mm_users(struct mm_struct *mm);
 struct kunit;
-__u64 rprof_test_user_map(struct kunit *test, __u64 len);
+/* At hint if that range is free, else anywhere. */
+__u64 rprof_test_user_map(struct kunit *test, __u64 len, __u64 hint);
 bool rprof_test_user_write(__u64 addr, const void *src, __u64 len);
-void rprof_test_user_regs(struct pt_regs *regs, __u64 ip, __u64 sp, __u64 bp);
+enum { RPROF_TEST_CS_64, RPROF_TEST_CS_32, RPROF_TEST_CS_LDT };
+void rprof_test_user_regs(struct pt_regs *regs, __u64 ip, __u64 sp, __u64 bp,
+			  __u32 cs);
 __u64 rprof_test_pt_regs_size(void);
 void rprof_test_cpu_relax(void);
 int rprof_test_kern_path(const char *name, struct path *path);

@@ -7,7 +7,7 @@
 # the host's glibc; `install` copies the dynamic loader and the libraries
 # they need (as ldd names them) to the same absolute paths in ROOT.  The
 # busy module is built against the cached test kernel like rprof.ko
-# (scripts/module.sh), in a copy of its sources.  storm, tiny and the
+# (scripts/module.sh), in a copy of its sources.  storm, tiny, chains32 and the
 # fuzzer (tests/fuzz, /tests/bin/rprof-fuzz) are linked statically.
 . "$(dirname "$0")/common.sh"
 
@@ -32,6 +32,10 @@ build() {
 	# Known call chains: frame pointers, no inlining, no tail calls.
 	gcc "${CFLAGS[@]}" -fno-omit-frame-pointer -fno-shrink-wrap -fno-optimize-sibling-calls \
 		-o "$OUT/chains" "$SRC/chains.c"
+	# The same as a 32-bit program (gcc-multilib), static: the guest has
+	# no 32-bit C library.
+	gcc "${CFLAGS[@]}" -m32 -static -fno-omit-frame-pointer -fno-shrink-wrap -fno-optimize-sibling-calls \
+		-o "$OUT/chains32" "$SRC/chains.c"
 	gcc -static -O2 -pthread -Wall -Wextra -Werror -I"$RPROF_TOP/include/uapi" \
 		-o "$OUT/rprof-fuzz" "$RPROF_TOP"/tests/fuzz/*.c
 
@@ -45,7 +49,7 @@ build() {
 		die "rprof_busy.ko build failed in $mod"
 	}
 	grep -E 'warning|error' "$mod/build.log" >&2 || true
-	msg "built $OUT/{attr_main,libattr_lib.so,short,stalls,chains,storm,tiny,fifo_spin,rprof-fuzz} and $mod/rprof_busy.ko"
+	msg "built $OUT/{attr_main,libattr_lib.so,short,stalls,chains,chains32,storm,tiny,fifo_spin,rprof-fuzz} and $mod/rprof_busy.ko"
 }
 
 # copy_lib FILE ROOT: FILE (a path on the host) to the same path in ROOT,
@@ -57,7 +61,7 @@ copy_lib() {
 
 install_into() {
 	local root=$1 f lib
-	for f in "${PROGRAMS[@]}" libattr_lib.so busymod/rprof_busy.ko storm tiny fifo_spin rprof-fuzz; do
+	for f in "${PROGRAMS[@]}" libattr_lib.so busymod/rprof_busy.ko storm tiny fifo_spin chains32 rprof-fuzz; do
 		[ -f "$OUT/$f" ] || die "$OUT/$f is missing (run scripts/workloads.sh build)"
 	done
 	mkdir -p "$root/tests/bin" "$root/lib"
@@ -65,7 +69,7 @@ install_into() {
 		cp "$OUT/$f" "$root/tests/bin/$f"
 	done
 	cp "$OUT/busymod/rprof_busy.ko" "$root/lib/rprof_busy.ko"
-	cp "$OUT/storm" "$OUT/tiny" "$OUT/fifo_spin" "$OUT/rprof-fuzz" "$root/tests/bin/"
+	cp "$OUT/storm" "$OUT/tiny" "$OUT/fifo_spin" "$OUT/chains32" "$OUT/rprof-fuzz" "$root/tests/bin/"
 	# The loader and libraries, as ldd resolves them on this host:
 	# "libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)" and
 	# "/lib64/ld-linux-x86-64.so.2 (0x...)"; linux-vdso has no file.

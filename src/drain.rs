@@ -49,7 +49,7 @@ use crate::cookies::{CookieTable, Object, PathRef};
 use crate::evbuf::{EventBuffer, Producer, Record};
 use crate::helpers::{self, FrameRes, ModInfo, VmaRange, RESOLVE_ANON, RESOLVE_FILE, RAW_THROTTLED, RAW_USER};
 use crate::mapcache::{MapCache, Target};
-use crate::sampler::CHAIN_TAKEN;
+use crate::sampler::{CHAIN_FLAGS, CHAIN_TAKEN};
 use crate::stacks::{self, RawChains, Stacks};
 use crate::sampler::{self, MmRef, RingRecord, RingSlot, SampleRing};
 use crate::uapi::*;
@@ -522,6 +522,9 @@ impl Drain {
         if f & RPROF_STACK_CUT != 0 {
             s.cut_space += 1;
         }
+        if f & RPROF_STACK_USER_SKIPPED != 0 {
+            s.user_skipped += 1;
+        }
     }
 
     /// The kernel or module (cookie, offset) of kernel address `ip`.
@@ -664,7 +667,7 @@ impl Drain {
         #[cfg(rprof_bench)]
         drop(resolve_timer);
         let unresolved_now = ch.resolved[nk..].iter().filter(|f| f.cookie == RPROF_COOKIE_UNRESOLVED as u64).count();
-        let flags = u16::from(rec.chain & 0x3f);
+        let flags = u16::from(rec.chain & CHAIN_FLAGS);
         let h = stacks::hash(&ch.resolved, flags);
         if let Some(id) = ch.stacks.find(h, &ch.resolved, flags) {
             return Ok((id, unresolved_now as u64));

@@ -305,11 +305,13 @@ u64 *rprof_chain_scratch(void)
  * The frame-pointer walk, with the reader inlined where it is a constant:
  * the user walk below reads each frame with two unsafe_get_user() loads
  * inside one user-access section with page faults disabled, instead of
- * a copy_from_user_nmi() (and its checks) per frame.
+ * a copy_from_user_nmi() (and its checks) per frame.  word is the size of
+ * the frame's two words: 8, or 4 for a 32-bit (compat) task, whose frame
+ * records are two 32-bit words (saved %ebp, return address).
  */
 static __always_inline u32 rprof_walk_fp_with(u64 fp, u64 *ips, u32 max, u32 *n,
 					      rprof_read_frame_fn read, void *ctx,
-					      u64 lo, u64 hi)
+					      u64 lo, u64 hi, u32 word)
 {
 	u64 frame[2], prev = 0;
 	u32 i = 0, flags = 0;
@@ -317,8 +319,8 @@ static __always_inline u32 rprof_walk_fp_with(u64 fp, u64 *ips, u32 max, u32 *n,
 	while (fp) {
 		/* A frame record lies above the stack pointer, and each
 		 * caller's above its callee's: anything else is not a chain. */
-		if ((fp & 7) || fp < lo || hi < 16 || fp > hi - 16 ||
-		    (prev && fp <= prev)) {
+		if ((fp & (word - 1)) || fp < lo || hi < 2 * word ||
+		    fp > hi - 2 * word || (prev && fp <= prev)) {
 			flags = RPROF_STACK_USER_BAD_FP;
 			break;
 		}
@@ -341,16 +343,11 @@ static __always_inline u32 rprof_walk_fp_with(u64 fp, u64 *ips, u32 max, u32 *n,
 }
 
 u32 rprof_walk_fp(u64 fp, u64 *ips, u32 max, u32 *n,
-		  rprof_read_frame_fn read, void *ctx, u64 lo, u64 hi)
+		  rprof_read_frame_fn read, void *ctx, u64 lo, u64 hi, u32 word)
 {
-	return rprof_walk_fp_with(fp, ips, max, n, read, ctx, lo, hi);
-}
-
-/* copy_from_user_nmi(): access_ok, nmi_uaccess_okay and no page faults.
- * Also the reader of KUnit's real-stack test of rprof_walk_fp(). */
-bool rprof_read_user_frame(void *ctx, u64 addr, u64 frame[2])
-{
-	return !copy_from_user_nmi(frame, (const void __user *)addr, 2 * sizeof(u64));
+	if (word == 4)
+		return rprof_walk_fp_with(fp, ips, max, n, read, ctx, lo, hi, 4);
+	return rprof_walk_fp_with(fp, ips, max, n, read, ctx, lo, hi, 8);
 }
 
 /*
@@ -374,36 +371,79 @@ fault:
 	return false;
 }
 
+/* The same for a 32-bit task's frame: two 32-bit words, zero-extended. */
+static __always_inline bool rprof_get_user_frame32(void *ctx, u64 addr, u64 frame[2])
+{
+	const u32 __user *p = (const u32 __user *)addr;
+	u32 next, ret;
+
+	barrier_nospec();
+	unsafe_get_user(next, p, fault);
+	unsafe_get_user(ret, p + 1, fault);
+	frame[0] = next;
+	frame[1] = ret;
+	return true;
+fault:
+	return false;
+}
+
 /*
  * The user side of a chain, NMI-safe, as perf_callchain_user() but with
  * one user-access section for the whole walk.  The walk reads only frame
- * records between the stack pointer and TASK_SIZE_MAX (its bounds), the
- * range user_access_begin() checks.  A first read through
- * copy_from_user_nmi() also checks nmi_uaccess_okay() (current's address
- * space is the one loaded on this CPU), which modules cannot call; that
- * cannot change before the handler returns (no mm switch runs under it).
+ * records between the stack pointer and top (its bounds: TASK_SIZE_MAX,
+ * or 4 GiB for a 32-bit task), the range user_access_begin() checks.  A
+ * first read through copy_from_user_nmi() also checks nmi_uaccess_okay()
+ * (current's address space is the one loaded on this CPU), which modules
+ * cannot call; that cannot change before the handler returns (no mm
+ * switch runs under it).
  */
-static u32 rprof_walk_user(u64 fp, u64 *ips, u32 max, u32 *n, u64 sp)
+static __always_inline u32 rprof_walk_user(u64 fp, u64 *ips, u32 max, u32 *n,
+					   u64 sp, u64 top, u32 word)
 {
 	u64 probe[2];
 	u32 flags;
 
 	*n = 0;
-	if (sp >= TASK_SIZE_MAX)
+	if (sp >= top)
 		return RPROF_STACK_USER_BAD_FP;
-	if (fp && !(fp & 7) && fp >= sp && fp <= TASK_SIZE_MAX - 16 &&
-	    !rprof_read_user_frame(NULL, fp, probe))
+	if (fp && !(fp & (word - 1)) && fp >= sp && fp <= top - 2 * word &&
+	    copy_from_user_nmi(probe, (const void __user *)fp, 2 * word))
 		return RPROF_STACK_USER_FAULT;
 	pagefault_disable();
-	if (!user_access_begin((const void __user *)sp, TASK_SIZE_MAX - sp)) {
+	if (!user_access_begin((const void __user *)sp, top - sp)) {
 		pagefault_enable();
 		return RPROF_STACK_USER_FAULT;
 	}
-	flags = rprof_walk_fp_with(fp, ips, max, n, rprof_get_user_frame, NULL,
-				   sp, TASK_SIZE_MAX);
+	if (word == 4)
+		flags = rprof_walk_fp_with(fp, ips, max, n, rprof_get_user_frame32,
+					   NULL, sp, top, 4);
+	else
+		flags = rprof_walk_fp_with(fp, ips, max, n, rprof_get_user_frame,
+					   NULL, sp, top, 8);
 	user_access_end();
 	pagefault_enable();
 	return flags;
+}
+
+/*
+ * Which walk a task's user registers take: 8 for 64-bit code, 4 for
+ * 32-bit code in the flat segments every 32-bit Linux program runs in
+ * (__USER32_CS and __USER_DS, base 0, so a stack word is an address), 0
+ * for anything else (VM86, a code or stack segment of the task's own LDT,
+ * 32-bit code on a kernel without IA32 emulation): perf adds those
+ * segments' bases, which modules cannot read.
+ */
+static u32 rprof_user_word(struct pt_regs *uregs)
+{
+	if (uregs->flags & X86_VM_MASK)
+		return 0;
+	if (user_64bit_mode(uregs))
+		return 8;
+#ifdef CONFIG_IA32_EMULATION
+	if (uregs->cs == __USER32_CS && uregs->ss == __USER_DS)
+		return 4;
+#endif
+	return 0;
 }
 
 static u32 rprof_kernel_chain(struct pt_regs *regs, u64 *ips, u32 max, u32 *n)
@@ -438,7 +478,7 @@ u32 rprof_callchain(struct pt_regs *regs, u64 *ips, u32 max_k, u32 max_u,
 		    u32 *nk, u32 *nu)
 {
 	struct pt_regs *uregs = NULL;
-	u32 flags = 0, k = 0, u = 0, w = 0;
+	u32 flags = 0, k = 0, u = 0, w = 0, word;
 	bool want_u = max_u;
 
 	max_k = min_t(u32, max_k, RPROF_MAX_FRAMES);
@@ -459,13 +499,19 @@ u32 rprof_callchain(struct pt_regs *regs, u64 *ips, u32 max_k, u32 max_u,
 	} else {
 		uregs = regs;
 	}
-	/* 64-bit user code only: no VM86, no compat segments. */
-	if (uregs && user_64bit_mode(uregs) && !(uregs->flags & X86_VM_MASK)) {
-		if (max_u)
+	if (uregs && want_u) {
+		word = rprof_user_word(uregs);
+		if (!word)
+			flags |= RPROF_STACK_USER_SKIPPED;
+		else if (!max_u)
+			flags |= uregs->bp ? RPROF_STACK_USER_TRUNCATED : 0;
+		else if (word == 8)
 			flags |= rprof_walk_user(uregs->bp, ips + k + u, max_u,
-						 &w, uregs->sp);
-		else if (want_u && uregs->bp)
-			flags |= RPROF_STACK_USER_TRUNCATED;
+						 &w, uregs->sp, TASK_SIZE_MAX, 8);
+		else
+			flags |= rprof_walk_user((u32)uregs->bp, ips + k + u, max_u,
+						 &w, (u32)uregs->sp,
+						 min_t(u64, TASK_SIZE_MAX, 1ULL << 32), 4);
 	}
 	*nk = k;
 	*nu = u + w;
@@ -1447,9 +1493,9 @@ struct mm_struct *rprof_test_user_mm(void)
  * kthread an address space of its own (kthread_use_mm) and unmaps it when
  * the test ends.  0 on failure.
  */
-u64 rprof_test_user_map(struct kunit *test, u64 len)
+u64 rprof_test_user_map(struct kunit *test, u64 len, u64 hint)
 {
-	unsigned long addr = kunit_vm_mmap(test, NULL, 0, len,
+	unsigned long addr = kunit_vm_mmap(test, NULL, hint, len,
 					   PROT_READ | PROT_WRITE,
 					   MAP_ANONYMOUS | MAP_PRIVATE, 0);
 
@@ -1463,16 +1509,27 @@ bool rprof_test_user_write(u64 addr, const void *src, u64 len)
 }
 
 /*
- * Registers of a 64-bit user task interrupted at @ip with @sp and @bp, as
- * the overflow handler would get them from a sample taken in user mode.
+ * Registers of a user task interrupted at @ip with @sp and @bp, as the
+ * overflow handler would get them from a sample taken in user mode: in
+ * 64-bit code (RPROF_TEST_CS_64), 32-bit code (RPROF_TEST_CS_32) or code
+ * of a segment of the task's LDT (RPROF_TEST_CS_LDT).
  */
-void rprof_test_user_regs(struct pt_regs *regs, u64 ip, u64 sp, u64 bp)
+void rprof_test_user_regs(struct pt_regs *regs, u64 ip, u64 sp, u64 bp, u32 cs)
 {
 	memset(regs, 0, sizeof(*regs));
 	regs->ip = ip;
 	regs->sp = sp;
 	regs->bp = bp;
-	regs->cs = __USER_CS;
+	switch (cs) {
+	case RPROF_TEST_CS_32:
+		regs->cs = __USER32_CS;
+		break;
+	case RPROF_TEST_CS_LDT:
+		regs->cs = SEGMENT_LDT | 3; /* LDT entry 0, ring 3 */
+		break;
+	default:
+		regs->cs = __USER_CS;
+	}
 	regs->ss = __USER_DS;
 	regs->flags = X86_EFLAGS_FIXED | X86_EFLAGS_IF;
 }

@@ -257,15 +257,24 @@ extern "C" {
         ctx: *mut c_void,
         lo: u64,
         hi: u64,
+        word: u32,
     ) -> u32;
     pub(crate) fn rprof_test_cpu_relax();
-    pub(crate) fn rprof_test_user_map(test: *mut bindings::kunit, len: u64) -> u64;
+    pub(crate) fn rprof_test_user_map(test: *mut bindings::kunit, len: u64, hint: u64) -> u64;
     pub(crate) fn rprof_test_user_write(addr: u64, src: *const c_void, len: u64) -> bool;
-    pub(crate) fn rprof_test_user_regs(regs: *mut c_void, ip: u64, sp: u64, bp: u64);
+    pub(crate) fn rprof_test_user_regs(regs: *mut c_void, ip: u64, sp: u64, bp: u64, cs: u32);
     pub(crate) fn rprof_test_pt_regs_size() -> u64;
     pub(crate) fn rprof_test_kern_path(name: *const c_char, path: *mut bindings::path) -> c_int;
     pub(crate) fn rprof_test_dentry_count(path: *const bindings::path) -> c_uint;
 }
+
+/// `RPROF_TEST_CS_*`: the code segment of `rprof_test_user_regs`.
+#[cfg(rprof_kunit)]
+pub(crate) const TEST_CS_64: u32 = 0;
+#[cfg(rprof_kunit)]
+pub(crate) const TEST_CS_32: u32 = 1;
+#[cfg(rprof_kunit)]
+pub(crate) const TEST_CS_LDT: u32 = 2;
 
 /// `RPROF_TEST_SRC_*`: which context a stress-test writer runs in.
 #[cfg(rprof_kunit)]

@@ -36,7 +36,7 @@ pub(crate) struct RingRecord {
     pub(crate) nk: u8,
     /// User frames of the chain (continuation slots, after the kernel's).
     pub(crate) nu: u8,
-    /// `CHAIN_TAKEN`, `RPROF_STACK_*` (low 6 bits).
+    /// `CHAIN_TAKEN`, `RPROF_STACK_*` (`CHAIN_FLAGS`).
     pub(crate) chain: u8,
     pub(crate) mm_seq: u32,
     pub(crate) mm: MmRef,
@@ -45,6 +45,9 @@ pub(crate) struct RingRecord {
 /// `RingRecord::chain`: the session takes chains and this sample has one
 /// (perhaps empty, or cut for space: `RPROF_STACK_CUT`).
 pub(crate) const CHAIN_TAKEN: u8 = 1 << 7;
+
+/// `RingRecord::chain`: the `RPROF_STACK_*` flags of the chain.
+pub(crate) const CHAIN_FLAGS: u8 = 0x7f;
 
 impl RingRecord {
     /// A record without an address space (tests and the benchmark).
@@ -248,16 +251,45 @@ fn record_at(ctx: &HandlerCtx, sample: &RawSample, nk: u32, nu: u32, chain: u8, 
 /// `regs` are the sampled registers; the caller is the overflow handler.
 #[inline(never)]
 unsafe fn push_chain(ring: &SampleRing, ctx: &HandlerCtx, sample: &RawSample, regs: *mut c_void) -> Push {
+    let walk = |ips: *mut u64, nk: &mut u32, nu: &mut u32| {
+        // SAFETY: `ips` holds CHAIN_WORDS words, more than the 2 x 127
+        // frames rprof_callchain stores; `regs` are the sampled registers
+        // (caller).
+        unsafe { helpers::rprof_callchain(regs, ips, ctx.max_kernel.into(), ctx.max_user.into(), nk, nu) }
+    };
+    // SAFETY: `walk` stores at most CHAIN_WORDS words (above); the caller
+    // is the overflow handler, in NMI context.
+    unsafe { push_chain_with(ring, ctx, sample, walk) }
+}
+
+/// [`push_chain`] with the walk given: `walk(ips, nk, nu)` stores the
+/// chain at `ips` (CHAIN_WORDS words), its counts in `nk`/`nu`, and
+/// returns its `RPROF_STACK_*` flags.  The address-space sequence the
+/// record carries is read *before* the walk: a mapping changed while the
+/// chain is walked (another thread's munmap and mmap) then has a newer
+/// sequence than the record's, and the drain refuses it instead of
+/// resolving a frame read from the old mapping through the new one.
+/// KUnit's `chain_sequence_is_read_before_the_walk` changes the address
+/// space from inside `walk`.  NMI context.
+///
+/// # Safety
+///
+/// `walk` must store at most CHAIN_WORDS words at `ips`; the caller is the
+/// overflow handler (or a test standing in for it, in process context).
+#[inline(always)]
+pub(crate) unsafe fn push_chain_with(
+    ring: &SampleRing,
+    ctx: &HandlerCtx,
+    sample: &RawSample,
+    walk: impl FnOnce(*mut u64, &mut u32, &mut u32) -> u32,
+) -> Push {
     // SAFETY: NMI-safe: reads current's mm and its sequence.
     let seq = unsafe { helpers::rprof_current_mm_seq() };
     // SAFETY: This CPU's scratch of our context level: no other handler
     // uses it until we return (`rprof_chain_scratch`'s contract).
     let ips = unsafe { helpers::rprof_chain_scratch() };
     let (mut nk, mut nu) = (0u32, 0u32);
-    // SAFETY: `ips` holds CHAIN_WORDS words, more than the 2 x 127 frames
-    // rprof_callchain stores; `regs` are the sampled registers.
-    let flags =
-        unsafe { helpers::rprof_callchain(regs, ips, ctx.max_kernel.into(), ctx.max_user.into(), &mut nk, &mut nu) };
+    let flags = walk(ips, &mut nk, &mut nu);
     let total = (nk as usize + nu as usize).min(helpers::CHAIN_WORDS);
     // SAFETY: rprof_callchain wrote `total` words at `ips`, ours (above).
     let words = unsafe { core::slice::from_raw_parts(ips, total) };
@@ -285,7 +317,7 @@ pub(crate) fn push_frames(
     let nk = nk.min(words.len() as u32);
     let nu = words.len() as u32 - nk;
     let total = words.len();
-    let chain = CHAIN_TAKEN | (flags as u8 & 0x3f);
+    let chain = CHAIN_TAKEN | (flags as u8 & CHAIN_FLAGS);
     let extra = total.div_ceil(SLOT_WORDS) as u64;
     let pushed = ring.try_push_multi_with(
         extra,

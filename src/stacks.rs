@@ -243,14 +243,14 @@ pub(crate) struct RawChains {
 unsafe impl Send for RawChains {}
 
 /// The flags part of a raw chain's key: the chain's end flags
-/// (`RPROF_STACK_*`, the low 6 bits of `RingRecord::chain`), the sample's
+/// (`RPROF_STACK_*`, `CHAIN_FLAGS` of `RingRecord::chain`), the sample's
 /// mode and the count of kernel frames.  The mode belongs in the key: a
 /// kernel sample's first user frame is the user ip at kernel entry, a user
 /// sample's is a return address resolved one byte back, so the same words
 /// resolve to different frames.
 #[inline]
 pub(crate) fn raw_key_flags(chain: u8, user_mode: bool, nk: usize) -> u16 {
-    u16::from(chain & 0x3f) | u16::from(user_mode) << 6 | (nk as u16) << 8
+    u16::from(chain & crate::sampler::CHAIN_FLAGS) | u16::from(user_mode) << 7 | (nk as u16) << 8
 }
 
 /// A stack id and the count of its unresolved user frames, as the raw

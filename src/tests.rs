@@ -979,6 +979,7 @@ fn walk(stack: &mut FakeStack, fp: u64, max: u32, lo: u64, hi: u64) -> (u32, KVe
             stack as *mut FakeStack as *mut c_void,
             lo,
             hi,
+            8,
         )
     };
     let mut out = KVec::new();
@@ -1165,7 +1166,7 @@ fn chain_cut_keeps_the_sample(t: &mut Test) {
 fn chain_user_walk_real_stack(t: &mut Test) {
     const PAGE: u64 = 4096;
     // SAFETY: `raw()` is the running case.
-    let base = unsafe { helpers::rprof_test_user_map(t.raw(), 2 * PAGE) };
+    let base = unsafe { helpers::rprof_test_user_map(t.raw(), 2 * PAGE, 0) };
     kassert!(t, base != 0, "kunit_vm_mmap failed");
     if base == 0 {
         return;
@@ -1191,7 +1192,7 @@ fn chain_user_walk_real_stack(t: &mut Test) {
     }
     let mut chain = |bp: u64, max_u: u32| {
         // SAFETY: `regs` has room for a `pt_regs` (above).
-        unsafe { helpers::rprof_test_user_regs(regs.as_mut_ptr() as *mut c_void, 0x40_0000, base, bp) };
+        unsafe { helpers::rprof_test_user_regs(regs.as_mut_ptr() as *mut c_void, 0x40_0000, base, bp, helpers::TEST_CS_64) };
         let mut ips = [0u64; helpers::CHAIN_WORDS];
         let (mut nk, mut nu) = (0u32, 0u32);
         // SAFETY: `ips` holds CHAIN_WORDS words; `regs` are user registers
@@ -1228,6 +1229,129 @@ fn chain_user_walk_real_stack(t: &mut Test) {
     // Past the mapping: unmapped user memory faults cleanly.
     let (flags, _, ips) = chain(base + 4 * PAGE, 127);
     kassert_eq!(t, (flags, ips.len()), (RPROF_STACK_USER_FAULT, 0));
+}
+
+/// The user side of `rprof_callchain` for a 32-bit task: frame records
+/// of two 32-bit words below 4 GiB, read from a real user mapping.  The
+/// same memory read as 64-bit frames would give other addresses; 32-bit
+/// code in a segment of the task's LDT is not walked and says so.
+fn chain_user_walk_compat(t: &mut Test) {
+    const PAGE: u64 = 4096;
+    // SAFETY: `raw()` is the running case.
+    let base = unsafe { helpers::rprof_test_user_map(t.raw(), PAGE, 0x1000_0000) };
+    kassert!(t, base != 0 && base < 1 << 32, "no mapping below 4 GiB: {:#x}", base);
+    if base == 0 || base >= 1 << 32 {
+        return;
+    }
+    let at = |i: u64| (base + 4 * i) as u32;
+    // Frames at words 2, 6 and 10: (next fp, return address), 32 bits each.
+    let mut words = [0u32; 16];
+    words[2] = at(6);
+    words[3] = 0x0804_1111;
+    words[6] = at(10);
+    words[7] = 0x0804_2222;
+    words[10] = 0;
+    words[11] = 0x0804_3333;
+    // SAFETY: `words` is ours; the destination is our user mapping.
+    let ok = unsafe { helpers::rprof_test_user_write(base, words.as_ptr() as *const c_void, 64) };
+    kassert!(t, ok, "copy_to_user failed");
+    let mut regs = [0u64; 32];
+    // SAFETY: No arguments; a size.
+    let size_ok = unsafe { helpers::rprof_test_pt_regs_size() } as usize <= core::mem::size_of_val(&regs);
+    kassert!(t, size_ok);
+    if !size_ok {
+        return;
+    }
+    let mut chain = |bp: u64, max_u: u32, cs: u32| {
+        // SAFETY: `regs` has room for a `pt_regs` (above).
+        unsafe { helpers::rprof_test_user_regs(regs.as_mut_ptr() as *mut c_void, 0x0804_0000, base, bp, cs) };
+        let mut ips = [0u64; helpers::CHAIN_WORDS];
+        let (mut nk, mut nu) = (0u32, 0u32);
+        // SAFETY: `ips` holds CHAIN_WORDS words; `regs` are user registers
+        // of current, whose address space is the test's.
+        let flags = unsafe {
+            helpers::rprof_callchain(regs.as_mut_ptr() as *mut c_void, ips.as_mut_ptr(), 127, max_u, &mut nk, &mut nu)
+        };
+        let mut v = KVec::new();
+        let _ = v.extend_from_slice(&ips[..(nk + nu) as usize], GFP_KERNEL);
+        (flags, v)
+    };
+    let (flags, ips) = chain(u64::from(at(2)), 127, helpers::TEST_CS_32);
+    kassert_eq!(t, flags, 0);
+    kassert_eq!(t, &ips[..], &[0x0804_1111u64, 0x0804_2222, 0x0804_3333][..]);
+    let (flags, ips) = chain(u64::from(at(2)), 2, helpers::TEST_CS_32);
+    kassert_eq!(t, (flags, ips.len()), (RPROF_STACK_USER_TRUNCATED, 2));
+    // 4-aligned is aligned for 32-bit frames; 2-aligned is not.
+    let (flags, ips) = chain(u64::from(at(2)) + 2, 127, helpers::TEST_CS_32);
+    kassert_eq!(t, (flags, ips.len()), (RPROF_STACK_USER_BAD_FP, 0));
+    // The same stack as 64-bit frames: word pairs, other "addresses".
+    let (_, ips) = chain(u64::from(at(2)), 127, helpers::TEST_CS_64);
+    kassert!(t, ips.first() != Some(&0x0804_1111), "a 64-bit walk read 32-bit frames");
+    // Code of the task's own LDT: not walked, and flagged.
+    let (flags, ips) = chain(u64::from(at(2)), 127, helpers::TEST_CS_LDT);
+    kassert_eq!(t, (flags, ips.len()), (RPROF_STACK_USER_SKIPPED, 0));
+    // A user side that is off is not "skipped".
+    let (flags, _) = chain(u64::from(at(2)), 0, helpers::TEST_CS_LDT);
+    kassert_eq!(t, flags, 0);
+}
+
+/// The handler reads the address-space sequence a chain's record carries
+/// *before* it walks the chain: a mapping made while the walk runs (here
+/// from inside the walk, as another thread's mmap on another CPU would)
+/// leaves the record with the older sequence, so the drain never resolves
+/// the walked frames through the new mapping.  Read after the walk, the
+/// record would carry the new sequence and this test fails.
+fn chain_sequence_is_read_before_the_walk(t: &mut Test) {
+    const PAGE: u64 = 4096;
+    let raw = t.raw();
+    // SAFETY: `raw` is the running case; the first mapping gives this
+    // kthread an address space (KUnit's kthread_use_mm).
+    let base = unsafe { helpers::rprof_test_user_map(raw, PAGE, 0) };
+    kassert!(t, base != 0, "kunit_vm_mmap failed");
+    let Ok(ring) = sampler::new_ring(64) else {
+        kassert!(t, false, "ring allocation failed");
+        return;
+    };
+    let ctx = HandlerCtx {
+        ring: &ring,
+        kicker: core::ptr::null_mut(),
+        event: 0,
+        max_kernel: 0,
+        max_user: 127,
+        pid: -1,
+        descendants: false,
+        kick_at: u64::MAX,
+    };
+    // SAFETY: Reads current's mm sequence; current has an mm (above).
+    let before = unsafe { helpers::rprof_current_mm_seq() };
+    let mut mapped = 0;
+    let walk = |_ips: *mut u64, nk: &mut u32, nu: &mut u32| {
+        // SAFETY: As above: the running case.
+        mapped = unsafe { helpers::rprof_test_user_map(raw, PAGE, 0) };
+        (*nk, *nu) = (0, 0);
+        0
+    };
+    // SAFETY: The walk stores no word; this process-context call stands in
+    // for the handler on a ring of its own, with no session running.
+    let pushed = unsafe { sampler::push_chain_with(&ring, &ctx, &RawSample::default(), walk) };
+    // SAFETY: As above.
+    let after = unsafe { helpers::rprof_current_mm_seq() };
+    let mut frames = [0u64; 8];
+    // SAFETY: This test is the ring's only reader.
+    let rec = unsafe { sampler::pop(&ring, &mut frames) };
+    let Some(rec) = rec else {
+        kassert!(t, false, "no record");
+        return;
+    };
+    if !rec.mm.0.is_null() {
+        // SAFETY: The record holds one reference on the mm (record_at).
+        unsafe { helpers::rprof_mm_put(rec.mm.0) };
+    }
+    kassert!(t, matches!(pushed, Push::Stored(_)));
+    kassert!(t, mapped != 0, "the mapping during the walk failed");
+    kassert!(t, after != before, "a mapping did not move the sequence ({})", before);
+    kassert!(t, !rec.mm.0.is_null(), "the record has no address space");
+    kassert_eq!(t, rec.mm_seq, before);
 }
 
 /// The raw-chain table: a raw chain maps to its stack id only in the
@@ -1325,7 +1449,7 @@ fn drain_drops_references_per_pass(t: &mut Test) {
 fn raw_key_flags_tell_modes_apart(t: &mut Test) {
     let mut keys = KVec::new();
     for user in [false, true] {
-        for chain in [0u8, RPROF_STACK_USER_FAULT as u8, RPROF_STACK_USER_TRUNCATED as u8, 0x3f] {
+        for chain in [0u8, RPROF_STACK_USER_FAULT as u8, RPROF_STACK_USER_TRUNCATED as u8, sampler::CHAIN_FLAGS] {
             for nk in [0usize, 1, RPROF_MAX_FRAMES as usize] {
                 let k = stacks::raw_key_flags(chain | sampler::CHAIN_TAKEN, user, nk);
                 kassert_eq!(t, k, stacks::raw_key_flags(chain, user, nk));
@@ -1428,6 +1552,8 @@ kunit_suite!(
         ring_multi_slot_records,
         chain_cut_keeps_the_sample,
         chain_user_walk_real_stack,
+        chain_user_walk_compat,
+        chain_sequence_is_read_before_the_walk,
         raw_chains_match_only_same_space_and_words,
         drain_drops_references_per_pass,
         raw_key_flags_tell_modes_apart,

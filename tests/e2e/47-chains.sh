@@ -11,19 +11,19 @@ json() { # KEY: a field of the last summary
 	rprof-e2e json "$1" <$J
 }
 
-# folded_split FILE: "H A X" for comm chains: samples whose leaf is hot,
-# those under main;a;b and those under main;x.
+# folded_split FILE [COMM]: "H A X" for COMM's chains (default chains):
+# samples whose leaf is hot, those under main;a;b and those under main;x.
 folded_split() {
-	awk '{
+	awk -v comm="${2:-chains}" '{
 		n = $NF; s = $0; sub(/ [0-9]+$/, "", s)
-		if (index(s, "chains;") != 1 || s !~ /;hot$/) next
+		if (index(s, comm ";") != 1 || s !~ /;hot$/) next
 		h += n
 		if (s ~ /;main;a;b;hot$/) a += n
 		if (s ~ /;main;x;hot$/) x += n
 	} END { printf "%d %d %d\n", h, a, x }' "$1"
 }
 
-plan 15
+plan 19
 unload
 load
 
@@ -68,18 +68,41 @@ diag "$(grep -m1 -B1 -A4 -E '^[[:space:]]+[0-9a-f]+ hot \(' /tmp/ch.script)"
 check "rprof script: samples in hot list their callers b, a, main in order" \
 	sh -c "grep -A3 -E '^[[:space:]]+[0-9a-f]+ hot \(' /tmp/ch.script | tr -s ' \t' '  ' | cut -d' ' -f3 | tr '\n' ' ' | grep -q 'hot b a main'"
 
+# 1b. The same program built 32-bit (a compat task): its frame records
+# are 32-bit words, walked as such, and its ELF32 symbols name them.
+rprof record -g -o /tmp/ch32.data -- /tests/bin/chains32 split 4 >/tmp/ch32.out 2>&1
+diag "$(cat /tmp/ch32.out)"
+rprof export --format folded -i /tmp/ch32.data -o /tmp/ch32.folded >/dev/null 2>&1
+diag "$(grep '^chains32;' /tmp/ch32.folded | awk '{ print $NF, $0 }' | sort -nr | head -4)"
+set -- $(folded_split /tmp/ch32.folded chains32)
+h=$1 a=$2 x=$3
+diag "32-bit: hot $h, under main;a;b $a, under main;x $x"
+check "32-bit program: at least 90% of hot's $h samples have their chain down to main ($((a + x)))" \
+	test "$h" -gt 100 -a $((10 * (a + x))) -ge $((9 * h))
+check "32-bit program: the two paths split 3:1 within 20% ($a : $x)" \
+	test "$x" -gt 0 -a $((10 * a)) -ge $((24 * x)) -a $((10 * a)) -le $((36 * x))
+/tests/bin/chains32 split 3 >/dev/null &
+pid=$!
+rprof dump -g -e cpu-clock@1000 -d 2 --quiet --summary-json >$J
+wait $pid
+diag "$(cat $J)"
+check "32-bit program: user frames walked, no user side skipped" \
+	test "$(json stats.chains.user_frames)" -gt 0 -a "$(json stats.chains.user_skipped)" -eq 0
+check "... and the accounting is exact" sh -c "rprof-e2e lost-invariant <$J"
+
 # 2. The flat profile is the same without chains: hot's share of chains'
 # user samples (percent) within 5 points.  Its kernel samples (the tick,
 # softirqs, page faults: slow and uneven under TCG with KASAN, 7% of its
 # samples in one run and 21% in the next) are left out of both.
 share() { # FOLDED: "H K": hot's percent of comm chains' user samples, and
 	# the percent of its samples in the kernel
-	awk '{ n = $NF; s = $0; sub(/ [0-9]+$/, "", s)
+	# A kernel or module leaf: "sym_[k]" in a chain; in a flat profile
+	# "[kernel.kallsyms];sym" or "[MODULE];sym" for a loaded module.
+	kdsos="kernel\\.kallsyms$(cut -d' ' -f1 /proc/modules | sed 's/^/|/' | tr -d '\n')"
+	awk -v kdsos="$kdsos" '{ n = $NF; s = $0; sub(/ [0-9]+$/, "", s)
 		if (index(s, "chains;") != 1) next
 		a += n
-		# A kernel leaf: "sym_[k]" in a chain, "[kernel.kallsyms];sym"
-		# in a flat profile.
-		if (s ~ /_\[k\]$/ || s ~ /;\[kernel\.kallsyms\];[^;]*$/) { k += n; next }
+		if (s ~ /_\[k\]$/ || s ~ ("^chains;\\[(" kdsos ")\\];[^;]*$")) { k += n; next }
 		t += n; if (s ~ /;hot$/) h += n
 	} END { if (t) printf "%d %d\n", 100 * h / t, 100 * k / a; else print "0 0" }' "$1"
 }

@@ -9,8 +9,13 @@
  *          rprof's 127-frame limit, so every user chain is cut there;
  *   badfp  spins with its frame pointer register pointing at unmapped
  *          memory, at a kernel address, at itself and misaligned, in
- *          turn, so the user walk of each sample ends on a bad frame.
+ *          turn, so the user walk of each sample ends on a bad frame
+ *          (64-bit builds only).
+ *
+ * It is built twice: 64-bit (chains) and 32-bit (chains32, -m32 -static),
+ * whose samples exercise the module's walk of a compat task's stack.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,12 +44,12 @@ __attribute__((noinline)) void keep(unsigned long v)
  */
 __attribute__((noinline)) unsigned long hot(unsigned long n)
 {
-	unsigned long x = n;
+	uint64_t x = n;
 
 	for (unsigned long i = 0; i < n; i++)
-		x = x * 6364136223846793005UL + 1442695040888963407UL;
-	keep(x);
-	return x;
+		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+	keep((unsigned long)x);
+	return (unsigned long)x;
 }
 
 __attribute__((noinline)) unsigned long b(unsigned long n)
@@ -69,6 +74,7 @@ __attribute__((noinline)) unsigned long deep(int level, unsigned long n)
 	return deep(level - 1, n) + 1;
 }
 
+#ifdef __x86_64__
 /* Spins n rounds with %rbp = fp, restoring it after. */
 __attribute__((noinline)) void spin_with_fp(unsigned long fp, unsigned long n)
 {
@@ -83,13 +89,13 @@ __attribute__((noinline)) void spin_with_fp(unsigned long fp, unsigned long n)
 			 : "r"(fp), "r"(n)
 			 : "rcx", "r12", "memory", "cc");
 }
+#endif
 
 int main(int argc, char **argv)
 {
 	const unsigned long unit = 200000;
 	double end;
 	unsigned long rounds = 0;
-	unsigned long self;
 
 	if (argc != 3) {
 		fprintf(stderr, "usage: chains split|deep|badfp SECONDS\n");
@@ -102,12 +108,16 @@ int main(int argc, char **argv)
 			sink += x(unit);
 		} else if (!strcmp(argv[1], "deep")) {
 			sink += deep(200, unit);
+#ifdef __x86_64__
 		} else if (!strcmp(argv[1], "badfp")) {
+			unsigned long self;
+
 			spin_with_fp(0x1000, unit);		/* unmapped */
 			spin_with_fp(0xffffffff81000000UL, unit); /* kernel */
 			self = (unsigned long)&self;
 			spin_with_fp(self, unit);		/* itself-ish */
 			spin_with_fp(self + 4, unit);		/* misaligned */
+#endif
 		} else {
 			fprintf(stderr, "chains: unknown mode %s\n", argv[1]);
 			return 2;

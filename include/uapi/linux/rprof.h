@@ -157,7 +157,8 @@ struct rprof_chain_stats {
 	__u64 unresolved;    /* user frames left as RPROF_COOKIE_UNRESOLVED,
 			      * in the chains of delivered samples */
 	__u64 stacks;        /* STACK records written (distinct stacks) */
-	__u64 reserved[3];
+	__u64 user_skipped;  /* user sides not walked (RPROF_STACK_USER_SKIPPED) */
+	__u64 reserved[2];
 };
 
 struct rprof_stats {
@@ -395,6 +396,10 @@ struct rprof_module {
 					   * one not above the previous */
 #define RPROF_STACK_KERNEL_ERROR (1U << 4) /* the kernel unwinder failed */
 #define RPROF_STACK_CUT (1U << 5)  /* dropped for space in the ring */
+#define RPROF_STACK_USER_SKIPPED (1U << 6) /* the user side was not walked:
+					    * VM86, or 32-bit code in a
+					    * segment of the task's own LDT
+					    * (only the leaf is known) */
 
 /* One frame of a chain, relative to a cookie as a sample is (a COOKIE or
  * MODULE record names it earlier in the stream). */

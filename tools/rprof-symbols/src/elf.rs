@@ -9,8 +9,8 @@
 
 use crate::Hit;
 use object::elf::{PF_X, PT_LOAD};
-use object::read::elf::{ElfFile64, ProgramHeader};
-use object::{Endianness, Object, ObjectSymbol, ReadCache, SymbolKind};
+use object::read::elf::{ElfFile, ElfFile32, ElfFile64, FileHeader, ProgramHeader};
+use object::{Endianness, FileKind, Object, ObjectSymbol, ReadCache, SymbolKind};
 use std::fs::File;
 use std::path::Path;
 
@@ -103,22 +103,29 @@ pub fn load_with<T>(
 }
 
 impl ElfImage {
-    /// Parses a 64-bit ELF file's bytes.
+    /// Parses an ELF file's bytes: 64-bit, or 32-bit (the programs of a
+    /// 32-bit task, which the module walks and attributes like any).
     pub fn parse(data: &[u8]) -> Result<ElfImage, String> {
+        if let Ok(FileKind::Elf32) = FileKind::parse(data) {
+            let elf = ElfFile32::<Endianness>::parse(data)
+                .map_err(|e| format!("not a valid 32-bit ELF file: {e}"))?;
+            return Ok(Self::from_elf(&elf));
+        }
         Ok(Self::from_elf(&parse_elf64(data)?))
     }
 
-    /// The segments, function symbols and build-id of a parsed ELF file.
-    pub fn from_elf(elf: &ElfFile64<'_, Endianness>) -> ElfImage {
+    /// The segments, function symbols and build-id of a parsed ELF file
+    /// of either class.
+    pub fn from_elf<Elf: FileHeader<Endian = Endianness>>(elf: &ElfFile<'_, Elf>) -> ElfImage {
         let endian = elf.endian();
         let segments = elf
             .elf_program_headers()
             .iter()
             .filter(|ph| ph.p_type(endian) == PT_LOAD)
             .map(|ph| Segment {
-                offset: ph.p_offset(endian),
-                file_size: ph.p_filesz(endian),
-                vaddr: ph.p_vaddr(endian),
+                offset: ph.p_offset(endian).into(),
+                file_size: ph.p_filesz(endian).into(),
+                vaddr: ph.p_vaddr(endian).into(),
                 exec: ph.p_flags(endian) & PF_X != 0,
             })
             .collect();
@@ -290,6 +297,38 @@ pub(crate) mod tests {
         // The build-id, both ways (Rust test binaries on Linux have one
         // when the linker adds it; both must agree either way).
         assert_eq!(read_build_id(&exe).unwrap(), image.build_id);
+    }
+
+    /// A 32-bit program (`cc -m32`, what a 32-bit task runs): its
+    /// segments, function symbols, build-id and DWARF lines are read like
+    /// a 64-bit one's.
+    #[test]
+    fn a_32_bit_program_is_symbolized() {
+        let dir = crate::test_dir("elf", "m32");
+        let bin = crate::testprog::build_c(&dir, "m32.c", "m32", "hot32", false, &["-m32"]);
+        let data = std::fs::read(&bin).unwrap();
+        assert_eq!(FileKind::parse(&*data).unwrap(), FileKind::Elf32);
+        let image = ElfImage::parse(&data).unwrap();
+        assert!(
+            image.segments.iter().any(|s| s.exec),
+            "{:?}",
+            image.segments
+        );
+        let syms = image.symbols_named("hot32");
+        assert_eq!(syms.len(), 1, "{syms:?}");
+        let (addr, size) = syms[0];
+        assert!(size > 0);
+        let off = image.offset_of_vaddr(addr + 2).unwrap();
+        let (vaddr, hit) = image.symbol_at_offset(off);
+        assert_eq!(vaddr, Some(addr + 2));
+        let hit = hit.unwrap();
+        assert_eq!((hit.name, hit.offset), ("hot32", 2));
+        assert!(image.build_id.is_some());
+        assert_eq!(read_build_id(&bin).unwrap(), image.build_id);
+        let lines = crate::dwarf::Lines::parse(&data).expect("DWARF of a 32-bit file");
+        let (file, _) = lines.line(addr + 2).expect("a line in hot32");
+        assert!(file.ends_with("m32.c"), "{file}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// A Rust function of this binary that stays a function of its own:

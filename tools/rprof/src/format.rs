@@ -272,7 +272,7 @@ pub type ChainCounter = fn(&rprof_chain_stats) -> u64;
 
 /// The call-chain counters (the fields of `struct rprof_chain_stats`):
 /// their JSON key, their words in a sentence, their accessor.
-pub const CHAIN_COLUMNS: [(&str, &str, ChainCounter); 9] = [
+pub const CHAIN_COLUMNS: [(&str, &str, ChainCounter); 10] = [
     ("chains", "chains", |c| c.chains),
     ("kernel_frames", "kernel frames", |c| c.kernel_frames),
     ("user_frames", "user frames", |c| c.user_frames),
@@ -282,6 +282,7 @@ pub const CHAIN_COLUMNS: [(&str, &str, ChainCounter); 9] = [
     ("cut_space", "cut for space", |c| c.cut_space),
     ("unresolved", "unresolved frames", |c| c.unresolved),
     ("stacks", "distinct stacks", |c| c.stacks),
+    ("user_skipped", "user sides not walked", |c| c.user_skipped),
 ];
 
 /// The chain counters as one line, `chains: 10, kernel frames: 40, ...`.
@@ -528,6 +529,7 @@ mod tests {
         stats.chains.chains = 25;
         stats.chains.user_bad_fp = 3;
         stats.chains.stacks = 7;
+        stats.chains.user_skipped = 2;
         let mut out = Vec::new();
         write_stats(&mut out, &stats, &cpus).unwrap();
         let text = String::from_utf8(out).unwrap();
@@ -535,7 +537,8 @@ mod tests {
         assert!(
             last.starts_with("chains: 25, kernel frames: 0,")
                 && last.contains("user bad fp: 3,")
-                && last.ends_with("distinct stacks: 7"),
+                && last.contains("distinct stacks: 7,")
+                && last.ends_with("user sides not walked: 2"),
             "{text}"
         );
     }
