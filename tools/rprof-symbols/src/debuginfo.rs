@@ -14,12 +14,25 @@
 //!
 //! Paths are the recorded ones, opened in a [`Root`], so under `--symfs`
 //! the debug files are the symfs's.
+//!
+//! A candidate is checked before it is read whole: a build-id candidate by
+//! its headers and notes alone, a debuglink candidate by a CRC computed a
+//! chunk at a time.  A file that is not the one (a debug file of another
+//! build, a large file that happens to have the name) costs a chunk of
+//! memory, not its size; only the one that matches is kept in memory.
 
+use crate::root::{read_sized, MAX_FILE};
 use crate::Root;
-use object::Object;
+use object::{Object, ReadCache};
+use std::fs::File;
+use std::io::{ErrorKind, Read, Result, Seek};
 
 /// Where the build-id tree of debug files is.
 pub const DEBUG_DIR: &str = "/usr/lib/debug";
+
+/// The bytes a debuglink candidate's CRC is computed over at a time: all
+/// the memory a candidate of the wrong CRC costs.
+const CHUNK: usize = 64 * 1024;
 
 /// A debug file found for a binary.
 #[derive(Debug, Clone)]
@@ -38,17 +51,16 @@ pub fn find(root: &Root, path: &str, data: &[u8]) -> Option<DebugFile> {
     if let Some(id) = elf.build_id().ok().flatten().filter(|id| id.len() >= 2) {
         let hex = crate::elf::hex(id);
         let candidate = format!("{DEBUG_DIR}/.build-id/{}/{}.debug", &hex[..2], &hex[2..]);
-        if let Ok(debug) = root.read(&candidate) {
-            let same = object::File::parse(&*debug)
-                .ok()
-                .and_then(|d| d.build_id().ok().flatten().map(|b| b == id))
-                .unwrap_or(false);
-            if same {
-                return Some(DebugFile {
-                    path: candidate,
-                    data: debug,
-                });
-            }
+        // `open` takes only a regular file of at most MAX_FILE bytes.
+        if let Some(debug) = root
+            .open(&candidate)
+            .ok()
+            .and_then(|file| load_if_build_id(file, id))
+        {
+            return Some(DebugFile {
+                path: candidate,
+                data: debug,
+            });
         }
     }
     let (name, crc) = elf.gnu_debuglink().ok().flatten()?;
@@ -70,12 +82,73 @@ pub fn find(root: &Root, path: &str, data: &[u8]) -> Option<DebugFile> {
         if candidate == path {
             return None;
         }
-        let debug = root.read(&candidate).ok()?;
-        (crc32fast::hash(&debug) == crc).then_some(DebugFile {
+        let file = root.open(&candidate).ok()?;
+        // As `read_sized` has it: no more than fstat says, at most
+        // MAX_FILE (a /proc file that says 0 gives nothing).
+        let len = file.metadata().ok()?.len().min(MAX_FILE);
+        let debug = load_if_crc(file, len, crc).ok()??;
+        Some(DebugFile {
             path: candidate,
             data: debug,
         })
     })
+}
+
+/// The bytes of `file` (a regular file of at most [`MAX_FILE`] bytes, as
+/// [`Root::open`] opens) if it is an ELF file whose build-id is `id`.
+/// Only its headers and notes are read to tell: a file of another build is
+/// never read whole.
+fn load_if_build_id(mut file: File, id: &[u8]) -> Option<Vec<u8>> {
+    if !has_build_id(&mut file, id) {
+        return None;
+    }
+    file.rewind().ok()?;
+    let data = read_sized(file, MAX_FILE).ok()?;
+    // The file may have changed since its notes were read: what is kept
+    // is what was checked.
+    let same = object::File::parse(&*data)
+        .ok()
+        .and_then(|d| d.build_id().ok().flatten().map(|b| b == id))
+        .unwrap_or(false);
+    same.then_some(data)
+}
+
+/// Whether the ELF file `r` reads has the build-id `id`, read through a
+/// [`ReadCache`]: the headers and the note sections, nothing else.
+fn has_build_id<R: Read + Seek>(r: R, id: &[u8]) -> bool {
+    let cache = ReadCache::new(r);
+    let same = object::File::parse(&cache)
+        .ok()
+        .and_then(|d| d.build_id().ok().flatten().map(|b| b == id))
+        .unwrap_or(false);
+    same
+}
+
+/// The first `len` bytes `r` reads, if their CRC-32 is `crc`; `Ok(None)`
+/// if it is another.  The CRC is computed [`CHUNK`] bytes at a time, in
+/// one buffer: only a candidate that matches is then read whole (again,
+/// from the start), and kept if it still matches.
+fn load_if_crc<R: Read + Seek>(mut r: R, len: u64, crc: u32) -> Result<Option<Vec<u8>>> {
+    let mut hasher = crc32fast::Hasher::new();
+    let mut buf = vec![0u8; CHUNK];
+    let mut input = (&mut r).take(len);
+    loop {
+        match input.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => hasher.update(&buf[..n]),
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    if hasher.finalize() != crc {
+        return Ok(None);
+    }
+    drop(buf);
+    r.rewind()?;
+    let mut data = Vec::new();
+    r.take(len).read_to_end(&mut data)?;
+    // The file may have changed between the two reads.
+    Ok((crc32fast::hash(&data) == crc).then_some(data))
 }
 
 #[cfg(test)]
@@ -83,6 +156,7 @@ mod tests {
     use super::*;
     use crate::dwarf::Lines;
     use crate::ElfImage;
+    use std::io::{Read, Seek};
     use std::path::{Path, PathBuf};
     use std::process::Command;
 
@@ -159,6 +233,14 @@ mod tests {
             ))
         );
         assert!(line.is_some_and(|l| l > 0), "no line for local_hot");
+        // The debug file of another build in its place is refused.
+        let other = build(&fs, "other", &["-O1", "-DOTHER"]);
+        let slot = tree.join(format!("{}.debug", &hex[2..]));
+        let kept = std::fs::read(&slot).unwrap();
+        split(&other, &slot);
+        assert_eq!(symbolize(&root, "/bin/prog"), (None, None));
+        std::fs::write(&slot, &kept).unwrap();
+        assert!(symbolize(&root, "/bin/prog").0.is_some());
         // Without the debug file, the stripped binary has no local_hot.
         std::fs::remove_dir_all(fs.join("usr")).unwrap();
         assert_eq!(symbolize(&root, "/bin/prog"), (None, None));
@@ -183,6 +265,123 @@ mod tests {
         std::fs::write(&debug, &bytes).unwrap();
         assert_eq!(symbolize(&Root::host(), &path), (None, None));
         std::fs::remove_dir_all(&fs).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A reader that counts what is asked of it: the largest buffer one
+    /// `read` was given to fill, and the bytes it gave in all.
+    struct Counting<R> {
+        inner: R,
+        largest: usize,
+        given: u64,
+    }
+
+    impl<R> Counting<R> {
+        fn new(inner: R) -> Self {
+            Counting {
+                inner,
+                largest: 0,
+                given: 0,
+            }
+        }
+    }
+
+    impl<R: Read> Read for Counting<R> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            self.largest = self.largest.max(buf.len());
+            let n = self.inner.read(buf)?;
+            self.given += n as u64;
+            Ok(n)
+        }
+    }
+
+    impl<R: Seek> Seek for Counting<R> {
+        fn seek(&mut self, pos: std::io::SeekFrom) -> std::io::Result<u64> {
+            self.inner.seek(pos)
+        }
+    }
+
+    /// `len` bytes of a pattern, made as they are read (never held whole).
+    struct Pattern {
+        len: u64,
+        pos: u64,
+    }
+
+    impl Read for Pattern {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = buf.len().min((self.len - self.pos) as usize);
+            for (i, b) in buf[..n].iter_mut().enumerate() {
+                *b = ((self.pos + i as u64) % 251) as u8;
+            }
+            self.pos += n as u64;
+            Ok(n)
+        }
+    }
+
+    impl Seek for Pattern {
+        fn seek(&mut self, pos: std::io::SeekFrom) -> std::io::Result<u64> {
+            self.pos = match pos {
+                std::io::SeekFrom::Start(p) => p,
+                std::io::SeekFrom::Current(d) => self.pos.saturating_add_signed(d),
+                std::io::SeekFrom::End(d) => self.len.saturating_add_signed(d),
+            }
+            .min(self.len);
+            Ok(self.pos)
+        }
+    }
+
+    /// A debuglink candidate of another CRC is refused having been read a
+    /// chunk at a time into one buffer (a whole-file read asks for ever
+    /// larger buffers, up to its size); one that matches comes back whole,
+    /// and no more than the size it is given is read.
+    #[test]
+    fn a_debuglink_candidate_is_checked_a_chunk_at_a_time() {
+        let len = 3 * CHUNK as u64 + 17;
+        let mut all = Vec::new();
+        Pattern { len, pos: 0 }.read_to_end(&mut all).unwrap();
+        let crc = crc32fast::hash(&all);
+        let mut r = Counting::new(Pattern { len, pos: 0 });
+        assert_eq!(load_if_crc(&mut r, len, crc).unwrap(), Some(all));
+
+        let big = 16 << 20;
+        let mut r = Counting::new(Pattern { len: big, pos: 0 });
+        assert_eq!(load_if_crc(&mut r, big, crc).unwrap(), None);
+        assert_eq!(r.given, big, "the CRC is of the whole file");
+        assert!(
+            r.largest <= CHUNK,
+            "{} bytes asked at once of a candidate of another CRC",
+            r.largest
+        );
+        let mut r = Counting::new(Pattern { len: big, pos: 0 });
+        assert_eq!(load_if_crc(&mut r, 1000, crc).unwrap(), None);
+        assert_eq!(r.given, 1000);
+    }
+
+    /// A build-id candidate is told by its headers and notes: a large
+    /// debug file is read only in part, whether its build-id is the one
+    /// or another; the one that matches is then read whole.
+    #[test]
+    fn a_build_id_candidate_is_checked_by_its_notes() {
+        let dir = tmp("notes");
+        let bin = build(&dir, "prog", &[]);
+        let id = ElfImage::load(&bin).unwrap().build_id.unwrap();
+        let debug = dir.join("prog.debug");
+        split(&bin, &debug);
+        // Past the section headers: what only a whole-file read reads.
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&debug)
+            .unwrap();
+        file.set_len(4 << 20).unwrap();
+        drop(file);
+        for (which, want) in [(id.clone(), true), (vec![0xab; id.len()], false)] {
+            let mut r = Counting::new(std::fs::File::open(&debug).unwrap());
+            assert_eq!(has_build_id(&mut r, &which), want);
+            assert!(r.given < 1 << 20, "{} bytes read to tell", r.given);
+        }
+        let data = load_if_build_id(std::fs::File::open(&debug).unwrap(), &id).unwrap();
+        assert_eq!(data.len(), 4 << 20);
+        assert!(load_if_build_id(std::fs::File::open(&debug).unwrap(), &[0xab; 20]).is_none());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -33,13 +33,14 @@
 
 use crate::pidfd::Watch;
 use crate::sampling::SamplingArgs;
-use crate::session::Session;
+use crate::session::{Session, Sink};
 use crate::{live, signal, Device, Error};
 use clap::Args;
 use rprof_symbols::Kallsyms;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Options of `rprof daemon` and `rprofd`.
@@ -474,13 +475,92 @@ struct Ended {
     profiles: u64,
 }
 
-/// What the writer thread did.
+/// What one job of the writer thread did.
 #[derive(Default)]
 struct Written {
     written: u64,
     skipped: u64,
     /// The first malformed stream among the sessions it wrote.
     stream_error: Option<Error>,
+}
+
+/// What the writer thread has done so far, kept outside it and updated as
+/// each job finishes (not handed back when it ends): if that thread dies
+/// (a panic outside a job, a failed print), what it wrote and skipped
+/// still counts in the daemon's last line, and what it was handed and
+/// never wrote is known.
+#[derive(Default)]
+struct Tally {
+    /// Profiles of the jobs handed to the writer thread (some may still
+    /// wait in its queue).
+    sent: AtomicU64,
+    /// Profiles it wrote.
+    written: AtomicU64,
+    /// Profiles it skipped (could not write, or lost to a bug).
+    skipped: AtomicU64,
+    /// The first malformed stream among the sessions it wrote.
+    stream_error: Mutex<Option<Error>>,
+    /// For tests: the writer thread panics, outside any job, once it has
+    /// done this many jobs.
+    #[cfg(test)]
+    die_after: Option<u64>,
+}
+
+impl Tally {
+    /// Adds what one job did, and `lost` more profiles of it as skipped.
+    fn add(&self, w: Written, lost: u64) {
+        self.written.fetch_add(w.written, Ordering::Relaxed);
+        self.skipped
+            .fetch_add(w.skipped.saturating_add(lost), Ordering::Relaxed);
+        if let Some(e) = w.stream_error {
+            self.stream_error
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get_or_insert(e);
+        }
+    }
+
+    /// Profiles handed to the writer thread that it neither wrote nor
+    /// skipped: lost with it if it died, none otherwise.
+    fn unwritten(&self) -> u64 {
+        let done = self.written.load(Ordering::Relaxed) + self.skipped.load(Ordering::Relaxed);
+        self.sent.load(Ordering::Relaxed).saturating_sub(done)
+    }
+
+    /// Takes the first malformed stream the writer saw.
+    fn take_stream_error(&self) -> Option<Error> {
+        self.stream_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
+}
+
+/// The daemon's last line: whether the STOP record came (`stopped`), the
+/// profiles written and skipped, by the writer thread (`tally`) and by
+/// the daemon's own thread once the writer was gone (`out`), and how many
+/// sessions ran.  If the writer thread died (`writer_died`), the profiles
+/// it was handed and never wrote are counted as skipped, and the line
+/// says so.
+fn last_line(
+    stopped: bool,
+    out: &Profiles<'_>,
+    tally: &Tally,
+    writer_died: bool,
+    sessions: u64,
+) -> String {
+    let lost = if writer_died { tally.unwritten() } else { 0 };
+    let written = out.written + tally.written.load(Ordering::Relaxed);
+    let skipped = out.skipped + tally.skipped.load(Ordering::Relaxed) + lost;
+    format!(
+        "rprof daemon: stopped{}; {written} profiles written, {skipped} skipped{}, {sessions} sessions",
+        if stopped { "" } else { " (no STOP record)" },
+        if writer_died {
+            format!(" (the thread writing profiles died: {lost} of them lost with it)")
+        } else {
+            String::new()
+        }
+    )
 }
 
 /// The writer's symbolizer, kept from one profile of a session to the
@@ -572,36 +652,96 @@ impl Ended {
 }
 
 /// The daemon's one writer thread: every job, in the order the daemon
-/// sent them, until the channel closes.  A job whose writing panics (a
+/// sent them, until the channel closes; what each did goes into `tally`
+/// as soon as it is done (before anything else that could fail), so it
+/// counts even if the thread dies later.  A job whose writing panics (a
 /// bug) has its profiles counted as skipped, and the thread goes on with
 /// the next: the jobs queued behind it are not lost.
-fn writer(rx: Receiver<Job>, args: &DaemonArgs, config: &rprof_abi::rprof_config) -> Written {
+fn writer(rx: Receiver<Job>, args: &DaemonArgs, config: &rprof_abi::rprof_config, tally: &Tally) {
     // The daemon's signals go to the thread that reads the module.
     signal::block_in_this_thread();
-    let mut w = Written::default();
     let mut syms = Syms::default();
+    #[cfg(test)]
+    let mut jobs = 0u64;
     for job in rx {
         let profiles = job.profiles();
         let mut this = Written::default();
         let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             job.run(args, config, &mut syms, &mut this)
         }));
-        w.written += this.written;
-        w.skipped += this.skipped;
-        if let Some(e) = this.stream_error {
-            w.stream_error.get_or_insert(e);
-        }
-        if done.is_err() {
+        let panicked = done.is_err();
+        let left = if panicked {
+            profiles.saturating_sub(this.written + this.skipped)
+        } else {
+            0
+        };
+        tally.add(this, left);
+        if panicked {
             // Whatever it held may be half-updated.
             syms = Syms::default();
-            let left = profiles.saturating_sub(this.written + this.skipped);
             eprintln!(
                 "rprof daemon: writing profiles failed (a bug); counted as skipped: {left} (some may be written)"
             );
-            w.skipped += left;
+        }
+        #[cfg(test)]
+        {
+            jobs += 1;
+            if tally.die_after == Some(jobs) {
+                panic!("the writer thread dies, as a test asks");
+            }
         }
     }
-    w
+}
+
+/// The module as the daemon uses it: sessions to configure.  `/dev/rprof`
+/// ([`Device`]) in the daemon; a seam so that the tests can give it
+/// sessions that fail to start or whose stream is malformed.
+trait Module {
+    /// A configured session.
+    type Session: Running;
+    /// Checks the ABI version, configures a session with `config` and
+    /// maps its buffer ([`Session::new`]); not started.
+    fn configure(&self, config: &rprof_abi::rprof_config) -> Result<Self::Session, Error>;
+}
+
+/// A configured session as the daemon drives it (see [`Session`]).
+trait Running {
+    /// START.
+    fn start(&mut self) -> Result<(), Error>;
+    /// Waits at most `wait` for data, then hands what is there to `sink`;
+    /// returns the bytes handed.
+    fn pump(&mut self, wait: Duration, sink: &mut dyn Sink) -> Result<usize, Error>;
+    /// Has the module move what its per-CPU rings hold into the buffer.
+    fn flush(&self) -> Result<(), Error>;
+    /// STOPs (if running) and takes everything up to the STOP record;
+    /// returns whether it came.
+    fn stop_and_drain(&mut self, sink: &mut dyn Sink) -> Result<bool, Error>;
+}
+
+impl<'dev> Module for &'dev Device {
+    type Session = Session<'dev>;
+
+    fn configure(&self, config: &rprof_abi::rprof_config) -> Result<Session<'dev>, Error> {
+        Session::new(self, config, false)
+    }
+}
+
+impl Running for Session<'_> {
+    fn start(&mut self) -> Result<(), Error> {
+        Session::start(self)
+    }
+
+    fn pump(&mut self, wait: Duration, sink: &mut dyn Sink) -> Result<usize, Error> {
+        Session::pump(self, wait, sink)
+    }
+
+    fn flush(&self) -> Result<(), Error> {
+        self.device().flush()
+    }
+
+    fn stop_and_drain(&mut self, sink: &mut dyn Sink) -> Result<bool, Error> {
+        Session::stop_and_drain(self, sink)
+    }
 }
 
 /// The daemon's state: the session it reads and the interval it fills.
@@ -609,22 +749,25 @@ fn writer(rx: Receiver<Job>, args: &DaemonArgs, config: &rprof_abi::rprof_config
 /// Invariant: `sink` holds the samples of `session` since its START and
 /// nothing else; with no session (a renewal could not start one; tried
 /// again at `retry`) it is empty.
-struct Daemon<'dev, 'a> {
-    dev: &'dev Device,
+struct Daemon<'a, M: Module> {
+    /// The module (`/dev/rprof`; a fake in tests).
+    dev: M,
     args: &'a DaemonArgs,
     config: &'a rprof_abi::rprof_config,
-    session: Option<Session<'dev>>,
+    session: Option<M::Session>,
     sink: live::AggregateSink,
     clock: StreamClock,
     /// Parsed once, and again only when the module list (`modules`)
     /// changes; shared with the writer.
     kallsyms: Arc<Kallsyms>,
     modules: String,
-    /// The current session's number (for the writer's [`Syms`]).
+    /// The current session's number (for the writer's [`Syms`]): how
+    /// many sessions started, the last line's count.
     session_no: u64,
     out: Profiles<'a>,
     /// Renew once the session has named this many files.
     renew_at: u64,
+    /// Sessions ended for a new one (which may not have started).
     renewals: u64,
     /// When to try to start a session again, and the wait after that.
     retry: (Instant, Duration),
@@ -634,11 +777,54 @@ struct Daemon<'dev, 'a> {
     /// same pid later is not it).
     target: Option<Watch>,
     to_writer: SyncSender<Job>,
+    /// What the writer thread has done, and been handed.
+    tally: &'a Tally,
     /// The last job had to wait for room in the writer's queue.
     writer_behind: bool,
 }
 
-impl<'dev, 'a> Daemon<'dev, 'a> {
+impl<'a, M: Module> Daemon<'a, M> {
+    /// A daemon on `dev` with no session yet ([`Self::begin`] starts the
+    /// first), whose jobs go to `to_writer` and are counted in `tally`;
+    /// no kernel symbols yet, no `--pid` process, no renewal for the
+    /// cookie table.
+    fn new(
+        dev: M,
+        args: &'a DaemonArgs,
+        config: &'a rprof_abi::rprof_config,
+        to_writer: SyncSender<Job>,
+        tally: &'a Tally,
+    ) -> Self {
+        Daemon {
+            dev,
+            args,
+            config,
+            session: None,
+            sink: live::AggregateSink::new(),
+            clock: StreamClock::new(),
+            kallsyms: Arc::new(Kallsyms::parse("")),
+            modules: String::new(),
+            session_no: 0,
+            out: Profiles {
+                args,
+                config,
+                started: Duration::ZERO,
+                first: 0,
+                seq: 0,
+                written: 0,
+                skipped: 0,
+            },
+            renew_at: u64::MAX,
+            renewals: 0,
+            retry: (Instant::now(), RETRY_FIRST),
+            target_gone: false,
+            target: None,
+            to_writer,
+            tally,
+            writer_behind: false,
+        }
+    }
+
     fn step_ns(&self) -> u64 {
         nanos(self.args.interval)
     }
@@ -653,13 +839,14 @@ impl<'dev, 'a> Daemon<'dev, 'a> {
     /// Configures and STARTs a session; its intervals are numbered on
     /// from the last one's.
     fn start(&mut self) -> Result<(), Error> {
-        let session = Session::new(self.dev, self.config, false)?;
+        let session = self.dev.configure(self.config)?;
         self.begin(session)
     }
 
     /// STARTs `session` (configured) and makes it the one read, with a
-    /// fresh sink and clock (and, in the writer, symbolizer).
-    fn begin(&mut self, mut session: Session<'dev>) -> Result<(), Error> {
+    /// fresh sink and clock (and, in the writer, symbolizer); the next
+    /// failed start waits [`RETRY_FIRST`] again.
+    fn begin(&mut self, mut session: M::Session) -> Result<(), Error> {
         session.start()?;
         self.clock = StreamClock::new();
         self.session = Some(session);
@@ -718,8 +905,10 @@ impl<'dev, 'a> Daemon<'dev, 'a> {
     /// wait for it already (the module meanwhile drops and counts what
     /// does not fit), and writes it here if the writer is gone.
     fn send(&mut self, job: Job) {
+        let profiles = job.profiles();
         let job = match self.to_writer.try_send(job) {
             Ok(()) => {
+                self.tally.sent.fetch_add(profiles, Ordering::Relaxed);
                 self.writer_behind = false;
                 return;
             }
@@ -732,13 +921,16 @@ impl<'dev, 'a> Daemon<'dev, 'a> {
                 }
                 self.writer_behind = true;
                 match self.to_writer.send(job) {
-                    Ok(()) => return,
+                    Ok(()) => {
+                        self.tally.sent.fetch_add(profiles, Ordering::Relaxed);
+                        return;
+                    }
                     Err(e) => e.0,
                 }
             }
             Err(TrySendError::Disconnected(job)) => job,
         };
-        // The writer thread is gone (it panicked; its message is out):
+        // The writer thread is gone (it died; its message is out):
         // written here rather than lost.
         let mut w = Written::default();
         job.run(self.args, self.config, &mut Syms::default(), &mut w);
@@ -805,61 +997,68 @@ impl<'dev, 'a> Daemon<'dev, 'a> {
     /// so and renews at once ([`Self::pump`]); the error makes the exit
     /// status 1.)
     fn serve(&mut self) -> Result<(), Error> {
-        let step_ns = self.step_ns();
-        let grace_ns = nanos(GRACE);
         while !signal::stop_requested() && !self.target_gone {
-            if self.session.is_none() {
-                let now = Instant::now();
-                // SIGHUP asks for a new session: try at once.
-                if signal::renew_requested() || now >= self.retry.0 {
-                    self.try_start();
-                } else {
-                    std::thread::sleep((self.retry.0 - now).min(POLL_INTERVAL));
-                }
-                continue;
-            }
-            // The current interval ends at the cutoff, in the stream's
-            // clock, once the START record is in.
-            if self.sink.agg.cutoff().is_none() {
-                if let Some(s) = self.sink.agg.span.start_ns {
-                    self.sink.agg.set_cutoff(Some(s.saturating_add(step_ns)));
-                }
-            }
-            let (Some(end), Some(now)) = (self.sink.agg.cutoff(), self.clock.now(&self.sink))
-            else {
-                self.pump(POLL_INTERVAL)?;
-                continue;
-            };
-            let due = end.saturating_add(grace_ns);
-            // A new session once a quarter of the cookie table is used
-            // (checked at least every POLL_INTERVAL: files can come
-            // faster than intervals), or at an interval's end once
-            // --renew has passed.
-            if named(&self.sink) >= self.renew_at {
-                self.renew("cookie table a quarter full")?;
-                continue;
-            }
-            if signal::renew_requested() {
-                self.renew("SIGHUP")?;
-                continue;
-            }
-            if now >= due {
-                // The process of --pid ended: its last interval is written
-                // and the daemon stops (no renewal, which would fail).
-                let ended = self.target_ended();
-                if !ended && self.clock.started_at.elapsed() >= self.args.renew {
-                    self.renew("--renew time")?;
-                    continue;
-                }
-                self.write_interval()?;
-                if ended {
-                    self.stop_for_target();
-                }
-                continue;
-            }
-            self.pump(Duration::from_nanos(due - now).min(POLL_INTERVAL))?;
+            self.step()?;
         }
         Ok(())
+    }
+
+    /// One turn of [`Self::serve`]'s loop: waits (at most
+    /// [`POLL_INTERVAL`]) and does what is due.
+    fn step(&mut self) -> Result<(), Error> {
+        let step_ns = self.step_ns();
+        let grace_ns = nanos(GRACE);
+        if self.session.is_none() {
+            // Without a session, the end of the process of --pid is not
+            // seen by a failed start (that may be a minute away): here.
+            if self.target_ended() {
+                self.stop_for_target();
+                return Ok(());
+            }
+            let now = Instant::now();
+            // SIGHUP asks for a new session: try at once.
+            if signal::renew_requested() || now >= self.retry.0 {
+                self.try_start();
+            } else {
+                std::thread::sleep((self.retry.0 - now).min(POLL_INTERVAL));
+            }
+            return Ok(());
+        }
+        // The current interval ends at the cutoff, in the stream's
+        // clock, once the START record is in.
+        if self.sink.agg.cutoff().is_none() {
+            if let Some(s) = self.sink.agg.span.start_ns {
+                self.sink.agg.set_cutoff(Some(s.saturating_add(step_ns)));
+            }
+        }
+        let (Some(end), Some(now)) = (self.sink.agg.cutoff(), self.clock.now(&self.sink)) else {
+            return self.pump(POLL_INTERVAL);
+        };
+        let due = end.saturating_add(grace_ns);
+        // A new session once a quarter of the cookie table is used
+        // (checked at least every POLL_INTERVAL: files can come
+        // faster than intervals), or at an interval's end once
+        // --renew has passed.
+        if named(&self.sink) >= self.renew_at {
+            return self.renew("cookie table a quarter full");
+        }
+        if signal::renew_requested() {
+            return self.renew("SIGHUP");
+        }
+        if now >= due {
+            // The process of --pid ended: its last interval is written
+            // and the daemon stops (no renewal, which would fail).
+            let ended = self.target_ended();
+            if !ended && self.clock.started_at.elapsed() >= self.args.renew {
+                return self.renew("--renew time");
+            }
+            self.write_interval()?;
+            if ended {
+                self.stop_for_target();
+            }
+            return Ok(());
+        }
+        self.pump(Duration::from_nanos(due - now).min(POLL_INTERVAL))
     }
 
     /// Moves what the buffer holds into the sink, waiting at most `wait`.
@@ -887,7 +1086,7 @@ impl<'dev, 'a> Daemon<'dev, 'a> {
             return Ok(());
         };
         // Everything the rings hold now, then what the buffer has.
-        session.device().flush()?;
+        session.flush()?;
         for _ in 0..64 {
             if session.pump(Duration::ZERO, &mut self.sink)? == 0 {
                 break;
@@ -932,7 +1131,10 @@ impl<'dev, 'a> Daemon<'dev, 'a> {
 /// order, while this thread goes on reading the module: the rings and
 /// the cookie table are watched during a write.  Whatever ends the
 /// daemon, an error included, the samples it has read are written before
-/// it returns.
+/// it returns.  If the writer thread dies (a bug), what it wrote and
+/// skipped still counts in the last line, which says so; the profiles it
+/// was handed and never wrote count as skipped, and those of later jobs
+/// are written by this thread.
 pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
     let config = args.sampling.config(args.pid)?;
     // The device first: a missing module or capability is the error to
@@ -961,34 +1163,14 @@ pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
     // it (up to seconds on a slow machine) as files keep coming.
     let renew_at = (max_cookies() / 4).max(1);
     let (to_writer, from_daemon) = std::sync::mpsc::sync_channel(WRITER_BACKLOG);
+    // Outside the writer thread, which may die.
+    let tally = Tally::default();
     // `begin` sets the session, its sink, clock, symbolizer and start.
-    let mut d = Daemon {
-        dev: &dev,
-        args,
-        config: &config,
-        session: None,
-        sink: live::AggregateSink::new(),
-        clock: StreamClock::new(),
-        session_no: 0,
-        kallsyms,
-        modules,
-        out: Profiles {
-            args,
-            config: &config,
-            started: Duration::ZERO,
-            first: 0,
-            seq: 0,
-            written: 0,
-            skipped: 0,
-        },
-        renew_at,
-        renewals: 0,
-        retry: (Instant::now(), RETRY_FIRST),
-        target_gone: false,
-        target,
-        to_writer,
-        writer_behind: false,
-    };
+    let mut d = Daemon::new(&dev, args, &config, to_writer, &tally);
+    d.kallsyms = kallsyms;
+    d.modules = modules;
+    d.renew_at = renew_at;
+    d.target = target;
     d.begin(first)?;
     eprintln!(
         "rprof daemon: profiling into {} every {:?}, keeping {}",
@@ -998,7 +1180,8 @@ pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
     );
     std::thread::scope(|scope| {
         let config = &config;
-        let writer = scope.spawn(move || writer(from_daemon, args, config));
+        let tally = &tally;
+        let writer = scope.spawn(move || writer(from_daemon, args, config, tally));
         let served = d.serve();
         if served.is_err() {
             eprintln!("rprof daemon: stopping on an error; writing what was read");
@@ -1015,32 +1198,28 @@ pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
         }
         let Daemon {
             out,
-            renewals,
+            session_no,
             to_writer,
             ..
         } = d;
         drop(to_writer);
-        let w = writer.join().unwrap_or_else(|_| {
-            eprintln!("rprof daemon: the thread writing profiles failed");
-            Written {
-                skipped: 1,
-                ..Written::default()
-            }
-        });
+        // What the writer did is in `tally`, even if it died.
+        let writer_died = writer.join().is_err();
+        // Sessions that started: a renewal that could not start one
+        // made none.
         eprintln!(
-            "rprof daemon: stopped{}; {} profiles written, {} skipped, {} sessions",
-            if matches!(stopped, Ok(true)) {
-                ""
-            } else {
-                " (no STOP record)"
-            },
-            out.written + w.written,
-            out.skipped + w.skipped,
-            renewals + 1
+            "{}",
+            last_line(
+                matches!(stopped, Ok(true)),
+                &out,
+                tally,
+                writer_died,
+                session_no
+            )
         );
         served?;
         stopped?;
-        w.stream_error.map_or(Ok(()), Err)
+        tally.take_stream_error().map_or(Ok(()), Err)
     })
 }
 
@@ -1185,6 +1364,371 @@ mod tests {
             (start + 20_000_000..start + 10_000_000_000).contains(&end),
             "{end}"
         );
+    }
+
+    /// A module for the daemon's tests.  Each session configured takes
+    /// the next of `streams` (its chunks: one per pump, the rest at the
+    /// STOP); the next `fail_configure` configurations and then the next
+    /// `fail_start` STARTs fail; `log` is what the daemon asked, in order.
+    #[derive(Default)]
+    struct Fake {
+        streams: std::cell::RefCell<std::collections::VecDeque<Vec<Vec<u8>>>>,
+        fail_configure: std::cell::Cell<u32>,
+        fail_start: std::cell::Cell<u32>,
+        log: std::cell::RefCell<Vec<&'static str>>,
+    }
+
+    /// A session of [`Fake`]: the chunks of its stream not read yet.
+    struct FakeSession<'f> {
+        module: &'f Fake,
+        chunks: std::collections::VecDeque<Vec<u8>>,
+    }
+
+    impl Fake {
+        fn with_streams(streams: Vec<Vec<Vec<u8>>>) -> Self {
+            let f = Fake::default();
+            f.streams.replace(streams.into());
+            f
+        }
+
+        fn note(&self, what: &'static str) {
+            self.log.borrow_mut().push(what);
+        }
+
+        fn log(&self) -> Vec<&'static str> {
+            self.log.borrow().clone()
+        }
+
+        /// How many sessions the daemon tried to configure.
+        fn tries(&self) -> usize {
+            self.log
+                .borrow()
+                .iter()
+                .filter(|w| **w == "configure")
+                .count()
+        }
+
+        /// Fails if `counter` says so (and counts it down).
+        fn fails(counter: &std::cell::Cell<u32>, name: &'static str) -> Result<(), Error> {
+            if counter.get() == 0 {
+                return Ok(());
+            }
+            counter.set(counter.get() - 1);
+            Err(Error::Ioctl {
+                name,
+                source: std::io::Error::from_raw_os_error(libc::EBUSY),
+            })
+        }
+    }
+
+    impl<'f> Module for &'f Fake {
+        type Session = FakeSession<'f>;
+
+        fn configure(&self, _: &rprof_abi::rprof_config) -> Result<FakeSession<'f>, Error> {
+            self.note("configure");
+            Fake::fails(&self.fail_configure, "RPROF_IOC_SET_CONFIG")?;
+            let chunks = self.streams.borrow_mut().pop_front().unwrap_or_default();
+            Ok(FakeSession {
+                module: self,
+                chunks: chunks.into(),
+            })
+        }
+    }
+
+    impl Running for FakeSession<'_> {
+        fn start(&mut self) -> Result<(), Error> {
+            self.module.note("start");
+            Fake::fails(&self.module.fail_start, "RPROF_IOC_START")
+        }
+
+        fn pump(&mut self, _: Duration, sink: &mut dyn Sink) -> Result<usize, Error> {
+            self.module.note("pump");
+            let Some(chunk) = self.chunks.pop_front() else {
+                return Ok(0);
+            };
+            sink.feed(&chunk)?;
+            Ok(chunk.len())
+        }
+
+        fn flush(&self) -> Result<(), Error> {
+            Ok(())
+        }
+
+        fn stop_and_drain(&mut self, sink: &mut dyn Sink) -> Result<bool, Error> {
+            self.module.note("stop");
+            for chunk in self.chunks.drain(..) {
+                sink.feed(&chunk)?;
+            }
+            Ok(sink.saw_stop())
+        }
+    }
+
+    /// Daemon options for a test, profiles into a fresh `dir`.
+    fn test_args(dir: &Path) -> DaemonArgs {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            d: DaemonArgs,
+        }
+        let _ = std::fs::remove_dir_all(dir);
+        std::fs::create_dir_all(dir).unwrap();
+        Cli::parse_from(["d", "--dir", dir.to_str().unwrap(), "--interval", "1"]).d
+    }
+
+    /// A fresh directory for a test.
+    fn test_dir(name: &str) -> PathBuf {
+        std::env::temp_dir().join(format!("rprof-daemon-{}-{name}", std::process::id()))
+    }
+
+    /// The stream of a session configured with `config` that STARTed at
+    /// `start`, with a kernel sample at each of `samples`.
+    fn stream(config: rprof_abi::rprof_config, start: u64, samples: &[u64]) -> Vec<u8> {
+        use rprof_decode::Record;
+        let mut r = vec![
+            Record::Start {
+                time_ns: start,
+                config,
+            },
+            Record::Task {
+                cpu: 0,
+                pid: 0,
+                tid: 0,
+                exe_cookie: 0,
+                comm: "swapper/0".into(),
+            },
+        ];
+        r.extend(samples.iter().map(|&t| Record::Sample {
+            flags: 0,
+            time_ns: t,
+            offset: 0xffffffff81000000,
+            period: 1,
+            stack: None,
+        }));
+        let mut bytes = Vec::new();
+        for rec in &r {
+            rec.encode(&mut bytes);
+        }
+        bytes
+    }
+
+    /// The samples of each profile in `dir`, in the order of their names.
+    fn profile_samples(dir: &Path) -> Vec<i64> {
+        let mut names = names_in(dir, |n| n.ends_with(SUFFIX)).unwrap();
+        names.sort();
+        names
+            .iter()
+            .map(|n| {
+                let p = rprof_report::pprof::read(&std::fs::read(dir.join(n)).unwrap()).unwrap();
+                p.sample.iter().map(|x| x.value[0]).sum()
+            })
+            .collect()
+    }
+
+    /// The daemon's reaction to a malformed record: the session ends at
+    /// once (STOP and drain; nothing after the bad record counts), its
+    /// samples so far go to the writer as an ended session, numbered
+    /// before the next, and are written in its profile, the stream's
+    /// error kept for the exit status; a new session starts and is read
+    /// from then on.
+    #[test]
+    fn a_malformed_record_renews_the_session() {
+        let dir = test_dir("malformed");
+        let args = test_args(&dir);
+        let config = args.sampling.config(None).unwrap();
+        let s = 1_000_000_000u64;
+        let mut first = stream(config, 10 * s, &[10 * s + 1, 10 * s + 2, 10 * s + 3]);
+        // A header whose size is not a multiple of 8.
+        first.extend_from_slice(&[1, 0, 0, 0, 13, 0, 0, 0]);
+        // Records after it are not read: the framing is lost.
+        let after = stream(config, 11 * s, &[11 * s + 1]);
+        let second = stream(config, 20 * s, &[20 * s + 1]);
+        let m = Fake::with_streams(vec![vec![first, after], vec![second]]);
+        let tally = Tally::default();
+        let (tx, rx) = std::sync::mpsc::sync_channel(WRITER_BACKLOG);
+        let mut d = Daemon::new(&m, &args, &config, tx, &tally);
+        d.start().unwrap();
+        d.pump(Duration::ZERO).unwrap();
+        assert_eq!(
+            m.log(),
+            ["configure", "start", "pump", "stop", "configure", "start"]
+        );
+        assert_eq!((d.renewals, d.session_no), (1, 2));
+        assert!(d.session.is_some());
+        assert_eq!(d.sink.malformed(), None, "the new session has a new sink");
+        // The ended session's one profile is number 0; the new one's
+        // start at 1.
+        assert_eq!((d.out.first, d.out.seq), (1, 1));
+        assert_eq!(tally.sent.load(Ordering::Relaxed), 1);
+        // The new session is read.
+        d.pump(Duration::ZERO).unwrap();
+        assert_eq!((d.sink.agg.samples, d.renewals), (1, 1));
+        assert_eq!(d.sink.agg.span.start_ns, Some(20 * s));
+        // The writer writes what the ended session counted.
+        drop(d);
+        writer(rx, &args, &config, &tally);
+        assert_eq!(profile_samples(&dir), [3]);
+        assert_eq!(tally.written.load(Ordering::Relaxed), 1);
+        assert_eq!(tally.skipped.load(Ordering::Relaxed), 0);
+        let e = tally
+            .take_stream_error()
+            .expect("the stream's error is kept");
+        assert!(e.to_string().contains("malformed record"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// If the writer thread dies outside a job, what it wrote before
+    /// still counts in the last line; what it was handed and never wrote
+    /// counts as skipped, and the line says it died.  A job after its
+    /// death is written by the daemon's own thread.
+    #[test]
+    fn the_writers_counts_survive_its_death() {
+        let dir = test_dir("writer-dies");
+        let args = test_args(&dir);
+        let config = args.sampling.config(None).unwrap();
+        let m = Fake::default();
+        let tally = Tally {
+            die_after: Some(2),
+            ..Tally::default()
+        };
+        let (tx, rx) = std::sync::mpsc::sync_channel(WRITER_BACKLOG);
+        let mut d = Daemon::new(&m, &args, &config, tx, &tally);
+        let job = |seq: u64, d: &Daemon<'_, &Fake>| {
+            Job::Interval(Live {
+                agg: rprof_report::Aggregate::new(),
+                interval: Interval {
+                    seq,
+                    start: Duration::from_secs(1_000 + seq),
+                    length: Duration::from_secs(1),
+                },
+                session: 1,
+                kallsyms: d.kallsyms.clone(),
+            })
+        };
+        for seq in 0..3 {
+            let j = job(seq, &d);
+            d.send(j);
+        }
+        let died = std::thread::scope(|scope| {
+            let (args, config, tally) = (&args, &config, &tally);
+            let w = scope.spawn(move || writer(rx, args, config, tally));
+            w.join().is_err()
+        });
+        assert!(died);
+        let j = job(3, &d);
+        d.send(j);
+        assert_eq!(profile_samples(&dir).len(), 3);
+        assert_eq!(
+            last_line(true, &d.out, &tally, died, 1),
+            "rprof daemon: stopped; 3 profiles written, 1 skipped \
+             (the thread writing profiles died: 1 of them lost with it), 1 sessions"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A session that cannot start (SET_CONFIG or START refused) is
+    /// tried again after RETRY_FIRST, then twice as long each time up to
+    /// RETRY_MAX; one that starts makes the next wait RETRY_FIRST again.
+    /// Only sessions that started count in the last line.
+    #[test]
+    fn failed_starts_back_off_up_to_a_minute() {
+        let dir = test_dir("backoff");
+        let args = test_args(&dir);
+        let config = args.sampling.config(None).unwrap();
+        let m = Fake::default();
+        m.fail_configure.set(5);
+        m.fail_start.set(3);
+        let tally = Tally::default();
+        let (tx, _rx) = std::sync::mpsc::sync_channel(WRITER_BACKLOG);
+        let mut d = Daemon::new(&m, &args, &config, tx, &tally);
+        let mut waits = Vec::new();
+        for _ in 0..8 {
+            let before = Instant::now();
+            d.try_start();
+            assert!(d.session.is_none());
+            waits.push((d.retry.0 - before).as_secs());
+        }
+        assert_eq!(waits, [1, 2, 4, 8, 16, 32, 60, 60]);
+        assert_eq!(m.tries(), 8);
+        assert_eq!(d.session_no, 0);
+        d.try_start();
+        assert!(d.session.is_some());
+        assert_eq!((d.retry.1, d.session_no), (RETRY_FIRST, 1));
+        // The next failure waits RETRY_FIRST again.
+        d.session = None;
+        m.fail_start.set(1);
+        let before = Instant::now();
+        d.try_start();
+        assert_eq!((d.retry.0 - before).as_secs(), 1);
+        assert_eq!(d.retry.1, 2 * RETRY_FIRST);
+        assert!(last_line(true, &d.out, &tally, false, d.session_no).ends_with(" 1 sessions"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Without a session, the daemon tries again once the retry time has
+    /// come, not before, or at once on SIGHUP.
+    #[test]
+    fn a_retry_comes_at_its_time_or_on_sighup() {
+        let dir = test_dir("retry");
+        let args = test_args(&dir);
+        let config = args.sampling.config(None).unwrap();
+        signal::install_renew_handler().unwrap();
+        let m = Fake::default();
+        m.fail_start.set(2);
+        let tally = Tally::default();
+        let (tx, _rx) = std::sync::mpsc::sync_channel(WRITER_BACKLOG);
+        let mut d = Daemon::new(&m, &args, &config, tx, &tally);
+        // At its time: RETRY_FIRST after the failure.
+        d.try_start();
+        let failed = Instant::now();
+        while m.tries() == 1 {
+            assert!(failed.elapsed() < 10 * RETRY_FIRST, "never tried again");
+            d.step().unwrap();
+        }
+        assert!(failed.elapsed() >= RETRY_FIRST - POLL_INTERVAL);
+        assert!(d.session.is_none(), "the second START fails");
+        // On SIGHUP: long before its time.
+        d.retry.0 = Instant::now() + Duration::from_secs(3600);
+        for _ in 0..3 {
+            d.step().unwrap();
+        }
+        assert_eq!(m.tries(), 2, "tried before its time");
+        let hup = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("kill -HUP {}", std::process::id()))
+            .status()
+            .unwrap();
+        assert!(hup.success());
+        let sent = Instant::now();
+        while d.session.is_none() {
+            assert!(sent.elapsed() < Duration::from_secs(10), "SIGHUP ignored");
+            d.step().unwrap();
+        }
+        assert_eq!(m.tries(), 3);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Without a session (a start failed; the next try up to a minute
+    /// away), the end of the process of `--pid` stops the daemon at once.
+    #[test]
+    fn without_a_session_the_end_of_the_pid_is_seen() {
+        let dir = test_dir("target");
+        let args = test_args(&dir);
+        let config = args.sampling.config(None).unwrap();
+        let m = Fake::default();
+        m.fail_start.set(1);
+        let tally = Tally::default();
+        let (tx, _rx) = std::sync::mpsc::sync_channel(WRITER_BACKLOG);
+        let mut d = Daemon::new(&m, &args, &config, tx, &tally);
+        d.try_start();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let watch = Watch::new(child.id() as i32).unwrap();
+        child.wait().unwrap();
+        d.target = Some(watch);
+        d.step().unwrap();
+        assert!(d.target_gone);
+        assert_eq!(m.tries(), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
