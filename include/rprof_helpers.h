@@ -109,9 +109,22 @@ void rprof_resolve_user_frames(struct mm_struct *mm, __u32 seq,
 /* mm_count references (the mm_struct stays, not its mappings). */
 /* current's mm_lock_seq now, 0 without an mm; NMI-safe. */
 __u32 rprof_current_mm_seq(void);
-/* Whether a process up current's parents has thread group tgid (current's
- * own group is not looked at).  NMI-safe. */
-bool rprof_current_descends_from(pid_t tgid);
+/*
+ * The processes a descendants filter follows (src/helpers.c): thread group
+ * tgid, every process below it, and the orphans those leave when they
+ * exit.  create makes one and has the sched_process_exit probe update it
+ * (process context, ERR_PTR on failure); destroy frees it after a grace
+ * period (process context, no overflow handler may still use it); followed says whether current is
+ * followed (NMI-safe); orphans counts the orphans followed and, in *lost,
+ * those the table had no room for.
+ */
+struct rprof_follow;
+struct rprof_follow *rprof_follow_create(pid_t tgid);
+void rprof_follow_destroy(struct rprof_follow *f);
+bool rprof_current_followed(struct rprof_follow *f);
+__u64 rprof_follow_orphans(struct rprof_follow *f, __u64 *lost);
+/* Module exit: removes the exit probe the first create registered. */
+void rprof_follow_unregister(void);
 /* The initial namespace's id of the thread group vnr names in the caller's
  * pid namespace, or -ESRCH.  Process context. */
 int rprof_global_tgid(pid_t vnr);
@@ -276,6 +289,7 @@ bool rprof_test_user_write(__u64 addr, const void *src, __u64 len);
 enum { RPROF_TEST_CS_64, RPROF_TEST_CS_32, RPROF_TEST_CS_LDT };
 void rprof_test_user_regs(struct pt_regs *regs, __u64 ip, __u64 sp, __u64 bp,
 			  __u32 cs);
+bool rprof_test_ia32_emulation(void);
 __u64 rprof_test_pt_regs_size(void);
 void rprof_test_cpu_relax(void);
 int rprof_test_kern_path(const char *name, struct path *path);

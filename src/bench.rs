@@ -78,7 +78,7 @@ fn handler_ctx(ring: &SampleRing) -> HandlerCtx {
         max_kernel: 0,
         max_user: 0,
         pid: -1,
-        descendants: false,
+        follow: core::ptr::null_mut(),
         kick_at: u64::MAX,
     }
 }

@@ -98,6 +98,8 @@ struct Stats {
     drains: u64,
     wakeups: u64,
     chains: uapi::rprof_chain_stats,
+    /// Orphans followed and not followed (`rprof_stats.orphans*`).
+    orphans: (u64, u64),
 }
 
 impl Stats {
@@ -106,14 +108,21 @@ impl Stats {
         let mut cpus = KVec::new();
         cpus.extend_with(nr, uapi::rprof_cpu_stats::default(), GFP_KERNEL)?;
         let (total, drains, wakeups) = session.stats(&mut cpus);
-        Ok(Self { total, cpus, drains, wakeups, chains: session.chain_stats() })
+        Ok(Self { total, cpus, drains, wakeups, chains: session.chain_stats(), orphans: session.orphans() })
     }
 
     /// A copy of the figures of `self`, for CPUs up to `nr`.
     fn copy(&self, nr: usize) -> Result<Self> {
         let mut cpus = KVec::new();
         cpus.extend_from_slice(&self.cpus[..nr.min(self.cpus.len())], GFP_KERNEL)?;
-        Ok(Self { total: self.total, cpus, drains: self.drains, wakeups: self.wakeups, chains: self.chains })
+        Ok(Self {
+            total: self.total,
+            cpus,
+            drains: self.drains,
+            wakeups: self.wakeups,
+            chains: self.chains,
+            orphans: self.orphans,
+        })
     }
 }
 
@@ -305,11 +314,13 @@ impl Rprof {
             req.wakeups = st.wakeups;
             req.total = st.total;
             req.chains = st.chains;
+            (req.orphans, req.orphans_lost) = st.orphans;
         } else {
             req.drains = 0;
             req.wakeups = 0;
             req.total = Default::default();
             req.chains = Default::default();
+            (req.orphans, req.orphans_lost) = (0, 0);
         }
         // The size filled in: what the caller has, up to what we know.
         req.size = len as u32;

@@ -51,6 +51,9 @@
 #include <linux/cpuhotplug.h>
 #include <linux/hrtimer.h>
 #include <linux/kthread.h>
+#include <linux/tracepoint.h>
+#include <linux/version.h>
+#include <trace/events/sched.h>
 #include <kunit/test.h>
 
 #include <uapi/linux/rprof.h>
@@ -429,9 +432,10 @@ static __always_inline u32 rprof_walk_user(u64 fp, u64 *ips, u32 max, u32 *n,
  * Which walk a task's user registers take: 8 for 64-bit code, 4 for
  * 32-bit code in the flat segments every 32-bit Linux program runs in
  * (__USER32_CS and __USER_DS, base 0, so a stack word is an address), 0
- * for anything else (VM86, a code or stack segment of the task's own LDT,
- * 32-bit code on a kernel without IA32 emulation): perf adds those
- * segments' bases, which modules cannot read.
+ * for anything else (32-bit code in other segments, such as the task's own
+ * LDT or a TLS stack segment, whose bases perf adds and modules cannot
+ * read; 32-bit code on a kernel without IA32 emulation; VM86, which x86-64
+ * never runs).
  */
 static u32 rprof_user_word(struct pt_regs *uregs)
 {
@@ -504,7 +508,8 @@ u32 rprof_callchain(struct pt_regs *regs, u64 *ips, u32 max_k, u32 max_u,
 		if (!word)
 			flags |= RPROF_STACK_USER_SKIPPED;
 		else if (!max_u)
-			flags |= uregs->bp ? RPROF_STACK_USER_TRUNCATED : 0;
+			flags |= (word == 4 ? (u32)uregs->bp : uregs->bp) ?
+				 RPROF_STACK_USER_TRUNCATED : 0;
 		else if (word == 8)
 			flags |= rprof_walk_user(uregs->bp, ips + k + u, max_u,
 						 &w, uregs->sp, TASK_SIZE_MAX, 8);
@@ -611,13 +616,6 @@ u32 rprof_current_mm_seq(void)
 #define RPROF_MAX_ANCESTORS 128
 
 /*
- * NMI context (the overflow handler's pid filter).  An RCU read-side
- * section, which NMI handlers may enter: a task_struct is freed only after
- * a grace period (delayed_put_task_struct), so every parent reached through
- * rcu_dereference() stays valid until rcu_read_unlock(), even if it exits
- * meanwhile.  Takes no lock, calls nothing that sleeps.
- */
-/*
  * Process context (SET_CONFIG).  The initial namespace's number of the
  * thread group that @vnr names in the caller's pid namespace, or -ESRCH if
  * it names none there (no such process, or a thread that does not lead its
@@ -637,26 +635,251 @@ int rprof_global_tgid(pid_t vnr)
 	return nr;
 }
 
-bool rprof_current_descends_from(pid_t tgid)
+/*
+ * The processes a session with RPROF_CONFIG_PID_DESCENDANTS follows: the
+ * filter's thread group, every process below it by real_parent, and the
+ * orphans, the children a followed process left when it exited (re-parented
+ * to init or a subreaper, they are no longer below it by real_parent; their
+ * own children are, through them).  An orphan is named by its thread
+ * group's number and start time, so a later process that gets the same
+ * number is not taken for it.
+ *
+ * Invariants: entries [0, n) are written once, before n covers them
+ * (smp_store_release), and never change; n only grows, to at most
+ * RPROF_FOLLOW_ORPHANS; writers hold lock.  lost counts the orphans that
+ * found the table full.
+ */
+#define RPROF_FOLLOW_ORPHANS 64
+
+struct rprof_follow {
+	pid_t tgid;
+	unsigned int n;
+	raw_spinlock_t lock;
+	struct rcu_head rcu;
+	atomic64_t lost;
+	struct {
+		pid_t tgid;
+		u64 start;
+	} orphans[RPROF_FOLLOW_ORPHANS];
+};
+
+static bool rprof_follow_has(struct rprof_follow *f, pid_t tgid, u64 start)
 {
-	struct task_struct *t = current, *p;
-	bool found = false;
+	unsigned int i, n = smp_load_acquire(&f->n);
+
+	for (i = 0; i < n; i++)
+		if (f->orphans[i].tgid == tgid && f->orphans[i].start == start)
+			return true;
+	return false;
+}
+
+/* @t's thread group: its number and its leader's start time. */
+static pid_t rprof_group_of(struct task_struct *t, u64 *start)
+{
+	*start = READ_ONCE(t->group_leader)->start_time;
+	return task_tgid_nr(t);
+}
+
+/*
+ * Whether @t is followed: it, or one of its parents, is the filter's
+ * thread group or an orphan of it.  Called under rcu_read_lock(): a
+ * task_struct is freed only after a grace period (delayed_put_task_struct),
+ * so every parent reached through rcu_dereference() stays valid until
+ * rcu_read_unlock(), even if it exits meanwhile.  Takes no lock, calls
+ * nothing that sleeps: NMI-safe.
+ */
+static bool rprof_follows(struct rprof_follow *f, struct task_struct *t)
+{
+	struct task_struct *p;
+	u64 start;
+	pid_t tgid;
 	int i;
 
-	rcu_read_lock();
 	for (i = 0; i < RPROF_MAX_ANCESTORS; i++) {
+		tgid = rprof_group_of(t, &start);
+		if (tgid == f->tgid || rprof_follow_has(f, tgid, start))
+			return true;
 		p = rcu_dereference(t->real_parent);
 		/* init_task is its own parent; the idle tasks are pid 0. */
 		if (p == t || !p->pid)
 			break;
-		if (task_tgid_nr(p) == tgid) {
-			found = true;
-			break;
-		}
 		t = p;
 	}
+	return false;
+}
+
+/* NMI context (the overflow handler's pid filter): see rprof_follows(). */
+bool rprof_current_followed(struct rprof_follow *f)
+{
+	bool found;
+
+	rcu_read_lock();
+	found = rprof_follows(f, current);
 	rcu_read_unlock();
 	return found;
+}
+
+static void rprof_follow_add(struct rprof_follow *f, struct task_struct *c)
+{
+	unsigned long flags;
+	u64 start;
+	pid_t tgid = rprof_group_of(c, &start);
+
+	raw_spin_lock_irqsave(&f->lock, flags);
+	if (rprof_follow_has(f, tgid, start)) {
+		/* already there */
+	} else if (f->n == RPROF_FOLLOW_ORPHANS) {
+		atomic64_inc(&f->lost);
+	} else {
+		f->orphans[f->n].tgid = tgid;
+		f->orphans[f->n].start = start;
+		smp_store_release(&f->n, f->n + 1);
+	}
+	raw_spin_unlock_irqrestore(&f->lock, flags);
+}
+
+/*
+ * sched_process_exit, before exit_notify() re-parents @p's children: a
+ * followed task that exits hands its children (processes, never threads,
+ * which have their creator's parent) to the orphan table, whether or not
+ * it is the last of its group; one that would stay below it through a
+ * sibling thread is in the table too, which costs an entry.  Runs with
+ * preemption disabled (the tracepoint's RCU-sched section).  The children
+ * list is tasklist_lock's, which modules cannot take: the children are
+ * found on the RCU-safe list of all processes instead (for_each_process),
+ * by their real_parent, which exit_notify() has not changed yet.  Only a
+ * task with children pays for that walk; the list_empty() peek is racy,
+ * but @p, exiting, forks no more.
+ */
+static void rprof_follow_exit(struct rprof_follow *f, struct task_struct *p)
+{
+	struct task_struct *t;
+
+	if (list_empty(&p->children))
+		return;
+	rcu_read_lock();
+	if (rprof_follows(f, p)) {
+		for_each_process(t)
+			if (rcu_dereference(t->real_parent) == p)
+				rprof_follow_add(f, t);
+	}
+	rcu_read_unlock();
+}
+
+/*
+ * The exit probe is registered once, at the first followed set, and stays
+ * until the module goes (rprof_follow_unregister()): unregistering costs a
+ * tracepoint_synchronize_unregister(), too slow for every SET_CONFIG.  It
+ * serves the set of the last session made with a descendants filter
+ * (rprof_followed; only one session runs at a time), read under
+ * rcu_read_lock(), so a set is freed after a grace period (kfree_rcu).
+ * rprof_follow_mutex orders registration and the pointer's writers.
+ */
+static DEFINE_MUTEX(rprof_follow_mutex);
+static struct tracepoint *rprof_follow_tp;
+static struct rprof_follow __rcu *rprof_followed;
+
+/* The tracepoint gained group_dead in 6.16; rprof does not need it. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 16, 0)
+static void rprof_follow_exit_probe(void *data, struct task_struct *p, bool group_dead)
+#else
+static void rprof_follow_exit_probe(void *data, struct task_struct *p)
+#endif
+{
+	struct rprof_follow *f;
+
+	rcu_read_lock();
+	f = rcu_dereference(rprof_followed);
+	if (f)
+		rprof_follow_exit(f, p);
+	rcu_read_unlock();
+}
+
+static void rprof_find_exit_tp(struct tracepoint *tp, void *priv)
+{
+	if (!strcmp(tp->name, "sched_process_exit"))
+		*(struct tracepoint **)priv = tp;
+}
+
+/* Under rprof_follow_mutex: registers the exit probe if it is not. */
+static int rprof_follow_register(void)
+{
+	struct tracepoint *tp = NULL;
+	int ret;
+
+	/* The probe's type is the tracepoint's (a build error otherwise):
+	 * the call is never made, so nothing references the symbol. */
+	if (0)
+		register_trace_sched_process_exit(rprof_follow_exit_probe, NULL);
+	if (rprof_follow_tp)
+		return 0;
+	for_each_kernel_tracepoint(rprof_find_exit_tp, &tp);
+	if (!tp)
+		return -ENOSYS;
+	ret = tracepoint_probe_register(tp, rprof_follow_exit_probe, NULL);
+	if (!ret)
+		rprof_follow_tp = tp;
+	return ret;
+}
+
+/*
+ * Process context (SET_CONFIG): the followed set of thread group @tgid
+ * (the initial namespace's number), which exits update until
+ * rprof_follow_destroy() or the next set.  ERR_PTR on failure.
+ */
+struct rprof_follow *rprof_follow_create(pid_t tgid)
+{
+	struct rprof_follow *f = kzalloc(sizeof(*f), GFP_KERNEL);
+	int ret;
+
+	if (!f)
+		return ERR_PTR(-ENOMEM);
+	f->tgid = tgid;
+	raw_spin_lock_init(&f->lock);
+	mutex_lock(&rprof_follow_mutex);
+	ret = rprof_follow_register();
+	if (!ret)
+		rcu_assign_pointer(rprof_followed, f);
+	mutex_unlock(&rprof_follow_mutex);
+	if (ret) {
+		kfree(f);
+		return ERR_PTR(ret);
+	}
+	return f;
+}
+
+/*
+ * Process context.  Frees @f once no exit probe can still be reading it
+ * (after a grace period); the caller guarantees no overflow handler can
+ * reach it any more (its counters are released).
+ */
+void rprof_follow_destroy(struct rprof_follow *f)
+{
+	mutex_lock(&rprof_follow_mutex);
+	if (rcu_access_pointer(rprof_followed) == f)
+		RCU_INIT_POINTER(rprof_followed, NULL);
+	mutex_unlock(&rprof_follow_mutex);
+	kfree_rcu(f, rcu);
+}
+
+/* Module exit, after every session: the exit probe goes, and no call of it
+ * is still running when this returns. */
+void rprof_follow_unregister(void)
+{
+	mutex_lock(&rprof_follow_mutex);
+	if (rprof_follow_tp) {
+		tracepoint_probe_unregister(rprof_follow_tp, rprof_follow_exit_probe, NULL);
+		tracepoint_synchronize_unregister();
+		rprof_follow_tp = NULL;
+	}
+	mutex_unlock(&rprof_follow_mutex);
+}
+
+/* Orphans followed, and (*lost) those the table had no room for. */
+u64 rprof_follow_orphans(struct rprof_follow *f, u64 *lost)
+{
+	*lost = atomic64_read(&f->lost);
+	return smp_load_acquire(&f->n);
 }
 
 struct mm_struct *rprof_current_mm_get(u32 *seq)
@@ -1537,6 +1760,12 @@ void rprof_test_user_regs(struct pt_regs *regs, u64 ip, u64 sp, u64 bp, u32 cs)
 u64 rprof_test_pt_regs_size(void)
 {
 	return sizeof(struct pt_regs);
+}
+
+/* Whether 32-bit tasks can run (and their stacks are walked). */
+bool rprof_test_ia32_emulation(void)
+{
+	return IS_ENABLED(CONFIG_IA32_EMULATION);
 }
 #endif
 

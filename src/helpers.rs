@@ -23,6 +23,12 @@ pub(crate) struct RprofKicker {
     _private: [u8; 0],
 }
 
+/// Opaque `struct rprof_follow` (see [`crate::follow`]).
+#[repr(C)]
+pub(crate) struct RprofFollow {
+    _private: [u8; 0],
+}
+
 /// Opaque `struct rprof_waitq`.
 #[repr(C)]
 pub(crate) struct RprofWaitq {
@@ -173,7 +179,11 @@ extern "C" {
     pub(crate) fn rprof_current_mm_seq() -> u32;
     /// Whether a process up current's chain of parents has thread group
     /// `tgid` (current's own group is not looked at).  NMI-safe.
-    pub(crate) fn rprof_current_descends_from(tgid: i32) -> bool;
+    pub(crate) fn rprof_follow_create(tgid: i32) -> *mut RprofFollow;
+    pub(crate) fn rprof_follow_destroy(f: *mut RprofFollow);
+    pub(crate) fn rprof_current_followed(f: *mut RprofFollow) -> bool;
+    pub(crate) fn rprof_follow_orphans(f: *mut RprofFollow, lost: *mut u64) -> u64;
+    pub(crate) fn rprof_follow_unregister();
     pub(crate) fn rprof_global_tgid(vnr: i32) -> i32;
     pub(crate) fn rprof_chain_alloc() -> c_int;
     pub(crate) fn rprof_chain_free();
@@ -264,6 +274,7 @@ extern "C" {
     pub(crate) fn rprof_test_user_write(addr: u64, src: *const c_void, len: u64) -> bool;
     pub(crate) fn rprof_test_user_regs(regs: *mut c_void, ip: u64, sp: u64, bp: u64, cs: u32);
     pub(crate) fn rprof_test_pt_regs_size() -> u64;
+    pub(crate) fn rprof_test_ia32_emulation() -> bool;
     pub(crate) fn rprof_test_kern_path(name: *const c_char, path: *mut bindings::path) -> c_int;
     pub(crate) fn rprof_test_dentry_count(path: *const bindings::path) -> c_uint;
 }

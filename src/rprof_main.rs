@@ -21,6 +21,7 @@ mod ctx;
 mod device;
 mod drain;
 mod evbuf;
+mod follow;
 mod helpers;
 mod hotplug;
 mod kicker;
@@ -59,6 +60,8 @@ struct RprofModule {
     _device: miscdev::Registration<device::RprofFile>,
     _hotplug: hotplug::Registration,
     _modules: modules::Registration,
+    // After the device: no session follows processes any more.
+    _follow: follow::ExitProbe,
     // Last: freed after everything that could take a call chain is gone.
     _chains: ChainBuffers,
 }
@@ -105,6 +108,6 @@ impl kernel::Module for RprofModule {
             params.ring_records,
             params.buffer_pages
         );
-        Ok(Self { _device: device, _hotplug: hotplug, _modules: modules, _chains: chains })
+        Ok(Self { _device: device, _hotplug: hotplug, _modules: modules, _follow: follow::ExitProbe, _chains: chains })
     }
 }

@@ -49,6 +49,22 @@ pub(crate) const CHAIN_TAKEN: u8 = 1 << 7;
 /// `RingRecord::chain`: the `RPROF_STACK_*` flags of the chain.
 pub(crate) const CHAIN_FLAGS: u8 = 0x7f;
 
+// Every `RPROF_STACK_*` flag fits `CHAIN_FLAGS`, apart from `CHAIN_TAKEN`
+// (and, in `stacks::raw_key_flags`, apart from the mode bit above them): a
+// new flag must find room here first.
+const _: () = assert!(
+    (uapi::RPROF_STACK_KERNEL_TRUNCATED
+        | uapi::RPROF_STACK_USER_TRUNCATED
+        | uapi::RPROF_STACK_USER_FAULT
+        | uapi::RPROF_STACK_USER_BAD_FP
+        | uapi::RPROF_STACK_KERNEL_ERROR
+        | uapi::RPROF_STACK_CUT
+        | uapi::RPROF_STACK_USER_SKIPPED)
+        & !(CHAIN_FLAGS as u32)
+        == 0
+        && CHAIN_TAKEN & CHAIN_FLAGS == 0
+);
+
 impl RingRecord {
     /// A record without an address space (tests and the benchmark).
     #[cfg(any(rprof_kunit, rprof_bench))]
@@ -150,8 +166,8 @@ pub(crate) fn new_ring(records: u32) -> Result<SampleRing> {
 ///
 /// # Invariants
 ///
-/// `ring` and `kicker` point to objects of the session that outlive the
-/// counter: the session releases its counters (after which perf runs no
+/// `ring`, `kicker` and `follow` (if not null) point to objects of the
+/// session that outlive the counter: the session releases its counters (after which perf runs no
 /// more handlers for them) before it frees rings and kicker.
 pub(crate) struct HandlerCtx {
     pub(crate) ring: *const SampleRing,
@@ -162,8 +178,9 @@ pub(crate) struct HandlerCtx {
     pub(crate) max_user: u16,
     /// Only samples of this thread group, or all if negative.
     pub(crate) pid: i32,
-    /// With `pid`: the samples of its descendants too.
-    pub(crate) descendants: bool,
+    /// With `pid`, or null: the processes it follows, whose samples are
+    /// kept too (its descendants and their orphans, [`crate::follow`]).
+    pub(crate) follow: *mut helpers::RprofFollow,
     /// Kick the drain when the ring holds at least this many records.
     pub(crate) kick_at: u64,
 }
@@ -183,8 +200,9 @@ pub(crate) unsafe extern "C" fn rprof_on_sample(ctx: *mut c_void, sample: *const
     // SAFETY: The C caller passes a sample on its stack.
     let sample = unsafe { *sample };
     if ctx.pid >= 0 && sample.pid != ctx.pid as u32 {
-        // SAFETY: NMI-safe: an RCU walk up current's parents.
-        if !ctx.descendants || !unsafe { helpers::rprof_current_descends_from(ctx.pid) } {
+        // SAFETY: NMI-safe: an RCU walk up current's parents; `follow`
+        // outlives the counter (`HandlerCtx` invariant).
+        if ctx.follow.is_null() || !unsafe { helpers::rprof_current_followed(ctx.follow) } {
             return;
         }
     }
@@ -257,41 +275,45 @@ unsafe fn push_chain(ring: &SampleRing, ctx: &HandlerCtx, sample: &RawSample, re
         // (caller).
         unsafe { helpers::rprof_callchain(regs, ips, ctx.max_kernel.into(), ctx.max_user.into(), nk, nu) }
     };
-    // SAFETY: `walk` stores at most CHAIN_WORDS words (above); the caller
-    // is the overflow handler, in NMI context.
-    unsafe { push_chain_with(ring, ctx, sample, walk) }
+    // SAFETY: This CPU's scratch of our context level: no other handler
+    // uses it until we return (`rprof_chain_scratch`'s contract; the
+    // overflow handler neither sleeps nor migrates).
+    let ips = unsafe { helpers::rprof_chain_scratch() };
+    // SAFETY: `ips` holds CHAIN_WORDS words, ours until we return; `walk`
+    // stores at most that many (above).
+    unsafe { push_chain_with(ring, ctx, sample, ips, walk) }
 }
 
-/// [`push_chain`] with the walk given: `walk(ips, nk, nu)` stores the
-/// chain at `ips` (CHAIN_WORDS words), its counts in `nk`/`nu`, and
-/// returns its `RPROF_STACK_*` flags.  The address-space sequence the
-/// record carries is read *before* the walk: a mapping changed while the
-/// chain is walked (another thread's munmap and mmap) then has a newer
-/// sequence than the record's, and the drain refuses it instead of
-/// resolving a frame read from the old mapping through the new one.
-/// KUnit's `chain_sequence_is_read_before_the_walk` changes the address
-/// space from inside `walk`.  NMI context.
+/// [`push_chain`] with the walk and its buffer given: `walk(ips, nk, nu)`
+/// stores the chain at `ips`, its counts in `nk`/`nu`, and returns its
+/// `RPROF_STACK_*` flags.  The address-space sequence the record carries
+/// is read *before* the walk: a mapping changed while the chain is walked
+/// (another thread's munmap and mmap) then has a newer sequence than the
+/// record's, and the drain refuses it instead of resolving a frame read
+/// from the old mapping through the new one.  KUnit's
+/// `chain_sequence_is_read_before_the_walk` changes the address space from
+/// inside `walk`.  NMI or hard-IRQ context in the handler.
 ///
 /// # Safety
 ///
-/// `walk` must store at most CHAIN_WORDS words at `ips`; the caller is the
-/// overflow handler (or a test standing in for it, in process context).
+/// `ips` points to CHAIN_WORDS words that nothing else uses until this
+/// returns, and `walk` stores at most that many there; the caller is the
+/// overflow handler, or a test standing in for it on a ring of its own.
 #[inline(always)]
 pub(crate) unsafe fn push_chain_with(
     ring: &SampleRing,
     ctx: &HandlerCtx,
     sample: &RawSample,
+    ips: *mut u64,
     walk: impl FnOnce(*mut u64, &mut u32, &mut u32) -> u32,
 ) -> Push {
     // SAFETY: NMI-safe: reads current's mm and its sequence.
     let seq = unsafe { helpers::rprof_current_mm_seq() };
-    // SAFETY: This CPU's scratch of our context level: no other handler
-    // uses it until we return (`rprof_chain_scratch`'s contract).
-    let ips = unsafe { helpers::rprof_chain_scratch() };
     let (mut nk, mut nu) = (0u32, 0u32);
     let flags = walk(ips, &mut nk, &mut nu);
     let total = (nk as usize + nu as usize).min(helpers::CHAIN_WORDS);
-    // SAFETY: rprof_callchain wrote `total` words at `ips`, ours (above).
+    // SAFETY: `walk` wrote `total` words at `ips`, ours until we return
+    // (the caller's contract).
     let words = unsafe { core::slice::from_raw_parts(ips, total) };
     push_frames(ring, words, nk, flags, |nk, nu, chain| record_at(ctx, sample, nk, nu, chain, Some(seq)))
 }
@@ -332,7 +354,9 @@ pub(crate) fn push_frames(
         },
     );
     match pushed {
-        Push::Full if extra > 0 => ring.push_with(|| make(0, 0, CHAIN_TAKEN | uapi::RPROF_STACK_CUT as u8)),
+        Push::Full if extra > 0 => {
+            ring.push_with(|| make(0, 0, CHAIN_TAKEN | (uapi::RPROF_STACK_CUT | flags & uapi::RPROF_STACK_USER_SKIPPED) as u8))
+        }
         Push::Full => {
             ring.count_lost();
             Push::Full

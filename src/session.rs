@@ -29,6 +29,7 @@ use crate::config::Config;
 use crate::counter::Counter;
 use crate::drain::{lost, Drain};
 use crate::evbuf::{EventBuffer, Record};
+use crate::follow::Follow;
 use crate::helpers::{self, CounterAttr};
 use crate::kicker::Kicker;
 use crate::sampler::{self, HandlerCtx, SampleRing};
@@ -72,6 +73,8 @@ pub(crate) struct Session {
 pub(crate) struct Core {
     pub(crate) config: Config,
     rings: Rings,
+    /// With a descendants filter, the processes it follows.
+    follow: Option<Follow>,
     evbuf: Arc<EventBuffer>,
     #[pin]
     drain: Mutex<Drain>,
@@ -278,6 +281,11 @@ impl Session {
                 rings.ensure(cpu)?;
             }
         }
+        let follow = if config.raw.flags & RPROF_CONFIG_PID_DESCENDANTS != 0 {
+            Some(Follow::new(config.filter_tgid)?)
+        } else {
+            None
+        };
         let evbuf = Arc::new(EventBuffer::new(config.buffer_pages as usize)?, GFP_KERNEL)?;
         let chains = config.raw.flags & RPROF_CONFIG_CALLCHAIN != 0;
         let drain = Drain::new(evbuf.producer(), nr, max_cookies as usize, chains)?;
@@ -296,6 +304,7 @@ impl Session {
                 core <- pin_init!(Core {
                     config,
                     rings,
+                    follow,
                     evbuf,
                     drain <- new_mutex!(drain),
                     consumer <- new_mutex!(()),
@@ -444,8 +453,9 @@ impl Session {
                 exclude_user: (flags & RPROF_CONFIG_EXCLUDE_USER != 0) as u32,
                 exclude_kernel: (flags & RPROF_CONFIG_EXCLUDE_KERNEL != 0) as u32,
             };
-            // INVARIANT (HandlerCtx): the ring and kicker live in this
-            // session, which the device drops only after the counters.
+            // INVARIANT (HandlerCtx): the ring, kicker and followed set
+            // live in this session, which the device drops only after the
+            // counters.
             let ctx = HandlerCtx {
                 ring: ring as *const SampleRing,
                 kicker: self.kicker.as_ptr(),
@@ -453,7 +463,7 @@ impl Session {
                 max_kernel: self.config.raw.max_kernel_frames,
                 max_user: self.config.raw.max_user_frames,
                 pid,
-                descendants: flags & RPROF_CONFIG_PID_DESCENDANTS != 0,
+                follow: self.follow.as_ref().map_or(core::ptr::null_mut(), Follow::as_ptr),
                 kick_at: ring.capacity() / 2,
             };
             match Counter::new(cpu as u32, &attr, ctx) {
@@ -633,6 +643,12 @@ impl Session {
         self.drain.lock().chain_stats
     }
 
+    /// Orphans the descendants filter follows, and those it had no room
+    /// for (both 0 without one).
+    pub(crate) fn orphans(&self) -> (u64, u64) {
+        self.follow.as_ref().map_or((0, 0), Follow::orphans)
+    }
+
     pub(crate) fn stats(&self, cpus: &mut [rprof_cpu_stats]) -> (rprof_cpu_stats, u64, u64) {
         let d = self.drain.lock();
         let mut total = rprof_cpu_stats::default();
@@ -679,7 +695,7 @@ impl Session {
             max_kernel: self.config.raw.max_kernel_frames,
             max_user: self.config.raw.max_user_frames,
             pid: -1,
-            descendants: false,
+            follow: core::ptr::null_mut(),
             kick_at: u64::MAX,
         })
     }

@@ -6,6 +6,7 @@ use crate::config::Config;
 use crate::drain::Drain;
 use crate::cookies::{CookieTable, NoCookie, Object, PathRef};
 use crate::evbuf::EventBuffer;
+use crate::follow::Follow;
 use crate::helpers::{self, RawSample, VmaRange, TEST_SRC_IRQ_WORK, TEST_SRC_NMI, TEST_SRC_TASK, TEST_SRC_TIMER};
 use crate::mapcache::{MapCache, Target};
 use crate::kicker::Kicker;
@@ -760,9 +761,9 @@ fn module_unload_waits_for_room(t: &mut Test) {
 
 /// The pid filter with descendants, through the handler: a sample of
 /// another thread group is kept only when the sampled task (this test's
-/// kthread, whose parent is kthreadd, pid 2) descends from the filter's
-/// pid and the session asked for descendants.  Init (pid 1) is no ancestor
-/// of a kthread, nor is a task its own.
+/// kthread, whose parent is kthreadd, pid 2) is followed: it descends from
+/// the filter's pid (or is its thread group) and the session asked for
+/// descendants.  Init (pid 1) is no ancestor of a kthread.
 fn pid_filter_follows_descendants(t: &mut Test) {
     let Ok(session) = test_session(4096, 16) else {
         kassert!(t, false, "session allocation failed");
@@ -774,10 +775,21 @@ fn pid_filter_follows_descendants(t: &mut Test) {
     };
     // SAFETY: Reads current's thread group id.
     let own = unsafe { helpers::rprof_test_current_tgid() };
-    let cases = [(2, true, 1u64), (2, false, 0), (1, true, 0), (own, true, 0)];
+    let cases = [(2, true, 1u64), (2, false, 0), (1, true, 0), (own, true, 1)];
     for (i, &(pid, descendants, kept)) in cases.iter().enumerate() {
+        let follow = if descendants {
+            match Follow::new(pid) {
+                Ok(f) => Some(f),
+                Err(_) => {
+                    kassert!(t, false, "no followed set");
+                    return;
+                }
+            }
+        } else {
+            None
+        };
         ctx.pid = pid;
-        ctx.descendants = descendants;
+        ctx.follow = follow.as_ref().map_or(core::ptr::null_mut(), Follow::as_ptr);
         let (before, _, _) = session.stats(&mut []);
         // Not the filter's own thread group: only descent can keep it.
         let sample = RawSample { time_ns: i as u64, ip: checksum(0, 0, i as u64), pid: 0x7fff_fff0, cpu: 0, ..Default::default() };
@@ -1240,18 +1252,16 @@ fn chain_user_walk_compat(t: &mut Test) {
     // SAFETY: `raw()` is the running case.
     let base = unsafe { helpers::rprof_test_user_map(t.raw(), PAGE, 0x1000_0000) };
     kassert!(t, base != 0 && base < 1 << 32, "no mapping below 4 GiB: {:#x}", base);
-    if base == 0 || base >= 1 << 32 {
-        return;
-    }
     let at = |i: u64| (base + 4 * i) as u32;
-    // Frames at words 2, 6 and 10: (next fp, return address), 32 bits each.
+    // Frames at words 3, 7 and 11 (4 mod 8: aligned for 32-bit frames,
+    // not for 64-bit ones): (next fp, return address), 32 bits each.
     let mut words = [0u32; 16];
-    words[2] = at(6);
-    words[3] = 0x0804_1111;
-    words[6] = at(10);
-    words[7] = 0x0804_2222;
-    words[10] = 0;
-    words[11] = 0x0804_3333;
+    words[3] = at(7);
+    words[4] = 0x0804_1111;
+    words[7] = at(11);
+    words[8] = 0x0804_2222;
+    words[11] = 0;
+    words[12] = 0x0804_3333;
     // SAFETY: `words` is ours; the destination is our user mapping.
     let ok = unsafe { helpers::rprof_test_user_write(base, words.as_ptr() as *const c_void, 64) };
     kassert!(t, ok, "copy_to_user failed");
@@ -1259,9 +1269,6 @@ fn chain_user_walk_compat(t: &mut Test) {
     // SAFETY: No arguments; a size.
     let size_ok = unsafe { helpers::rprof_test_pt_regs_size() } as usize <= core::mem::size_of_val(&regs);
     kassert!(t, size_ok);
-    if !size_ok {
-        return;
-    }
     let mut chain = |bp: u64, max_u: u32, cs: u32| {
         // SAFETY: `regs` has room for a `pt_regs` (above).
         unsafe { helpers::rprof_test_user_regs(regs.as_mut_ptr() as *mut c_void, 0x0804_0000, base, bp, cs) };
@@ -1276,22 +1283,33 @@ fn chain_user_walk_compat(t: &mut Test) {
         let _ = v.extend_from_slice(&ips[..(nk + nu) as usize], GFP_KERNEL);
         (flags, v)
     };
-    let (flags, ips) = chain(u64::from(at(2)), 127, helpers::TEST_CS_32);
+    let fp = u64::from(at(3));
+    // SAFETY: Reads a build-time constant.
+    if !unsafe { helpers::rprof_test_ia32_emulation() } {
+        // No 32-bit tasks run here; 32-bit registers are not walked.
+        let (flags, ips) = chain(fp, 127, helpers::TEST_CS_32);
+        kassert_eq!(t, (flags, ips.len()), (RPROF_STACK_USER_SKIPPED, 0));
+        return;
+    }
+    let (flags, ips) = chain(fp, 127, helpers::TEST_CS_32);
     kassert_eq!(t, flags, 0);
     kassert_eq!(t, &ips[..], &[0x0804_1111u64, 0x0804_2222, 0x0804_3333][..]);
-    let (flags, ips) = chain(u64::from(at(2)), 2, helpers::TEST_CS_32);
+    // Only the low half of a 32-bit task's %rbp is its frame pointer.
+    let (flags, ips) = chain(0xdead_0000_0000 | fp, 127, helpers::TEST_CS_32);
+    kassert_eq!(t, (flags, ips.len()), (0, 3));
+    let (flags, ips) = chain(fp, 2, helpers::TEST_CS_32);
     kassert_eq!(t, (flags, ips.len()), (RPROF_STACK_USER_TRUNCATED, 2));
-    // 4-aligned is aligned for 32-bit frames; 2-aligned is not.
-    let (flags, ips) = chain(u64::from(at(2)) + 2, 127, helpers::TEST_CS_32);
+    // 2-aligned is not aligned for 32-bit frames.
+    let (flags, ips) = chain(fp + 2, 127, helpers::TEST_CS_32);
     kassert_eq!(t, (flags, ips.len()), (RPROF_STACK_USER_BAD_FP, 0));
-    // The same stack as 64-bit frames: word pairs, other "addresses".
-    let (_, ips) = chain(u64::from(at(2)), 127, helpers::TEST_CS_64);
-    kassert!(t, ips.first() != Some(&0x0804_1111), "a 64-bit walk read 32-bit frames");
+    // The same frame pointer in 64-bit code: misaligned for 64-bit frames.
+    let (flags, ips) = chain(fp, 127, helpers::TEST_CS_64);
+    kassert_eq!(t, (flags, ips.len()), (RPROF_STACK_USER_BAD_FP, 0));
     // Code of the task's own LDT: not walked, and flagged.
-    let (flags, ips) = chain(u64::from(at(2)), 127, helpers::TEST_CS_LDT);
+    let (flags, ips) = chain(fp, 127, helpers::TEST_CS_LDT);
     kassert_eq!(t, (flags, ips.len()), (RPROF_STACK_USER_SKIPPED, 0));
     // A user side that is off is not "skipped".
-    let (flags, _) = chain(u64::from(at(2)), 0, helpers::TEST_CS_LDT);
+    let (flags, _) = chain(fp, 0, helpers::TEST_CS_LDT);
     kassert_eq!(t, flags, 0);
 }
 
@@ -1319,7 +1337,7 @@ fn chain_sequence_is_read_before_the_walk(t: &mut Test) {
         max_kernel: 0,
         max_user: 127,
         pid: -1,
-        descendants: false,
+        follow: core::ptr::null_mut(),
         kick_at: u64::MAX,
     };
     // SAFETY: Reads current's mm sequence; current has an mm (above).
@@ -1331,9 +1349,11 @@ fn chain_sequence_is_read_before_the_walk(t: &mut Test) {
         (*nk, *nu) = (0, 0);
         0
     };
-    // SAFETY: The walk stores no word; this process-context call stands in
-    // for the handler on a ring of its own, with no session running.
-    let pushed = unsafe { sampler::push_chain_with(&ring, &ctx, &RawSample::default(), walk) };
+    // The test's own buffer, not the per-CPU scratch: this walk sleeps.
+    let mut ips = [0u64; helpers::CHAIN_WORDS];
+    // SAFETY: `ips` is ours and CHAIN_WORDS long; the walk stores no word;
+    // this call stands in for the handler on a ring of its own.
+    let pushed = unsafe { sampler::push_chain_with(&ring, &ctx, &RawSample::default(), ips.as_mut_ptr(), walk) };
     // SAFETY: As above.
     let after = unsafe { helpers::rprof_current_mm_seq() };
     let mut frames = [0u64; 8];

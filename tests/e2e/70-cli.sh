@@ -34,7 +34,7 @@ rows() {
 	grep -E '^ +[0-9.]+% ' "$1"
 }
 
-plan 41
+plan 43
 unload
 load
 
@@ -131,6 +131,26 @@ check "record -- sh -c ...: its child (chains) and grandchild (attr_main) are pr
 check "... and an orphan it left running (stalls)" grep -qE '^ +[0-9.]+% +[0-9]+ +stalls$' /tmp/d.report
 check "... and nothing outside the tree (no dd)" sh -c "! grep -qE ' dd\$' /tmp/d.report"
 check "record -a -- CMD: the whole system, dd too" grep -qE '^ +[0-9.]+% +[0-9]+ +dd$' /tmp/da.report
+
+# 4b'. -p PID --children: what PID starts is followed too, and so are the
+# orphans it leaves (chains, started in the background by a shell that
+# exits at once, re-parented to init while the recording runs: the module
+# records a followed process's children when it exits).  PID starts one
+# every half second, so that some start after the session is set up.
+dd if=/dev/zero of=/dev/null bs=4096 2>/dev/null &
+outsider=$!
+sh -c 'for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16; do
+	sh -c "/tests/bin/chains split 0.4 >/dev/null &"; sleep 0.5; done' &
+target=$!
+rprof record -p $target --children -d 4 -o /tmp/pc.data >/dev/null 2>/tmp/pc.err
+rprof stat >/tmp/pc.stat 2>&1
+kill $outsider $target 2>/dev/null
+wait $outsider $target 2>/dev/null
+rprof report -i /tmp/pc.data --stdio --sort comm >/tmp/pc.report 2>&1
+diag "$(cat /tmp/pc.err; grep -E '^ +[0-9.]+% |orphans' /tmp/pc.report /tmp/pc.stat)"
+check "record -p PID --children: orphans PID left running (chains) are profiled" \
+	grep -qE '^ +[0-9.]+% +[0-9]+ +chains$' /tmp/pc.report
+check "... and nothing outside PID's tree (no dd)" sh -c "! grep -qE ' dd\$' /tmp/pc.report"
 
 # 4c. perf's event syntax: :k (kernel mode only) and -c PERIOD.
 rprof record -e cpu-clock:k -c 1000000 -a -d 1 -o /tmp/k.data >/dev/null 2>/tmp/k.err

@@ -167,7 +167,13 @@ struct rprof_stats {
 	__u64 cpus;      /* user pointer to nr_cpus struct rprof_cpu_stats, or 0 */
 	__u64 drains;    /* drain passes run */
 	__u64 wakeups;   /* reader wakeups issued */
-	__u64 reserved[4];
+	/* With RPROF_CONFIG_PID_DESCENDANTS: processes followed although their
+	 * parent ended before them (orphans: re-parented away from the
+	 * filter's process), and those not followed for want of room in the
+	 * table of orphans (their samples are not kept). */
+	__u64 orphans;
+	__u64 orphans_lost;
+	__u64 reserved[2]; /* in: zero */
 	struct rprof_cpu_stats total;
 	struct rprof_chain_stats chains; /* since RPROF_STATS_SIZE_VER1 */
 };
@@ -397,9 +403,10 @@ struct rprof_module {
 #define RPROF_STACK_KERNEL_ERROR (1U << 4) /* the kernel unwinder failed */
 #define RPROF_STACK_CUT (1U << 5)  /* dropped for space in the ring */
 #define RPROF_STACK_USER_SKIPPED (1U << 6) /* the user side was not walked:
-					    * VM86, or 32-bit code in a
-					    * segment of the task's own LDT
-					    * (only the leaf is known) */
+					    * 32-bit code outside the flat
+					    * segments (e.g. in the task's
+					    * own LDT; only the leaf is
+					    * known) */
 
 /* One frame of a chain, relative to a cookie as a sample is (a COOKIE or
  * MODULE record names it earlier in the stream). */

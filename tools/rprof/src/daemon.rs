@@ -1,8 +1,8 @@
 //! `rprof daemon` / `rprofd`: continuous profiling into rotating pprof
 //! files.
 //!
-//! One session runs for as long as the daemon, read through the mmap'ed
-//! buffer.  Every interval the samples of that interval are symbolized
+//! A module session, read through the mmap'ed buffer, runs until the
+//! daemon renews it (below).  Every interval the samples of that interval are symbolized
 //! against the running system and written to
 //! `DIR/rprof-<unix seconds>-<sequence>.pb.gz` (written to a temporary
 //! name, then renamed, so a reader never sees half a file); only the
@@ -28,8 +28,11 @@
 //! (in order, at most a few sessions behind), while the new one is read.
 //! A new session that cannot start is tried again, after 1 s, then twice as
 //! long each time up to a minute; with `--pid`, the daemon stops once that
-//! process has ended.  Whatever stops it, an error included, the samples it
-//! read are written first.
+//! process has ended (seen at once without a session, at the end of the
+//! current interval with one).  Whatever stops it, an error included, the
+//! samples it read are written first, unless the writer thread died (a
+//! bug): the profiles queued to it then are counted as lost and the exit
+//! status is 1.
 
 use crate::pidfd::Watch;
 use crate::sampling::SamplingArgs;
@@ -767,7 +770,8 @@ struct Daemon<'a, M: Module> {
     out: Profiles<'a>,
     /// Renew once the session has named this many files.
     renew_at: u64,
-    /// Sessions ended for a new one (which may not have started).
+    /// Sessions ended for a new one (which may not have started); read by
+    /// the tests.
     renewals: u64,
     /// When to try to start a session again, and the wait after that.
     retry: (Instant, Duration),
@@ -936,6 +940,14 @@ impl<'a, M: Module> Daemon<'a, M> {
         job.run(self.args, self.config, &mut Syms::default(), &mut w);
         self.out.written += w.written;
         self.out.skipped += w.skipped;
+        // A malformed stream still makes the exit status 1.
+        self.tally.add(
+            Written {
+                stream_error: w.stream_error,
+                ..Written::default()
+            },
+            0,
+        );
     }
 
     /// Ends the session (STOP, drain), starts a new one and hands the old
@@ -1003,8 +1015,10 @@ impl<'a, M: Module> Daemon<'a, M> {
         Ok(())
     }
 
-    /// One turn of [`Self::serve`]'s loop: waits (at most
-    /// [`POLL_INTERVAL`]) and does what is due.
+    /// One turn of [`Self::serve`]'s loop: waits for data (at most
+    /// [`POLL_INTERVAL`]) and does what is due, which may be a renewal
+    /// (STOP, drain, SET_CONFIG) or a wait for room in the writer's
+    /// queue.
     fn step(&mut self) -> Result<(), Error> {
         let step_ns = self.step_ns();
         let grace_ns = nanos(GRACE);
@@ -1219,7 +1233,13 @@ pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
         );
         served?;
         stopped?;
-        tally.take_stream_error().map_or(Ok(()), Err)
+        tally.take_stream_error().map_or(Ok(()), Err)?;
+        if writer_died {
+            return Err(Error::Protocol(
+                "the thread writing profiles died (a bug); see the line above".into(),
+            ));
+        }
+        Ok(())
     })
 }
 
@@ -1577,6 +1597,31 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// A malformed session written on the daemon's own thread (the
+    /// writer thread gone) keeps its stream error, and with it exit
+    /// status 1 (it was dropped there).
+    #[test]
+    fn a_malformed_stream_written_without_the_writer_still_fails() {
+        let dir = test_dir("lost-error");
+        let args = test_args(&dir);
+        let config = args.sampling.config(None).unwrap();
+        let s = 1_000_000_000u64;
+        let mut first = stream(config, 10 * s, &[10 * s + 1]);
+        first.extend_from_slice(&[1, 0, 0, 0, 13, 0, 0, 0]);
+        let second = stream(config, 20 * s, &[20 * s + 1]);
+        let m = Fake::with_streams(vec![vec![first], vec![second]]);
+        let tally = Tally::default();
+        let (tx, rx) = std::sync::mpsc::sync_channel(WRITER_BACKLOG);
+        drop(rx); // the writer thread is gone
+        let mut d = Daemon::new(&m, &args, &config, tx, &tally);
+        d.start().unwrap();
+        d.pump(Duration::ZERO).unwrap();
+        assert_eq!(d.renewals, 1);
+        assert_eq!(d.out.written, 1, "written on the daemon thread");
+        assert!(tally.take_stream_error().is_some());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     /// If the writer thread dies outside a job, what it wrote before
     /// still counts in the last line; what it was handed and never wrote
     /// counts as skipped, and the line says it died.  A job after its
@@ -1693,12 +1738,10 @@ mod tests {
             d.step().unwrap();
         }
         assert_eq!(m.tries(), 2, "tried before its time");
-        let hup = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(format!("kill -HUP {}", std::process::id()))
-            .status()
-            .unwrap();
-        assert!(hup.success());
+        // SAFETY: kill() of our own process with a signal whose handler
+        // is installed (above).
+        let hup = unsafe { libc::kill(libc::getpid(), libc::SIGHUP) };
+        assert_eq!(hup, 0);
         let sent = Instant::now();
         while d.session.is_none() {
             assert!(sent.elapsed() < Duration::from_secs(10), "SIGHUP ignored");

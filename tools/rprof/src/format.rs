@@ -295,7 +295,8 @@ pub fn chain_line(c: &rprof_chain_stats) -> String {
 }
 
 /// Writes the module's statistics as a table, total first, then a line
-/// per CPU, then the drain and wakeup counts, and the call-chain counters
+/// per CPU, then the drain and wakeup counts, the orphans a descendants
+/// filter follows (if any), and the call-chain counters
 /// when the session took chains:
 ///
 /// ```text
@@ -331,6 +332,13 @@ pub fn write_stats(
         "drains: {} wakeups: {} cpus: {}",
         stats.drains, stats.wakeups, stats.nr_cpus
     )?;
+    if stats.orphans > 0 || stats.orphans_lost > 0 {
+        writeln!(
+            w,
+            "orphans followed: {}, not followed (no room): {}",
+            stats.orphans, stats.orphans_lost
+        )?;
+    }
     if stats.chains.chains > 0 || stats.chains.cut_space > 0 {
         writeln!(w, "{}", chain_line(&stats.chains))?;
     }

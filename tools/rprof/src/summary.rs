@@ -129,7 +129,7 @@ impl Summary {
     ///  "samples_per_cpu":[..],"samples_no_task":0,"samples_per_event":[..],
     ///  "lost_by_stage":{"ring":R,"buffer":B,"no_mm":..,"no_mapping":..,"no_cookie":..,"other":0},
     ///  "session_ns":NS,
-    ///  "stats":{"nr_cpus":2,"drains":D,"wakeups":W,
+    ///  "stats":{"nr_cpus":2,"drains":D,"wakeups":W,"orphans":O,"orphans_lost":L,
     ///           "total":{"samples":..,"lost_ring":..,...},
     ///           "per_cpu":[{"samples":..,...},...]}}
     /// ```
@@ -208,10 +208,12 @@ impl Summary {
             let chains = format!("{{{}}}", chains.join(","));
             let _ = write!(
                 j,
-                ",\"stats\":{{\"nr_cpus\":{},\"drains\":{},\"wakeups\":{},\"total\":{},\"per_cpu\":[{}],\"chains\":{}}}",
+                ",\"stats\":{{\"nr_cpus\":{},\"drains\":{},\"wakeups\":{},\"orphans\":{},\"orphans_lost\":{},\"total\":{},\"per_cpu\":[{}],\"chains\":{}}}",
                 s.nr_cpus,
                 s.drains,
                 s.wakeups,
+                s.orphans,
+                s.orphans_lost,
                 counters(&s.total),
                 per_cpu.join(","),
                 chains

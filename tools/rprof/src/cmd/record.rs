@@ -1,7 +1,7 @@
 //! `rprof record`: sample into an `rprof.data` file.
 //!
 //! The whole system by default (`-a`), one process with `-p PID` (the
-//! module's pid filter; with `--children`, every process it starts too),
+//! module's pid filter; with `--children`, every process below it too),
 //! or a command and every process it starts (`-- CMD ARGS`: a reaper is
 //! forked first and starts CMD once sampling runs, with the module's
 //! filter on its pid and descendants; it is a subreaper, so that what CMD
@@ -48,9 +48,11 @@ pub struct RecordArgs {
           value_parser = clap::value_parser!(i32).range(1..))]
     pub pid: Option<i32>,
 
-    /// With -p: also every process PID starts from now on (its children,
-    /// their children, ...; not one whose parent has ended, which the
-    /// kernel re-parents out of PID's tree: `-- CMD` keeps those).
+    /// With -p: also every process below PID (its children, theirs, ...,
+    /// those already running and those started later), and those left
+    /// running when their parent ends (which the kernel re-parents out of
+    /// PID's tree; the module follows up to 64 of them, and counts any
+    /// more in `orphans_lost`).
     #[arg(long, requires = "pid")]
     pub children: bool,
 

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The processes a descendants filter follows (`RPROF_CONFIG_PID_DESCENDANTS`):
+//! the filter's thread group, every process below it by `real_parent`, and
+//! the orphans those leave when they exit.  A process whose parent exits is
+//! re-parented to init or a subreaper and is no longer below the target by
+//! `real_parent`, though the target started it: a `sched_process_exit` probe
+//! (C, `src/helpers.c`) records the children of every followed process that
+//! exits, before they are re-parented.  The table holds a bounded number of
+//! orphans; those that find it full are counted (`rprof_stats`), not
+//! followed.
+//!
+//! The probe serves the last set made (one session runs at a time); it is
+//! registered with the first and removed when the module goes
+//! ([`ExitProbe`]).
+
+use crate::helpers::{self, RprofFollow};
+use kernel::prelude::*;
+
+/// A followed set, which exits update while it is the last one made.
+///
+/// # Invariants
+///
+/// `ptr` is a live `struct rprof_follow` from `rprof_follow_create`, owned
+/// by this object.
+pub(crate) struct Follow {
+    ptr: *mut RprofFollow,
+}
+
+// SAFETY: The C object is read lock-free (NMI) and written under its own
+// lock; it may be created and destroyed in any process context.
+unsafe impl Send for Follow {}
+// SAFETY: As above: shared access is what the C side is built for.
+unsafe impl Sync for Follow {}
+
+impl Follow {
+    /// Follows thread group `tgid` (the initial namespace's number), in
+    /// place of the set made before.  Process context.
+    pub(crate) fn new(tgid: i32) -> Result<Self> {
+        // SAFETY: Process context; no precondition.
+        let ptr = unsafe { helpers::rprof_follow_create(tgid) };
+        // SAFETY: Reads the pointer's error value only.
+        let err = unsafe { helpers::rprof_ptr_err(ptr as *const core::ffi::c_void) };
+        if err != 0 {
+            return Err(Error::from_errno(err as i32));
+        }
+        // INVARIANT: a live object, now ours.
+        Ok(Self { ptr })
+    }
+
+    /// The pointer for a [`crate::sampler::HandlerCtx`]: valid while this
+    /// object lives (the session drops it only after its counters).
+    pub(crate) fn as_ptr(&self) -> *mut RprofFollow {
+        self.ptr
+    }
+
+    /// Orphans followed, and those the table had no room for.
+    pub(crate) fn orphans(&self) -> (u64, u64) {
+        let mut lost = 0;
+        // SAFETY: `ptr` is live (type invariant).
+        let n = unsafe { helpers::rprof_follow_orphans(self.ptr, &mut lost) };
+        (n, lost)
+    }
+}
+
+impl Drop for Follow {
+    fn drop(&mut self) {
+        // SAFETY: `ptr` is live and ours (type invariant); the session drops
+        // this only after its counters, so no overflow handler uses it, and
+        // destroy frees it only after the exit probes reading it are done.
+        unsafe { helpers::rprof_follow_destroy(self.ptr) };
+    }
+}
+
+/// The exit probe's registration, for the module's lifetime: `Drop`
+/// removes it (if a set was ever made) and waits for running calls.
+pub(crate) struct ExitProbe;
+
+impl Drop for ExitProbe {
+    fn drop(&mut self) {
+        // SAFETY: Module exit, process context: every session, and every
+        // set with it, is gone (the device went first).
+        unsafe { helpers::rprof_follow_unregister() };
+    }
+}
