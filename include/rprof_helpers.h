@@ -112,14 +112,16 @@ __u32 rprof_current_mm_seq(void);
 /*
  * The processes a descendants filter follows (src/helpers.c): thread group
  * tgid, every process below it, and the orphans those leave when they
- * exit.  create makes one and has the sched_process_exit probe update it
- * (process context, ERR_PTR on failure); destroy frees it after a grace
- * period (process context, no overflow handler may still use it); followed says whether current is
+ * exit.  create makes one (sleepable process context, ERR_PTR on
+ * failure); publish has the sched_process_exit probe update it from now on
+ * (START; takes no lock); destroy frees it after a grace period (process
+ * context, no overflow handler may still use it); followed says whether current is
  * followed (NMI-safe); orphans counts the orphans followed and, in *lost,
  * those the table had no room for.
  */
 struct rprof_follow;
 struct rprof_follow *rprof_follow_create(pid_t tgid);
+void rprof_follow_publish(struct rprof_follow *f);
 void rprof_follow_destroy(struct rprof_follow *f);
 bool rprof_current_followed(struct rprof_follow *f);
 __u64 rprof_follow_orphans(struct rprof_follow *f, __u64 *lost);
@@ -290,6 +292,7 @@ enum { RPROF_TEST_CS_64, RPROF_TEST_CS_32, RPROF_TEST_CS_LDT };
 void rprof_test_user_regs(struct pt_regs *regs, __u64 ip, __u64 sp, __u64 bp,
 			  __u32 cs);
 bool rprof_test_ia32_emulation(void);
+void rprof_test_follow_add_current(struct rprof_follow *f, __u64 skew);
 __u64 rprof_test_pt_regs_size(void);
 void rprof_test_cpu_relax(void);
 int rprof_test_kern_path(const char *name, struct path *path);

@@ -10,14 +10,15 @@
 //! orphans; those that find it full are counted (`rprof_stats`), not
 //! followed.
 //!
-//! The probe serves the last set made (one session runs at a time); it is
-//! registered with the first and removed when the module goes
-//! ([`ExitProbe`]).
+//! The probe serves the set of the session that STARTed last (one session
+//! runs at a time, [`Follow::publish`]); it is registered with the first
+//! set and removed when the module goes ([`ExitProbe`]).
 
 use crate::helpers::{self, RprofFollow};
 use kernel::prelude::*;
 
-/// A followed set, which exits update while it is the last one made.
+/// A followed set, which exits update from its session's START until the
+/// next START publishes another.
 ///
 /// # Invariants
 ///
@@ -28,16 +29,18 @@ pub(crate) struct Follow {
 }
 
 // SAFETY: The C object is read lock-free (NMI) and written under its own
-// lock; it may be created and destroyed in any process context.
+// lock; it may be created and destroyed in any sleepable process context.
 unsafe impl Send for Follow {}
 // SAFETY: As above: shared access is what the C side is built for.
 unsafe impl Sync for Follow {}
 
 impl Follow {
-    /// Follows thread group `tgid` (the initial namespace's number), in
-    /// place of the set made before.  Process context.
+    /// Follows thread group `tgid` (the initial namespace's number), once
+    /// [`publish`](Self::publish)ed.  Sleepable process context.
     pub(crate) fn new(tgid: i32) -> Result<Self> {
-        // SAFETY: Process context; no precondition.
+        // SAFETY: Sleepable process context (the caller's); it may take the
+        // CPU hotplug lock (the probe's registration), which the callers
+        // (SET_CONFIG, KUnit) do not hold.
         let ptr = unsafe { helpers::rprof_follow_create(tgid) };
         // SAFETY: Reads the pointer's error value only.
         let err = unsafe { helpers::rprof_ptr_err(ptr as *const core::ffi::c_void) };
@@ -52,6 +55,14 @@ impl Follow {
     /// object lives (the session drops it only after its counters).
     pub(crate) fn as_ptr(&self) -> *mut RprofFollow {
         self.ptr
+    }
+
+    /// Has exits update this set from now on, in place of any other (the
+    /// session's START).  Takes no lock.
+    pub(crate) fn publish(&self) {
+        // SAFETY: `ptr` is live (type invariant); publishing is an atomic
+        // store.
+        unsafe { helpers::rprof_follow_publish(self.ptr) };
     }
 
     /// Orphans followed, and those the table had no room for.

@@ -663,14 +663,20 @@ struct rprof_follow {
 	} orphans[RPROF_FOLLOW_ORPHANS];
 };
 
-static bool rprof_follow_has(struct rprof_follow *f, pid_t tgid, u64 start)
+static bool rprof_follow_has_n(struct rprof_follow *f, unsigned int n,
+			       pid_t tgid, u64 start)
 {
-	unsigned int i, n = smp_load_acquire(&f->n);
+	unsigned int i;
 
 	for (i = 0; i < n; i++)
 		if (f->orphans[i].tgid == tgid && f->orphans[i].start == start)
 			return true;
 	return false;
+}
+
+static bool rprof_follow_has(struct rprof_follow *f, pid_t tgid, u64 start)
+{
+	return rprof_follow_has_n(f, smp_load_acquire(&f->n), tgid, start);
 }
 
 /* @t's thread group: its number and its leader's start time. */
@@ -690,6 +696,7 @@ static pid_t rprof_group_of(struct task_struct *t, u64 *start)
  */
 static bool rprof_follows(struct rprof_follow *f, struct task_struct *t)
 {
+	unsigned int n = smp_load_acquire(&f->n);
 	struct task_struct *p;
 	u64 start;
 	pid_t tgid;
@@ -697,7 +704,7 @@ static bool rprof_follows(struct rprof_follow *f, struct task_struct *t)
 
 	for (i = 0; i < RPROF_MAX_ANCESTORS; i++) {
 		tgid = rprof_group_of(t, &start);
-		if (tgid == f->tgid || rprof_follow_has(f, tgid, start))
+		if (tgid == f->tgid || rprof_follow_has_n(f, n, tgid, start))
 			return true;
 		p = rcu_dereference(t->real_parent);
 		/* init_task is its own parent; the idle tasks are pid 0. */
@@ -739,17 +746,44 @@ static void rprof_follow_add(struct rprof_follow *f, struct task_struct *c)
 }
 
 /*
+ * Where exit_notify() will send @p's children, as find_new_reaper() picks:
+ * a thread of @p that is not exiting keeps them (true), and so does the
+ * nearest subreaper above @p if it is followed itself (true); otherwise
+ * they leave the followed tree (false).  Under rcu_read_lock(); racy, as
+ * the re-parenting has not happened yet: a miss adds an entry that costs
+ * a slot, or leaves out an orphan of two threads exiting at once.
+ */
+static bool rprof_children_stay(struct rprof_follow *f, struct task_struct *p)
+{
+	struct task_struct *t, *r = p;
+	int i;
+
+	for_each_thread(p, t)
+		if (!(READ_ONCE(t->flags) & PF_EXITING))
+			return true;
+	for (i = 0; i < RPROF_MAX_ANCESTORS; i++) {
+		t = rcu_dereference(r->real_parent);
+		if (t == r || !t->pid)
+			break;
+		if (t->signal->is_child_subreaper) /* a racy peek at a bit-field */
+			return rprof_follows(f, t);
+		r = t;
+	}
+	return false;
+}
+
+/*
  * sched_process_exit, before exit_notify() re-parents @p's children: a
- * followed task that exits hands its children (processes, never threads,
- * which have their creator's parent) to the orphan table, whether or not
- * it is the last of its group; one that would stay below it through a
- * sibling thread is in the table too, which costs an entry.  Runs with
- * preemption disabled (the tracepoint's RCU-sched section).  The children
- * list is tasklist_lock's, which modules cannot take: the children are
- * found on the RCU-safe list of all processes instead (for_each_process),
- * by their real_parent, which exit_notify() has not changed yet.  Only a
- * task with children pays for that walk; the list_empty() peek is racy,
- * but @p, exiting, forks no more.
+ * followed task whose children would leave the followed tree (its thread
+ * group is dying and no followed subreaper takes them) hands the live ones
+ * (processes, never threads, which have their creator's parent; not
+ * zombies) to the orphan table.  The children list is tasklist_lock's,
+ * which modules cannot take: the children are found on the RCU-safe list
+ * of all processes instead (for_each_process), by their real_parent, which
+ * exit_notify() has not changed yet.  Only a task with children pays for
+ * that walk; the list_empty() peek is racy, and a child cloned with
+ * CLONE_PARENT by a grandchild in this window is missed.  The probe holds
+ * its own rcu_read_lock() (on 7.2 tracepoints run under SRCU, preemptible).
  */
 static void rprof_follow_exit(struct rprof_follow *f, struct task_struct *p)
 {
@@ -758,9 +792,9 @@ static void rprof_follow_exit(struct rprof_follow *f, struct task_struct *p)
 	if (list_empty(&p->children))
 		return;
 	rcu_read_lock();
-	if (rprof_follows(f, p)) {
+	if (rprof_follows(f, p) && !rprof_children_stay(f, p)) {
 		for_each_process(t)
-			if (rcu_dereference(t->real_parent) == p)
+			if (rcu_dereference(t->real_parent) == p && !READ_ONCE(t->exit_state))
 				rprof_follow_add(f, t);
 	}
 	rcu_read_unlock();
@@ -770,10 +804,13 @@ static void rprof_follow_exit(struct rprof_follow *f, struct task_struct *p)
  * The exit probe is registered once, at the first followed set, and stays
  * until the module goes (rprof_follow_unregister()): unregistering costs a
  * tracepoint_synchronize_unregister(), too slow for every SET_CONFIG.  It
- * serves the set of the last session made with a descendants filter
- * (rprof_followed; only one session runs at a time), read under
- * rcu_read_lock(), so a set is freed after a grace period (kfree_rcu).
- * rprof_follow_mutex orders registration and the pointer's writers.
+ * serves the set of the session that STARTed last (rprof_followed,
+ * published by rprof_follow_publish(); only one session runs at a time),
+ * read under rcu_read_lock(), so a set is freed after a grace period
+ * (kfree_rcu).  The pointer is written with single atomic operations (a
+ * set clears it only if it is still its own), so publishing takes no lock
+ * (START holds the CPU hotplug lock, which registration takes inside
+ * rprof_follow_mutex).
  */
 static DEFINE_MUTEX(rprof_follow_mutex);
 static struct tracepoint *rprof_follow_tp;
@@ -807,10 +844,8 @@ static int rprof_follow_register(void)
 	struct tracepoint *tp = NULL;
 	int ret;
 
-	/* The probe's type is the tracepoint's (a build error otherwise):
-	 * the call is never made, so nothing references the symbol. */
-	if (0)
-		register_trace_sched_process_exit(rprof_follow_exit_probe, NULL);
+	/* The probe's type is the tracepoint's (a build error otherwise). */
+	check_trace_callback_type_sched_process_exit(rprof_follow_exit_probe);
 	if (rprof_follow_tp)
 		return 0;
 	for_each_kernel_tracepoint(rprof_find_exit_tp, &tp);
@@ -823,9 +858,10 @@ static int rprof_follow_register(void)
 }
 
 /*
- * Process context (SET_CONFIG): the followed set of thread group @tgid
- * (the initial namespace's number), which exits update until
- * rprof_follow_destroy() or the next set.  ERR_PTR on failure.
+ * Sleepable process context (SET_CONFIG; may take the CPU hotplug lock to
+ * register the probe): the followed set of thread group @tgid (the initial
+ * namespace's number), not yet updated by exits (rprof_follow_publish()).
+ * ERR_PTR on failure.
  */
 struct rprof_follow *rprof_follow_create(pid_t tgid)
 {
@@ -838,14 +874,19 @@ struct rprof_follow *rprof_follow_create(pid_t tgid)
 	raw_spin_lock_init(&f->lock);
 	mutex_lock(&rprof_follow_mutex);
 	ret = rprof_follow_register();
-	if (!ret)
-		rcu_assign_pointer(rprof_followed, f);
 	mutex_unlock(&rprof_follow_mutex);
 	if (ret) {
 		kfree(f);
 		return ERR_PTR(ret);
 	}
 	return f;
+}
+
+/* START: exits update @f from now on, in place of the set before.  Takes
+ * no lock. */
+void rprof_follow_publish(struct rprof_follow *f)
+{
+	rcu_assign_pointer(rprof_followed, f);
 }
 
 /*
@@ -855,10 +896,8 @@ struct rprof_follow *rprof_follow_create(pid_t tgid)
  */
 void rprof_follow_destroy(struct rprof_follow *f)
 {
-	mutex_lock(&rprof_follow_mutex);
-	if (rcu_access_pointer(rprof_followed) == f)
-		RCU_INIT_POINTER(rprof_followed, NULL);
-	mutex_unlock(&rprof_follow_mutex);
+	/* Only if it is still ours: a later START's set stays. */
+	cmpxchg((struct rprof_follow **)&rprof_followed, f, NULL);
 	kfree_rcu(f, rcu);
 }
 
@@ -1760,6 +1799,23 @@ void rprof_test_user_regs(struct pt_regs *regs, u64 ip, u64 sp, u64 bp, u32 cs)
 u64 rprof_test_pt_regs_size(void)
 {
 	return sizeof(struct pt_regs);
+}
+
+/* Puts current's thread group in @f's orphan table, with its start time
+ * moved by @skew (a different process of the same number if not 0). */
+void rprof_test_follow_add_current(struct rprof_follow *f, u64 skew)
+{
+	unsigned long flags;
+	u64 start;
+	pid_t tgid = rprof_group_of(current, &start);
+
+	raw_spin_lock_irqsave(&f->lock, flags);
+	if (f->n < RPROF_FOLLOW_ORPHANS) {
+		f->orphans[f->n].tgid = tgid;
+		f->orphans[f->n].start = start + skew;
+		smp_store_release(&f->n, f->n + 1);
+	}
+	raw_spin_unlock_irqrestore(&f->lock, flags);
 }
 
 /* Whether 32-bit tasks can run (and their stacks are walked). */

@@ -180,6 +180,7 @@ extern "C" {
     /// Whether a process up current's chain of parents has thread group
     /// `tgid` (current's own group is not looked at).  NMI-safe.
     pub(crate) fn rprof_follow_create(tgid: i32) -> *mut RprofFollow;
+    pub(crate) fn rprof_follow_publish(f: *mut RprofFollow);
     pub(crate) fn rprof_follow_destroy(f: *mut RprofFollow);
     pub(crate) fn rprof_current_followed(f: *mut RprofFollow) -> bool;
     pub(crate) fn rprof_follow_orphans(f: *mut RprofFollow, lost: *mut u64) -> u64;
@@ -275,6 +276,7 @@ extern "C" {
     pub(crate) fn rprof_test_user_regs(regs: *mut c_void, ip: u64, sp: u64, bp: u64, cs: u32);
     pub(crate) fn rprof_test_pt_regs_size() -> u64;
     pub(crate) fn rprof_test_ia32_emulation() -> bool;
+    pub(crate) fn rprof_test_follow_add_current(f: *mut RprofFollow, skew: u64);
     pub(crate) fn rprof_test_kern_path(name: *const c_char, path: *mut bindings::path) -> c_int;
     pub(crate) fn rprof_test_dentry_count(path: *const bindings::path) -> c_uint;
 }

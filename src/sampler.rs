@@ -167,8 +167,9 @@ pub(crate) fn new_ring(records: u32) -> Result<SampleRing> {
 /// # Invariants
 ///
 /// `ring`, `kicker` and `follow` (if not null) point to objects of the
-/// session that outlive the counter: the session releases its counters (after which perf runs no
-/// more handlers for them) before it frees rings and kicker.
+/// session that outlive the counter: the session releases its counters
+/// (after which perf runs no more handlers for them) before it frees
+/// rings, kicker and followed set.
 pub(crate) struct HandlerCtx {
     pub(crate) ring: *const SampleRing,
     pub(crate) kicker: *mut helpers::RprofKicker,

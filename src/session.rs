@@ -491,6 +491,9 @@ impl Session {
             let online = unsafe { helpers::rprof_cpu_online(cpu as u32) };
             all.push(if online { self.open_cpu(cpu)? } else { KVec::new() }, GFP_KERNEL)?;
         }
+        if let Some(f) = &self.follow {
+            f.publish();
+        }
         self.start_request.store(now(), Ordering::Release);
         self.pending.store(true, Ordering::Release);
         self.set_phase(Phase::Running);

@@ -799,6 +799,30 @@ fn pid_filter_follows_descendants(t: &mut Test) {
         let got = after.samples - before.samples;
         kassert!(t, got == kept, "pid {} descendants {}: {} samples kept, expected {}", pid, descendants, got, kept);
     }
+    // The orphan table: with init's group as the filter (no ancestor of
+    // a kthread), this kthread is followed once its thread group is in
+    // the table, and not while only another process of its number (other
+    // start time) is.
+    let Ok(follow) = Follow::new(1) else {
+        kassert!(t, false, "no followed set");
+        return;
+    };
+    ctx.pid = 1;
+    ctx.follow = follow.as_ptr();
+    for (i, (skew, kept)) in [(None, 0u64), (Some(1u64), 0), (Some(0), 1)].into_iter().enumerate() {
+        if let Some(skew) = skew {
+            // SAFETY: The set is live; process context.
+            unsafe { helpers::rprof_test_follow_add_current(follow.as_ptr(), skew) };
+        }
+        let (before, _, _) = session.stats(&mut []);
+        let sample = RawSample { time_ns: 10 + i as u64, ip: checksum(0, 0, i as u64), pid: 0x7fff_fff0, cpu: 0, ..Default::default() };
+        // SAFETY: The context belongs to the live session; `follow` lives
+        // across the call.
+        unsafe { sampler::rprof_on_sample(&ctx as *const HandlerCtx as *mut c_void, &sample, core::ptr::null_mut()) };
+        let (after, _, _) = session.stats(&mut []);
+        kassert_eq!(t, after.samples - before.samples, kept);
+    }
+    kassert_eq!(t, follow.orphans(), (2, 0));
     session.finish();
 }
 

@@ -34,7 +34,7 @@ rows() {
 	grep -E '^ +[0-9.]+% ' "$1"
 }
 
-plan 43
+plan 44
 unload
 load
 
@@ -133,14 +133,17 @@ check "... and nothing outside the tree (no dd)" sh -c "! grep -qE ' dd\$' /tmp/
 check "record -a -- CMD: the whole system, dd too" grep -qE '^ +[0-9.]+% +[0-9]+ +dd$' /tmp/da.report
 
 # 4b'. -p PID --children: what PID starts is followed too, and so are the
-# orphans it leaves (chains, started in the background by a shell that
+# orphans it leaves (a subshell started in the background by a shell that
 # exits at once, re-parented to init while the recording runs: the module
-# records a followed process's children when it exits).  PID starts one
-# every half second, so that some start after the session is set up.
+# records a followed process's children when it exits).  The orphan waits
+# 0.3 s before it becomes chains (exec keeps its number and start time),
+# so none of chains' samples is taken while it is still below PID by
+# parentage.  PID starts one every half second, so that some start after
+# the session is set up.
 dd if=/dev/zero of=/dev/null bs=4096 2>/dev/null &
 outsider=$!
 sh -c 'for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16; do
-	sh -c "/tests/bin/chains split 0.4 >/dev/null &"; sleep 0.5; done' &
+	sh -c "(sleep 0.3; exec /tests/bin/chains split 0.4) >/dev/null &"; sleep 0.5; done' &
 target=$!
 rprof record -p $target --children -d 4 -o /tmp/pc.data >/dev/null 2>/tmp/pc.err
 rprof stat >/tmp/pc.stat 2>&1
@@ -150,6 +153,7 @@ rprof report -i /tmp/pc.data --stdio --sort comm >/tmp/pc.report 2>&1
 diag "$(cat /tmp/pc.err; grep -E '^ +[0-9.]+% |orphans' /tmp/pc.report /tmp/pc.stat)"
 check "record -p PID --children: orphans PID left running (chains) are profiled" \
 	grep -qE '^ +[0-9.]+% +[0-9]+ +chains$' /tmp/pc.report
+check "... and the module says it followed orphans" grep -qE '^orphans followed: [1-9]' /tmp/pc.stat
 check "... and nothing outside PID's tree (no dd)" sh -c "! grep -qE ' dd\$' /tmp/pc.report"
 
 # 4c. perf's event syntax: :k (kernel mode only) and -c PERIOD.

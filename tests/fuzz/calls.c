@@ -286,6 +286,7 @@ static size_t build_config(uint64_t seed, int valid, unsigned char *buf, int *mu
 	rng_seed(r, seed);
 	memset(buf, 0, CONFIG_BUF);
 	c->size = sizeof(*c);
+	c->buffer_pages = session_pages;
 	n = chance(r, 75) ? 1 : 1 + rn(r, RPROF_MAX_EVENTS);
 	c->nr_events = n;
 	for (i = 0; i < n; i++) {
@@ -380,7 +381,8 @@ static size_t build_config(uint64_t seed, int valid, unsigned char *buf, int *mu
 				c->flags ^= RPROF_CONFIG_PID_FILTER;
 			break;
 		case 9:
-			/* Never a valid size: the mmap checks know one. */
+			/* Never a valid size: the mmap checks know one
+			 * (session_pages). */
 			c->buffer_pages = PICK(r, 3, 1000, 1u << 17, 0x80000000, 0xffffffff);
 			break;
 		case 10:

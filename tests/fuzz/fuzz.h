@@ -157,6 +157,9 @@ extern struct state S;
 extern struct options opt;
 extern size_t page_size;
 extern size_t data_size; /* bytes of the event buffer's data area */
+/* rprof_config.buffer_pages of every valid SET_CONFIG of this run (0: the
+ * module's parameter), chosen from the seed; data_size is its size. */
+extern uint32_t session_pages;
 extern int in_child;     /* inside a forked child: no locks, no threads */
 
 void state_lock(void);

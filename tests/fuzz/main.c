@@ -44,6 +44,7 @@ struct state S = { .lock = PTHREAD_MUTEX_INITIALIZER };
 struct options opt = { .calls = -1, .device = "/dev/rprof", .health_every = 50 };
 size_t page_size;
 size_t data_size;
+uint32_t session_pages;
 int in_child;
 
 /* Shared with forked children, so that their results count too. */
@@ -310,7 +311,7 @@ static void busy_ms(unsigned ms)
  */
 static void health(void)
 {
-	struct rprof_config cfg = { .size = sizeof(cfg), .nr_events = 1 };
+	struct rprof_config cfg = { .size = sizeof(cfg), .nr_events = 1, .buffer_pages = session_pages };
 	struct rprof_stats st = { .size = sizeof(st) };
 	uint64_t samples = 0, lost = 0, starts = 0, stops = 0;
 	int fd, ret = -1, tries, eof = 0;
@@ -537,8 +538,8 @@ static void options(int argc, char **argv)
 		opt.calls = 1000;
 }
 
-/* The data area's size, from the module's parameter. */
-static size_t module_data_size(void)
+/* The module's buffer_pages parameter. */
+static size_t module_pages(void)
 {
 	FILE *f = fopen("/sys/module/rprof/parameters/buffer_pages", "r");
 	unsigned long pages = 0;
@@ -548,7 +549,7 @@ static size_t module_data_size(void)
 			pages = 0;
 		fclose(f);
 	}
-	return (pages ? pages : 256) * page_size;
+	return pages ? pages : 256;
 }
 
 static void kmsg(const struct prog *p, long first)
@@ -575,7 +576,22 @@ int main(int argc, char **argv)
 	options(argc, argv);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	page_size = sysconf(_SC_PAGESIZE);
-	data_size = module_data_size();
+	/* One event-buffer size a run, from the seed: the module's (asked for
+	 * with 0 or spelt out), half of it, twice or four times it (the
+	 * module allows up to 16 times).  The mmap and control-page oracles
+	 * know the one size. */
+	{
+		size_t pages = module_pages();
+
+		switch (opt.seed % 5) {
+		case 0: session_pages = 0; break;
+		case 1: session_pages = pages; break;
+		case 2: session_pages = pages > 1 ? pages / 2 : pages; break;
+		case 3: session_pages = pages * 2; break;
+		default: session_pages = pages * 4; break;
+		}
+		data_size = (session_pages ? session_pages : pages) * page_size;
+	}
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (sh == MAP_FAILED) {
 		perror("rprof-fuzz: mmap");
@@ -615,9 +631,9 @@ int main(int argc, char **argv)
 			kmsg_fd = open("/dev/kmsg", O_WRONLY | O_CLOEXEC);
 		}
 	}
-	msg("seed %#llx, %s%ld calls, %g s; data area %zu bytes (replay: rprof-fuzz -s %#llx -n CALLS)",
+	msg("seed %#llx, %s%ld calls, %g s; data area %zu bytes (buffer_pages %u) (replay: rprof-fuzz -s %#llx -n CALLS)",
 	    (unsigned long long)opt.seed, opt.calls < 0 ? "unlimited " : "", opt.calls < 0 ? 0 : opt.calls,
-	    opt.seconds, data_size, (unsigned long long)opt.seed);
+	    opt.seconds, data_size, session_pages, (unsigned long long)opt.seed);
 	threads_start();
 
 	start = last_note = now_ns();

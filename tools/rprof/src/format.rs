@@ -88,6 +88,8 @@ impl fmt::Display for ConfigDisplay<'_> {
             (RPROF_CONFIG_EXCLUDE_USER, "exclude-user"),
             (RPROF_CONFIG_EXCLUDE_KERNEL, "exclude-kernel"),
             (RPROF_CONFIG_PID_FILTER, "pid-filter"),
+            (RPROF_CONFIG_PID_DESCENDANTS, "descendants"),
+            (RPROF_CONFIG_CALLCHAIN, "callchain"),
         ] {
             if c.flags & bit != 0 {
                 flags.push(Cow::Borrowed(name));
@@ -105,10 +107,17 @@ impl fmt::Display for ConfigDisplay<'_> {
         if c.flags & RPROF_CONFIG_PID_FILTER != 0 {
             write!(f, " pid={}", c.pid)?;
         }
+        if c.flags & RPROF_CONFIG_CALLCHAIN != 0 {
+            write!(
+                f,
+                " max_kernel_frames={} max_user_frames={}",
+                c.max_kernel_frames, c.max_user_frames
+            )?;
+        }
         write!(
             f,
-            " ring_records={} drain_interval_ms={} wakeup_bytes={}",
-            c.ring_records, c.drain_interval_ms, c.wakeup_bytes
+            " ring_records={} drain_interval_ms={} wakeup_bytes={} buffer_pages={}",
+            c.ring_records, c.drain_interval_ms, c.wakeup_bytes, c.buffer_pages
         )
     }
 }
@@ -124,7 +133,7 @@ impl fmt::Display for ConfigDisplay<'_> {
 /// MODULE 19 rprof_busy base=0xffffffffc0008000 size=512 init
 /// SAMPLE t=1234 user ev=0 off=0x1a2b period=1000000
 /// LOST stage=ring cpu=1 count=5
-/// START t=1000 events=cpu-clock@1000 flags=0 ring_records=0 drain_interval_ms=0 wakeup_bytes=0
+/// START t=1000 events=cpu-clock@1000 flags=0 ring_records=0 drain_interval_ms=0 wakeup_bytes=0 buffer_pages=0
 /// THROTTLE t=1500 cpu=1 ev=0
 /// UNKNOWN type=9 flags=0x0 size=24
 /// ```
@@ -478,7 +487,19 @@ mod tests {
         assert_eq!(
             RecordLine(&st).to_string(),
             "START t=7 events=cpu-clock@1000 flags=exclude-user|pid-filter pid=42 \
-             ring_records=0 drain_interval_ms=0 wakeup_bytes=0"
+             ring_records=0 drain_interval_ms=0 wakeup_bytes=0 buffer_pages=0"
+        );
+        // Every flag by name, the chain depths, the buffer's size.
+        config.flags |= RPROF_CONFIG_PID_DESCENDANTS | RPROF_CONFIG_CALLCHAIN;
+        config.max_kernel_frames = 16;
+        config.max_user_frames = 127;
+        config.buffer_pages = 1024;
+        let st = Record::Start { time_ns: 7, config };
+        assert_eq!(
+            RecordLine(&st).to_string(),
+            "START t=7 events=cpu-clock@1000 flags=exclude-user|pid-filter|descendants|callchain pid=42 \
+             max_kernel_frames=16 max_user_frames=127 \
+             ring_records=0 drain_interval_ms=0 wakeup_bytes=0 buffer_pages=1024"
         );
         let t = Record::Unthrottle {
             time_ns: 3,
