@@ -1194,6 +1194,31 @@ fn chain_cut_keeps_the_sample(t: &mut Test) {
     kassert_eq!(t, seen, 1 + (64 - (1 + extra) - 1) + 1);
 }
 
+/// The chain `rprof_callchain` takes from registers of current
+/// interrupted in user mode at `ip`, with `sp`, `bp` and code segment `cs`
+/// (`TEST_CS_*`), with at most `max_u` user frames: its flags, its count of
+/// kernel frames and its frames.  All flags set and no frame if this
+/// kernel's `pt_regs` does not fit the room kept for it.
+fn user_chain(ip: u64, sp: u64, bp: u64, cs: u32, max_u: u32) -> (u32, u32, KVec<u64>) {
+    let mut regs = [0u64; 32];
+    // SAFETY: No arguments; a size.
+    if unsafe { helpers::rprof_test_pt_regs_size() } as usize > core::mem::size_of_val(&regs) {
+        return (u32::MAX, 0, KVec::new());
+    }
+    // SAFETY: `regs` has room for a `pt_regs` (checked).
+    unsafe { helpers::rprof_test_user_regs(regs.as_mut_ptr() as *mut c_void, ip, sp, bp, cs) };
+    let mut ips = [0u64; helpers::CHAIN_WORDS];
+    let (mut nk, mut nu) = (0u32, 0u32);
+    // SAFETY: `ips` holds CHAIN_WORDS words; `regs` are user registers of
+    // current, whose address space is the test's.
+    let flags = unsafe {
+        helpers::rprof_callchain(regs.as_mut_ptr() as *mut c_void, ips.as_mut_ptr(), 127, max_u, &mut nk, &mut nu)
+    };
+    let mut v = KVec::new();
+    let _ = v.extend_from_slice(&ips[..(nk + nu) as usize], GFP_KERNEL);
+    (flags, nk, v)
+}
+
 /// The user side of `rprof_callchain` on a real user stack: a kthread
 /// with an address space of its own (KUnit's `kunit_vm_mmap`), read with
 /// `copy_from_user_nmi` as in the overflow handler.  A frame pointer into
@@ -1219,27 +1244,7 @@ fn chain_user_walk_real_stack(t: &mut Test) {
     // SAFETY: `words` is ours; the destination is our user mapping.
     let ok = unsafe { helpers::rprof_test_user_write(base, words.as_ptr() as *const c_void, 128) };
     kassert!(t, ok, "copy_to_user failed");
-    let mut regs = [0u64; 32];
-    // SAFETY: `regs` is larger than `struct pt_regs` (checked first).
-    let size_ok = unsafe { helpers::rprof_test_pt_regs_size() } as usize <= core::mem::size_of_val(&regs);
-    kassert!(t, size_ok);
-    if !size_ok {
-        return;
-    }
-    let mut chain = |bp: u64, max_u: u32| {
-        // SAFETY: `regs` has room for a `pt_regs` (above).
-        unsafe { helpers::rprof_test_user_regs(regs.as_mut_ptr() as *mut c_void, 0x40_0000, base, bp, helpers::TEST_CS_64) };
-        let mut ips = [0u64; helpers::CHAIN_WORDS];
-        let (mut nk, mut nu) = (0u32, 0u32);
-        // SAFETY: `ips` holds CHAIN_WORDS words; `regs` are user registers
-        // of current, whose address space is the test's.
-        let flags = unsafe {
-            helpers::rprof_callchain(regs.as_mut_ptr() as *mut c_void, ips.as_mut_ptr(), 127, max_u, &mut nk, &mut nu)
-        };
-        let mut v = KVec::new();
-        let _ = v.extend_from_slice(&ips[..(nk + nu) as usize], GFP_KERNEL);
-        (flags, nk, v)
-    };
+    let chain = |bp: u64, max_u: u32| user_chain(0x40_0000, base, bp, helpers::TEST_CS_64, max_u);
     let (flags, nk, ips) = chain(at(2), 127);
     kassert_eq!(t, (flags, nk), (0, 0));
     kassert_eq!(t, &ips[..], &[0x40_1111u64, 0x40_2222, 0x40_3333][..]);
@@ -1289,23 +1294,9 @@ fn chain_user_walk_compat(t: &mut Test) {
     // SAFETY: `words` is ours; the destination is our user mapping.
     let ok = unsafe { helpers::rprof_test_user_write(base, words.as_ptr() as *const c_void, 64) };
     kassert!(t, ok, "copy_to_user failed");
-    let mut regs = [0u64; 32];
-    // SAFETY: No arguments; a size.
-    let size_ok = unsafe { helpers::rprof_test_pt_regs_size() } as usize <= core::mem::size_of_val(&regs);
-    kassert!(t, size_ok);
-    let mut chain = |bp: u64, max_u: u32, cs: u32| {
-        // SAFETY: `regs` has room for a `pt_regs` (above).
-        unsafe { helpers::rprof_test_user_regs(regs.as_mut_ptr() as *mut c_void, 0x0804_0000, base, bp, cs) };
-        let mut ips = [0u64; helpers::CHAIN_WORDS];
-        let (mut nk, mut nu) = (0u32, 0u32);
-        // SAFETY: `ips` holds CHAIN_WORDS words; `regs` are user registers
-        // of current, whose address space is the test's.
-        let flags = unsafe {
-            helpers::rprof_callchain(regs.as_mut_ptr() as *mut c_void, ips.as_mut_ptr(), 127, max_u, &mut nk, &mut nu)
-        };
-        let mut v = KVec::new();
-        let _ = v.extend_from_slice(&ips[..(nk + nu) as usize], GFP_KERNEL);
-        (flags, v)
+    let chain = |bp: u64, max_u: u32, cs: u32| {
+        let (flags, _, ips) = user_chain(0x0804_0000, base, bp, cs, max_u);
+        (flags, ips)
     };
     let fp = u64::from(at(3));
     // SAFETY: Reads a build-time constant.
