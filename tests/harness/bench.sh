@@ -124,10 +124,11 @@ msg "timing rprof report on a 64 MiB recording (host)"
 	"$RPROF_TOP/tests/fixtures/attr_main.rprof.data" "$RPROF_TOP/tests/fixtures/symfs" 64) \
 	>>"$OUT/results.log" || msg "report_rate failed (no host figures)"
 # And how fast samples at many distinct addresses are named: 200000 of
-# them across rprof's own executable (symbol table, demangling).
+# them across rprof's own executable (symbol table, demangling), as
+# scripts/tools.sh built it above (a fresh clone has no other).
 msg "timing symbolization of 200000 distinct addresses (host)"
 (cd "$RPROF_TOP/tools" && cargo run -q --release -p rprof-report --example symbolize_rate -- \
-	"$RPROF_TOP/tools/target/release/rprof" 200000) \
+	"$RPROF_TOP/tools/target/x86_64-unknown-linux-gnu/release/rprof" 200000) \
 	>>"$OUT/results.log" || msg "symbolize_rate failed (no symbolization figures)"
 machine="$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n 1), $(nproc) cores, $(free -g | awk '/^Mem:/ { print $2 }') GiB, $(. /etc/os-release && echo "$PRETTY_NAME")"
 python3 "$RPROF_TOP/tests/harness/bench_report.py" $logs \
