@@ -1496,6 +1496,39 @@ mod tests {
         Cli::parse_from(["d", "--dir", dir.to_str().unwrap(), "--interval", "1"]).d
     }
 
+    /// What a test daemon needs around it: a directory of its own,
+    /// options and a configuration for it, and the writer's tally.
+    struct Setup {
+        dir: PathBuf,
+        args: DaemonArgs,
+        config: rprof_abi::rprof_config,
+        tally: Tally,
+    }
+
+    impl Setup {
+        fn new(name: &str) -> Self {
+            let dir = test_dir(name);
+            let args = test_args(&dir);
+            let config = args.sampling.config(None).unwrap();
+            Setup {
+                dir,
+                args,
+                config,
+                tally: Tally::default(),
+            }
+        }
+
+        /// A daemon on `m` with no session yet, and the other end of its
+        /// writer's queue.
+        fn daemon<'a>(&'a self, m: &'a Fake) -> (Daemon<'a, &'a Fake>, Receiver<Job>) {
+            let (tx, rx) = std::sync::mpsc::sync_channel(WRITER_BACKLOG);
+            (
+                Daemon::new(m, &self.args, &self.config, tx, &self.tally),
+                rx,
+            )
+        }
+    }
+
     /// A fresh directory for a test.
     fn test_dir(name: &str) -> PathBuf {
         std::env::temp_dir().join(format!("rprof-daemon-{}-{name}", std::process::id()))
@@ -1553,9 +1586,8 @@ mod tests {
     /// from then on.
     #[test]
     fn a_malformed_record_renews_the_session() {
-        let dir = test_dir("malformed");
-        let args = test_args(&dir);
-        let config = args.sampling.config(None).unwrap();
+        let setup = Setup::new("malformed");
+        let (dir, args, config, tally) = (&setup.dir, &setup.args, setup.config, &setup.tally);
         let s = 1_000_000_000u64;
         let mut first = stream(config, 10 * s, &[10 * s + 1, 10 * s + 2, 10 * s + 3]);
         // A header whose size is not a multiple of 8.
@@ -1564,9 +1596,7 @@ mod tests {
         let after = stream(config, 11 * s, &[11 * s + 1]);
         let second = stream(config, 20 * s, &[20 * s + 1]);
         let m = Fake::with_streams(vec![vec![first, after], vec![second]]);
-        let tally = Tally::default();
-        let (tx, rx) = std::sync::mpsc::sync_channel(WRITER_BACKLOG);
-        let mut d = Daemon::new(&m, &args, &config, tx, &tally);
+        let (mut d, rx) = setup.daemon(&m);
         d.start().unwrap();
         d.pump(Duration::ZERO).unwrap();
         assert_eq!(
@@ -1586,15 +1616,15 @@ mod tests {
         assert_eq!(d.sink.agg.span.start_ns, Some(20 * s));
         // The writer writes what the ended session counted.
         drop(d);
-        writer(rx, &args, &config, &tally);
-        assert_eq!(profile_samples(&dir), [3]);
+        writer(rx, args, &config, tally);
+        assert_eq!(profile_samples(dir), [3]);
         assert_eq!(tally.written.load(Ordering::Relaxed), 1);
         assert_eq!(tally.skipped.load(Ordering::Relaxed), 0);
         let e = tally
             .take_stream_error()
             .expect("the stream's error is kept");
         assert!(e.to_string().contains("malformed record"), "{e}");
-        std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     /// A malformed session written on the daemon's own thread (the
@@ -1602,24 +1632,21 @@ mod tests {
     /// status 1 (it was dropped there).
     #[test]
     fn a_malformed_stream_written_without_the_writer_still_fails() {
-        let dir = test_dir("lost-error");
-        let args = test_args(&dir);
-        let config = args.sampling.config(None).unwrap();
+        let setup = Setup::new("lost-error");
+        let (dir, config, tally) = (&setup.dir, setup.config, &setup.tally);
         let s = 1_000_000_000u64;
         let mut first = stream(config, 10 * s, &[10 * s + 1]);
         first.extend_from_slice(&[1, 0, 0, 0, 13, 0, 0, 0]);
         let second = stream(config, 20 * s, &[20 * s + 1]);
         let m = Fake::with_streams(vec![vec![first], vec![second]]);
-        let tally = Tally::default();
-        let (tx, rx) = std::sync::mpsc::sync_channel(WRITER_BACKLOG);
+        let (mut d, rx) = setup.daemon(&m);
         drop(rx); // the writer thread is gone
-        let mut d = Daemon::new(&m, &args, &config, tx, &tally);
         d.start().unwrap();
         d.pump(Duration::ZERO).unwrap();
         assert_eq!(d.renewals, 1);
         assert_eq!(d.out.written, 1, "written on the daemon thread");
         assert!(tally.take_stream_error().is_some());
-        std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     /// If the writer thread dies outside a job, what it wrote before
@@ -1628,16 +1655,11 @@ mod tests {
     /// death is written by the daemon's own thread.
     #[test]
     fn the_writers_counts_survive_its_death() {
-        let dir = test_dir("writer-dies");
-        let args = test_args(&dir);
-        let config = args.sampling.config(None).unwrap();
+        let mut setup = Setup::new("writer-dies");
+        setup.tally.die_after = Some(2);
         let m = Fake::default();
-        let tally = Tally {
-            die_after: Some(2),
-            ..Tally::default()
-        };
-        let (tx, rx) = std::sync::mpsc::sync_channel(WRITER_BACKLOG);
-        let mut d = Daemon::new(&m, &args, &config, tx, &tally);
+        let (mut d, rx) = setup.daemon(&m);
+        let (dir, args, config, tally) = (&setup.dir, &setup.args, setup.config, &setup.tally);
         let job = |seq: u64, d: &Daemon<'_, &Fake>| {
             Job::Interval(Live {
                 agg: rprof_report::Aggregate::new(),
@@ -1662,13 +1684,13 @@ mod tests {
         assert!(died);
         let j = job(3, &d);
         d.send(j);
-        assert_eq!(profile_samples(&dir).len(), 3);
+        assert_eq!(profile_samples(dir).len(), 3);
         assert_eq!(
-            last_line(true, &d.out, &tally, died, 1),
+            last_line(true, &d.out, tally, died, 1),
             "rprof daemon: stopped; 3 profiles written, 1 skipped \
              (the thread writing profiles died: 1 of them lost with it), 1 sessions"
         );
-        std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     /// A session that cannot start (SET_CONFIG or START refused) is
@@ -1677,15 +1699,12 @@ mod tests {
     /// Only sessions that started count in the last line.
     #[test]
     fn failed_starts_back_off_up_to_a_minute() {
-        let dir = test_dir("backoff");
-        let args = test_args(&dir);
-        let config = args.sampling.config(None).unwrap();
+        let setup = Setup::new("backoff");
+        let (dir, tally) = (&setup.dir, &setup.tally);
         let m = Fake::default();
         m.fail_configure.set(5);
         m.fail_start.set(3);
-        let tally = Tally::default();
-        let (tx, _rx) = std::sync::mpsc::sync_channel(WRITER_BACKLOG);
-        let mut d = Daemon::new(&m, &args, &config, tx, &tally);
+        let (mut d, _rx) = setup.daemon(&m);
         let mut waits = Vec::new();
         for _ in 0..8 {
             let before = Instant::now();
@@ -1706,23 +1725,20 @@ mod tests {
         d.try_start();
         assert_eq!((d.retry.0 - before).as_secs(), 1);
         assert_eq!(d.retry.1, 2 * RETRY_FIRST);
-        assert!(last_line(true, &d.out, &tally, false, d.session_no).ends_with(" 1 sessions"));
-        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(last_line(true, &d.out, tally, false, d.session_no).ends_with(" 1 sessions"));
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     /// Without a session, the daemon tries again once the retry time has
     /// come, not before, or at once on SIGHUP.
     #[test]
     fn a_retry_comes_at_its_time_or_on_sighup() {
-        let dir = test_dir("retry");
-        let args = test_args(&dir);
-        let config = args.sampling.config(None).unwrap();
+        let setup = Setup::new("retry");
+        let dir = &setup.dir;
         signal::install_renew_handler().unwrap();
         let m = Fake::default();
         m.fail_start.set(2);
-        let tally = Tally::default();
-        let (tx, _rx) = std::sync::mpsc::sync_channel(WRITER_BACKLOG);
-        let mut d = Daemon::new(&m, &args, &config, tx, &tally);
+        let (mut d, _rx) = setup.daemon(&m);
         // At its time: RETRY_FIRST after the failure.
         d.try_start();
         let failed = Instant::now();
@@ -1748,21 +1764,18 @@ mod tests {
             d.step().unwrap();
         }
         assert_eq!(m.tries(), 3);
-        std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     /// Without a session (a start failed; the next try up to a minute
     /// away), the end of the process of `--pid` stops the daemon at once.
     #[test]
     fn without_a_session_the_end_of_the_pid_is_seen() {
-        let dir = test_dir("target");
-        let args = test_args(&dir);
-        let config = args.sampling.config(None).unwrap();
+        let setup = Setup::new("target");
+        let dir = &setup.dir;
         let m = Fake::default();
         m.fail_start.set(1);
-        let tally = Tally::default();
-        let (tx, _rx) = std::sync::mpsc::sync_channel(WRITER_BACKLOG);
-        let mut d = Daemon::new(&m, &args, &config, tx, &tally);
+        let (mut d, _rx) = setup.daemon(&m);
         d.try_start();
         let mut child = std::process::Command::new("true").spawn().unwrap();
         let watch = Watch::new(child.id() as i32).unwrap();
@@ -1771,7 +1784,7 @@ mod tests {
         d.step().unwrap();
         assert!(d.target_gone);
         assert_eq!(m.tries(), 1);
-        std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
