@@ -483,6 +483,7 @@ u32 rprof_callchain(struct pt_regs *regs, u64 *ips, u32 max_k, u32 max_u,
 {
 	struct pt_regs *uregs = NULL;
 	u32 flags = 0, k = 0, u = 0, w = 0, word;
+	u64 fp, sp, top;
 	bool want_u = max_u;
 
 	max_k = min_t(u32, max_k, RPROF_MAX_FRAMES);
@@ -505,18 +506,17 @@ u32 rprof_callchain(struct pt_regs *regs, u64 *ips, u32 max_k, u32 max_u,
 	}
 	if (uregs && want_u) {
 		word = rprof_user_word(uregs);
+		/* A 32-bit task's frame and stack pointers are the low halves
+		 * of its registers, and its frames lie below 4 GiB. */
+		fp = word == 4 ? (u32)uregs->bp : uregs->bp;
+		sp = word == 4 ? (u32)uregs->sp : uregs->sp;
+		top = word == 4 ? min_t(u64, TASK_SIZE_MAX, 1ULL << 32) : TASK_SIZE_MAX;
 		if (!word)
 			flags |= RPROF_STACK_USER_SKIPPED;
 		else if (!max_u)
-			flags |= (word == 4 ? (u32)uregs->bp : uregs->bp) ?
-				 RPROF_STACK_USER_TRUNCATED : 0;
-		else if (word == 8)
-			flags |= rprof_walk_user(uregs->bp, ips + k + u, max_u,
-						 &w, uregs->sp, TASK_SIZE_MAX, 8);
+			flags |= fp ? RPROF_STACK_USER_TRUNCATED : 0;
 		else
-			flags |= rprof_walk_user((u32)uregs->bp, ips + k + u, max_u,
-						 &w, (u32)uregs->sp,
-						 min_t(u64, TASK_SIZE_MAX, 1ULL << 32), 4);
+			flags |= rprof_walk_user(fp, ips + k + u, max_u, &w, sp, top, word);
 	}
 	*nk = k;
 	*nu = u + w;
@@ -726,11 +726,11 @@ bool rprof_current_followed(struct rprof_follow *f)
 	return found;
 }
 
-static void rprof_follow_add(struct rprof_follow *f, struct task_struct *c)
+/* Puts thread group (@tgid, @start) in @f's orphan table, or counts it
+ * lost when the table is full. */
+static void rprof_follow_insert(struct rprof_follow *f, pid_t tgid, u64 start)
 {
 	unsigned long flags;
-	u64 start;
-	pid_t tgid = rprof_group_of(c, &start);
 
 	raw_spin_lock_irqsave(&f->lock, flags);
 	if (rprof_follow_has(f, tgid, start)) {
@@ -743,6 +743,14 @@ static void rprof_follow_add(struct rprof_follow *f, struct task_struct *c)
 		smp_store_release(&f->n, f->n + 1);
 	}
 	raw_spin_unlock_irqrestore(&f->lock, flags);
+}
+
+static void rprof_follow_add(struct rprof_follow *f, struct task_struct *c)
+{
+	u64 start;
+	pid_t tgid = rprof_group_of(c, &start);
+
+	rprof_follow_insert(f, tgid, start);
 }
 
 /*
@@ -1805,17 +1813,10 @@ u64 rprof_test_pt_regs_size(void)
  * moved by @skew (a different process of the same number if not 0). */
 void rprof_test_follow_add_current(struct rprof_follow *f, u64 skew)
 {
-	unsigned long flags;
 	u64 start;
 	pid_t tgid = rprof_group_of(current, &start);
 
-	raw_spin_lock_irqsave(&f->lock, flags);
-	if (f->n < RPROF_FOLLOW_ORPHANS) {
-		f->orphans[f->n].tgid = tgid;
-		f->orphans[f->n].start = start + skew;
-		smp_store_release(&f->n, f->n + 1);
-	}
-	raw_spin_unlock_irqrestore(&f->lock, flags);
+	rprof_follow_insert(f, tgid, start + skew);
 }
 
 /* Whether 32-bit tasks can run (and their stacks are walked). */
