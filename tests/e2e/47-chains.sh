@@ -23,6 +23,19 @@ folded_split() {
 	} END { printf "%d %d %d\n", h, a, x }' "$1"
 }
 
+# check_split FOLDED COMM LABEL: COMM's chains of hot reach main (at least
+# 90% of them) and split 3:1 within 20% between main;a;b and main;x (two
+# checks, named with LABEL in front).
+check_split() {
+	set -- $(folded_split "$1" "$2") "$3"
+	diag "$4hot $1, under main;a;b $2, under main;x $3"
+	check "$4at least 90% of hot's $1 samples have their chain down to main ($(($2 + $3)))" \
+		test "$1" -gt 100 -a $((10 * ($2 + $3))) -ge $((9 * $1))
+	# 3:1 within 20%: a/x in [2.4, 3.6].
+	check "$4the two paths split 3:1 within 20% ($2 : $3)" \
+		test "$3" -gt 0 -a $((10 * $2)) -ge $((24 * $3)) -a $((10 * $2)) -le $((36 * $3))
+}
+
 plan 19
 unload
 load
@@ -37,14 +50,7 @@ diag "$(cat /tmp/ch.out /tmp/ch.err)"
 rprof export --format folded -i /tmp/ch.data -o /tmp/ch.folded >/tmp/e.out 2>&1
 diag "$(grep '^chains;.*;hot ' /tmp/ch.folded | head -5)"
 diag "$(rprof report -i /tmp/ch.data --stdio 2>&1 | head -12)"
-set -- $(folded_split /tmp/ch.folded)
-h=$1 a=$2 x=$3
-diag "hot $h, under main;a;b $a, under main;x $x"
-check "at least 90% of hot's $h samples have their chain down to main ($((a + x)))" \
-	test "$h" -gt 100 -a $((10 * (a + x))) -ge $((9 * h))
-# 3:1 within 20%: a/x in [2.4, 3.6].
-check "the two paths split 3:1 within 20% ($a : $x)" \
-	test "$x" -gt 0 -a $((10 * a)) -ge $((24 * x)) -a $((10 * a)) -le $((36 * x))
+check_split /tmp/ch.folded chains ""
 
 # The pprof export goes out to the host, where go tool pprof -traces must
 # show both chains (tests/harness/guest_pprof.py).
@@ -74,13 +80,7 @@ rprof record -g -o /tmp/ch32.data -- /tests/bin/chains32 split 4 >/tmp/ch32.out 
 diag "$(cat /tmp/ch32.out)"
 rprof export --format folded -i /tmp/ch32.data -o /tmp/ch32.folded >/dev/null 2>&1
 diag "$(grep '^chains32;' /tmp/ch32.folded | awk '{ print $NF, $0 }' | sort -nr | head -4)"
-set -- $(folded_split /tmp/ch32.folded chains32)
-h=$1 a=$2 x=$3
-diag "32-bit: hot $h, under main;a;b $a, under main;x $x"
-check "32-bit program: at least 90% of hot's $h samples have their chain down to main ($((a + x)))" \
-	test "$h" -gt 100 -a $((10 * (a + x))) -ge $((9 * h))
-check "32-bit program: the two paths split 3:1 within 20% ($a : $x)" \
-	test "$x" -gt 0 -a $((10 * a)) -ge $((24 * x)) -a $((10 * a)) -le $((36 * x))
+check_split /tmp/ch32.folded chains32 "32-bit program: "
 /tests/bin/chains32 split 3 >/dev/null &
 pid=$!
 rprof dump -g -e cpu-clock@1000 -d 2 --quiet --summary-json >$J
