@@ -1293,45 +1293,24 @@ mod tests {
             skipped: 0,
         };
         let s = 1_000_000_000u64;
-        let sample = |t: u64| Record::Sample {
-            flags: 0,
-            time_ns: t,
-            offset: 0xffffffff81000000,
-            period: 1,
-            stack: None,
-        };
-        let mut r = vec![
-            Record::Start {
-                time_ns: 10 * s,
-                config,
-            },
-            Record::Task {
-                cpu: 0,
-                pid: 0,
-                tid: 0,
-                exe_cookie: 0,
-                comm: "swapper/0".into(),
-            },
-        ];
-        for t in [
-            10 * s + s / 2,
-            11 * s + 1,
-            11 * s + s / 2,
-            12 * s,
-            12 * s + 9 * s / 10,
-            12 * s + 1,
-            12 * s + 2,
-        ] {
-            r.push(sample(t));
-        }
-        r.push(Record::Stop {
+        let mut stream = stream(
+            config,
+            10 * s,
+            &[
+                10 * s + s / 2,
+                11 * s + 1,
+                11 * s + s / 2,
+                12 * s,
+                12 * s + 9 * s / 10,
+                12 * s + 1,
+                12 * s + 2,
+            ],
+        );
+        Record::Stop {
             time_ns: 13 * s + s / 5,
             config,
-        });
-        let mut stream = Vec::new();
-        for rec in &r {
-            rec.encode(&mut stream);
         }
+        .encode(&mut stream);
         let mut sink = live::AggregateSink::new();
         sink.agg.set_interval(Some(s));
         sink.agg.set_cutoff(Some(11 * s));
