@@ -148,6 +148,21 @@ impl CookieTable {
         })
     }
 
+    /// Forgets every cookie and drops the references they hold; the next
+    /// cookie is still `next` (none is handed out twice in a session).
+    /// Process context.
+    pub(crate) fn forget_all(&mut self) {
+        // INVARIANT: both maps empty, `next` unchanged.
+        self.index = RBTree::new();
+        self.entries = RBTree::new();
+        self.len = 0;
+    }
+
+    /// The cookie the next new file or module gets.
+    pub(crate) fn next(&self) -> u64 {
+        self.next
+    }
+
     /// Cookies in use.
     #[cfg(rprof_kunit)]
     pub(crate) fn len(&self) -> usize {

@@ -100,6 +100,8 @@ struct Stats {
     chains: uapi::rprof_chain_stats,
     /// Orphans followed and not followed (`rprof_stats.orphans*`).
     orphans: (u64, u64),
+    /// RESET records written.
+    resets: u64,
 }
 
 impl Stats {
@@ -108,7 +110,8 @@ impl Stats {
         let mut cpus = KVec::new();
         cpus.extend_with(nr, uapi::rprof_cpu_stats::default(), GFP_KERNEL)?;
         let (total, drains, wakeups) = session.stats(&mut cpus);
-        Ok(Self { total, cpus, drains, wakeups, chains: session.chain_stats(), orphans: session.orphans() })
+        let (chains, resets) = session.chain_stats();
+        Ok(Self { total, cpus, drains, wakeups, chains, orphans: session.orphans(), resets })
     }
 
     /// A copy of the figures of `self`, for CPUs up to `nr`.
@@ -122,6 +125,7 @@ impl Stats {
             wakeups: self.wakeups,
             chains: self.chains,
             orphans: self.orphans,
+            resets: self.resets,
         })
     }
 }
@@ -315,12 +319,14 @@ impl Rprof {
             req.total = st.total;
             req.chains = st.chains;
             (req.orphans, req.orphans_lost) = st.orphans;
+            req.resets = st.resets;
         } else {
             req.drains = 0;
             req.wakeups = 0;
             req.total = Default::default();
             req.chains = Default::default();
             (req.orphans, req.orphans_lost) = (0, 0);
+            req.resets = 0;
         }
         // The size filled in: what the caller has, up to what we know.
         req.size = len as u32;
@@ -499,6 +505,7 @@ impl FileOps for RprofFile {
             uapi::IOC_FLUSH => self.dev.owned(me)?.drain_in_worker(),
             uapi::IOC_GET_STATS => self.dev.stats(arg)?,
             uapi::IOC_LOOKUP_COOKIE => self.dev.lookup_cookie(me, arg)?,
+            uapi::IOC_RESET_COOKIES => self.dev.owned(me)?.reset_cookies()?,
             _ => return Err(ENOTTY),
         }
         Ok(0)

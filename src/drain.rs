@@ -75,6 +75,8 @@ unsafe impl Record for rprof_switch {}
 unsafe impl Record for rprof_module {}
 // SAFETY: As above.
 unsafe impl Record for rprof_sample_stack {}
+// SAFETY: As above.
+unsafe impl Record for rprof_reset {}
 
 // `miss_res` holds raw `struct path`s only between the call of
 // `rprof_resolve_user_frames` and the loop after it in `Drain::stack_with`,
@@ -139,6 +141,8 @@ pub(crate) struct Drain {
     unloads_done: usize,
     pub(crate) drains: u64,
     pub(crate) wakeups: u64,
+    /// RESET records written.
+    pub(crate) resets: u64,
     pub(crate) cookies: CookieTable,
     /// The last TASK written.
     task: Option<TaskKey>,
@@ -231,6 +235,7 @@ impl Drain {
             unloads_done: 0,
             drains: 0,
             wakeups: 0,
+            resets: 0,
             cookies: CookieTable::new(max_cookies)?,
             task: None,
             cookie: RPROF_COOKIE_NONE as u64,
@@ -857,6 +862,39 @@ impl Drain {
             name: c_name::<56>(name).map(|b| b as _),
         };
         buf.write(&mut self.producer, &m, reserve)
+    }
+
+    /// Writes RESET (taken at `time_ns`) and forgets every cookie and
+    /// stack, with what refers to them: the mapping cache, the raw-chain
+    /// table, the last TASK and SWITCH written (the next sample has both
+    /// again, naming its cookies anew).  The owed UNLOAD records go first:
+    /// they name cookies that are about to be forgotten.  `EAGAIN` if they
+    /// or RESET do not fit (`reserve` kept free, as for samples); nothing
+    /// is forgotten then.  The caller is between START and STOP.
+    pub(crate) fn reset(&mut self, buf: &EventBuffer, time_ns: u64, reserve: u64) -> Result {
+        self.write_unloads(buf, reserve);
+        if self.owes_unloads() {
+            return Err(EAGAIN);
+        }
+        let r = rprof_reset {
+            header: rprof_reset::header(RPROF_RECORD_RESET, 0),
+            time_ns,
+            next_cookie: self.cookies.next(),
+            next_stack: self.chains.as_ref().map_or(1, |c| c.stacks.next_id()),
+        };
+        if !buf.write(&mut self.producer, &r, reserve) {
+            return Err(EAGAIN);
+        }
+        self.cookies.forget_all();
+        self.maps.clear();
+        if let Some(ch) = self.chains.as_mut() {
+            ch.stacks.forget();
+            ch.raw.forget();
+        }
+        self.task = None;
+        self.cookie = RPROF_COOKIE_NONE as u64;
+        self.resets += 1;
+        Ok(())
     }
 
     /// This CPU's counters: (delivered, lost per `STAGES`, throttled).

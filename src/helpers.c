@@ -62,6 +62,7 @@
 static_assert(sizeof(struct rprof_config) == RPROF_CONFIG_SIZE_VER1);
 static_assert(sizeof(struct rprof_stats) == RPROF_STATS_SIZE_VER1);
 static_assert(sizeof(struct rprof_mmap_page) <= PAGE_SIZE);
+static_assert(sizeof(struct rprof_reset) == 32);
 
 
 /*
@@ -137,6 +138,7 @@ static void rprof_check_ioctl_numbers(void)
 	BUILD_BUG_ON(RPROF_IOC_START != _IO(RPROF_IOC_MAGIC, RPROF_IOC_NR_START));
 	BUILD_BUG_ON(RPROF_IOC_STOP != _IO(RPROF_IOC_MAGIC, RPROF_IOC_NR_STOP));
 	BUILD_BUG_ON(RPROF_IOC_FLUSH != _IO(RPROF_IOC_MAGIC, RPROF_IOC_NR_FLUSH));
+	BUILD_BUG_ON(RPROF_IOC_RESET_COOKIES != _IO(RPROF_IOC_MAGIC, RPROF_IOC_NR_RESET_COOKIES));
 }
 
 struct rprof_misc *rprof_misc_register(const char *name,

@@ -556,6 +556,30 @@ impl Session {
         self.evbuf.publish(&guard.producer);
     }
 
+    /// `RESET_COOKIES`: drains the rings (so that what they hold is named
+    /// by the cookies it was taken under), then, in the same run, writes
+    /// RESET and forgets every cookie and stack (`Drain::reset`).  The
+    /// files the cookies pinned are let go here.  `EINVAL` unless the
+    /// session runs; `EAGAIN` if RESET cannot be written now.
+    pub(crate) fn reset_cookies(&self) -> Result {
+        self.drain_in_worker();
+        let mut d = self.drain.lock();
+        // Under the drain lock, which `finish` holds to set the phase and
+        // `stop_pending` together: Running here means that STOP is not
+        // requested, so RESET goes before it.
+        if self.phase() != Phase::Running {
+            return Err(EINVAL);
+        }
+        // START first: a pass turns `start_request` into START under this
+        // lock (see `module_going`).
+        if self.start_request.load(Ordering::Acquire) != 0 || d.start_pending.is_some() {
+            return Err(EAGAIN);
+        }
+        let r = d.reset(&self.evbuf, now(), self.reserve);
+        self.evbuf.publish(&d.producer);
+        r
+    }
+
     /// `LOOKUP_COOKIE`: a copy of what `cookie` names.
     pub(crate) fn lookup_cookie(&self, cookie: u64) -> Result<(KVec<u8>, u32, u64, u64)> {
         let d = self.drain.lock();
@@ -642,8 +666,9 @@ impl Session {
     /// Fills `cpus` (as many as fit) and returns the totals, drains and
     /// wakeups.
     /// The call-chain counters (zero without chains).
-    pub(crate) fn chain_stats(&self) -> rprof_chain_stats {
-        self.drain.lock().chain_stats
+    pub(crate) fn chain_stats(&self) -> (rprof_chain_stats, u64) {
+        let d = self.drain.lock();
+        (d.chain_stats, d.resets)
     }
 
     /// Orphans the descendants filter follows, and those it had no room
@@ -701,6 +726,12 @@ impl Session {
             follow: core::ptr::null_mut(),
             kick_at: u64::MAX,
         })
+    }
+
+    /// The cookie of the file at `path` in the session's table, as the
+    /// drain would make it.
+    pub(crate) fn test_file_cookie(&self, path: crate::cookies::PathRef) -> Option<u64> {
+        self.drain.lock().cookies.file(path).ok()
     }
 
     /// Pretends the session runs, without counters.

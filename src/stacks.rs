@@ -206,6 +206,11 @@ impl Stacks {
     }
 
     /// The id the next [`Stacks::insert`] hands out.
+    /// Forgets every chain; ids go on from `next_id` (none is reused).
+    pub(crate) fn forget(&mut self) {
+        self.table.clear();
+    }
+
     pub(crate) fn next_id(&self) -> u64 {
         self.next_id
     }
@@ -326,6 +331,11 @@ impl RawChains {
             return;
         }
         self.table.insert(h, tag, flags, raw, id | unresolved.min(0xffff) << UNRESOLVED_SHIFT);
+    }
+
+    /// Forgets every raw chain (their stack ids are forgotten too).
+    pub(crate) fn forget(&mut self) {
+        self.table.clear();
     }
 
     fn release(&mut self) {

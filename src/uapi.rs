@@ -36,6 +36,8 @@ pub(crate) const IOC_FLUSH: u32 = _IO(MAGIC, RPROF_IOC_NR_FLUSH);
 pub(crate) const IOC_GET_STATS: u32 = _IOWR::<rprof_stats>(MAGIC, RPROF_IOC_NR_GET_STATS);
 /// `RPROF_IOC_LOOKUP_COOKIE`.
 pub(crate) const IOC_LOOKUP_COOKIE: u32 = _IOWR::<rprof_cookie_lookup>(MAGIC, RPROF_IOC_NR_LOOKUP_COOKIE);
+/// `RPROF_IOC_RESET_COOKIES`.
+pub(crate) const IOC_RESET_COOKIES: u32 = _IO(MAGIC, RPROF_IOC_NR_RESET_COOKIES);
 
 const _: () = assert!(core::mem::size_of::<rprof_config>() == RPROF_CONFIG_SIZE_VER1 as usize);
 const _: () = assert!(core::mem::size_of::<rprof_stats>() == RPROF_STATS_SIZE_VER1 as usize);

@@ -34,7 +34,7 @@ rows() {
 	grep -E '^ +[0-9.]+% ' "$1"
 }
 
-plan 44
+plan 45
 unload
 load
 
@@ -343,25 +343,21 @@ check "... the daemon goes on: exit 0, profiles once there is room" \
 check "... and no temporary file is left" sh -c '! ls -a /tmp/full/p | grep -q tmp'
 umount /tmp/full
 
-# A daemon that runs for weeks renews its session before the module's
-# cookie table fills, and so that the files it pins go: with
-# max_cookies=32 it renews at 8 named files.  80 distinct programs on a
-# tmpfs, run one after another, lose no sample for want of a cookie, the
-# table (not a timer: --renew is an hour here) renews the session several
-# times, the last program is in a profile, and once SIGHUP has renewed
-# the session after they ran, the tmpfs unmounts while the daemon still
+# A daemon that runs for weeks has the module reset its cookie table
+# before it fills, and so that the files it pins go: with max_cookies=32
+# it resets at 8 named files.  80 distinct programs on a tmpfs, run one
+# after another, lose no sample for want of a cookie, the table (not a
+# timer: --renew is an hour here) is reset several times, and once SIGHUP
+# has reset it after they ran, the tmpfs unmounts while the daemon still
 # runs (before, one session pinned them all: no_cookie losses after 32
 # files, and umount failed with EBUSY).  The programs run 100 ms each:
 # the table is tiny here (its default is 4096 files), so the slack
-# between a renewal's trigger (8 files) and a full table (32) is 24
-# programs, against the time the daemon takes to stop, drain and start a
-# session and to write an interval's profile (a renewed session's
-# profiles are written by its writer thread).  Nothing is sampled
-# between a renewal's STOP and the next START (the daemon's renewal line
-# says how long: 56 to 123 ms in one run under TCG and KASAN), so a
-# 100 ms program can fall in no session at all (seen once: s80 in no
-# profile); the last one runs a second, and the programs no profile
-# names are listed in the log.
+# between a reset's trigger (8 files) and a full table (32) is 24
+# programs.  A reset does not pause sampling, so every program is in a
+# profile; before (a renewal: STOP, drain, SET_CONFIG, START) nothing was
+# sampled for 56 to 123 ms per renewal under TCG and KASAN, and a 100 ms
+# program could fall in no session at all (seen once: s80 in no
+# profile).  The programs no profile names are listed in the log.
 load max_cookies=32
 mkdir -p /tmp/many /tmp/d7
 mount -t tmpfs tmpfs /tmp/many
@@ -373,44 +369,46 @@ for i in $(seq 1 79); do /tmp/many/s$i 100; done
 /tmp/many/s80 1000
 rm -f /tmp/many/s*
 kill -HUP $d
-wait_for 30 1 'new session after .* (SIGHUP)' /tmp/d7.out
-# The files are let go a moment after the renewal line, not at once (7
-# tries, 1.4 s, in one run on Debian's 7.2 kernel, whose CI runs failed
-# a single immediate umount; what holds them that long is not found
-# yet): tries for 10 s at most.  One session pinning every file until the
-# daemon ends, the bug this guards against, fails them all.
+wait_for 30 1 'reset the cookie table after .* (SIGHUP)' /tmp/d7.out
+# The module lets the files go before the reset's line; a renewal let
+# them go a moment after its line, not at once (7 tries, 1.4 s, in one
+# run on Debian's 7.2 kernel, whose CI runs failed a single immediate
+# umount; what held them that long was not found): tries for 10 s at
+# most.  One session pinning every file until the daemon ends, the bug
+# this guards against, fails them all.
 i=0
 while ! umount /tmp/many 2>/tmp/many.err && [ $i -lt 50 ]; do
 	sleep 0.2
 	i=$((i + 1))
 done
 if ! grep -q ' /tmp/many ' /proc/mounts; then
-	ok "daemon: the session SIGHUP renewed pins none of the 80 deleted programs (their tmpfs unmounts; $i retries)"
+	ok "daemon: after the reset SIGHUP asked for, none of the 80 deleted programs is pinned (their tmpfs unmounts; $i retries)"
 else
 	diag "who holds /tmp/many: $(grep -l /tmp/many /proc/[0-9]*/maps 2>/dev/null; ls -l /proc/[0-9]*/fd 2>/dev/null | grep /tmp/many)"
-	not_ok "daemon: the session SIGHUP renewed pins none of the 80 deleted programs: $(cat /tmp/many.err)"
+	not_ok "daemon: after the reset SIGHUP asked for, none of the 80 deleted programs is pinned: $(cat /tmp/many.err)"
 	umount -l /tmp/many
 fi
 kill -TERM $d
 wait $d
 rc=$?
 diag "$(grep -v '^rprof daemon: wrote' /tmp/d7.out; grep -c '^rprof daemon: wrote' /tmp/d7.out) profiles"
-check "daemon: exit 0 after its renewals" test $rc -eq 0
-check "daemon: the cookie table renewed the session at least 4 times for 80 programs and 8 files a session" \
-	sh -c '[ $(grep -c "new session after .* and [0-9]* named files (cookie table a quarter full)" /tmp/d7.out) -ge 4 ]'
-check "daemon: SIGHUP renewed it once" \
-	sh -c '[ $(grep -c "new session after .* named files (SIGHUP)" /tmp/d7.out) -eq 1 ]'
+check "daemon: exit 0 after its resets" test $rc -eq 0
+check "daemon: the cookie table was reset at least 4 times for 80 programs and 8 files a reset" \
+	sh -c '[ $(grep -c "reset the cookie table after .* and [0-9]* named files (cookie table a quarter full); sampling goes on" /tmp/d7.out) -ge 4 ]'
+check "daemon: SIGHUP reset it once" \
+	sh -c '[ $(grep -c "reset the cookie table after .* named files (SIGHUP)" /tmp/d7.out) -eq 1 ]'
+check "daemon: one session throughout, sampling never paused for a renewal" \
+	sh -c '! grep -q "new session after" /tmp/d7.out && grep -q ", 1 sessions\$" /tmp/d7.out'
 check "daemon: no sample lost for want of a cookie, in any profile" \
 	sh -c '! grep -E "no_cookie [1-9]" /tmp/d7.out && grep -q "no_cookie 0" /tmp/d7.out'
-# (The new session samples while the old one's profiles are written: the
-# programs that ran meanwhile were in no profile before.)
 # (In a profile's string table each name is followed by the next
 # string's tag, a '2': dropped here, for the log.)
 for f in /tmp/d7/rprof-*.pb.gz; do gzip -dc "$f" | grep -ao '/tmp/many/s[0-9]*'; done |
 	sed 's/2$//' | sort -u >/tmp/d7.named
-diag "programs in no profile: $(for i in $(seq 1 80); do grep -qx /tmp/many/s$i /tmp/d7.named || printf 's%s ' $i; done)"
-check "daemon: the 80th program is named in a profile" \
-	sh -c 'for f in /tmp/d7/rprof-*.pb.gz; do gzip -dc "$f" | grep -aq /tmp/many/s80 && exit 0; done; exit 1'
+missing=$(for i in $(seq 1 80); do grep -qx /tmp/many/s$i /tmp/d7.named || printf 's%s ' $i; done)
+diag "programs in no profile: ${missing:-none}"
+check "daemon: each of the 80 programs is named in a profile (none falls in a pause)" \
+	test -z "$missing"
 load
 
 # A daemon of one process (-p) stops by itself, exit 0, once the process

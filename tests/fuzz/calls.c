@@ -467,6 +467,11 @@ static int run_flush(const uint64_t *a)
 	return RET(ioctl(fd_of(a[0]), RPROF_IOC_FLUSH, (unsigned long)a[1]));
 }
 
+static int run_reset_cookies(const uint64_t *a)
+{
+	return RET(ioctl(fd_of(a[0]), RPROF_IOC_RESET_COOKIES, (unsigned long)a[1]));
+}
+
 static void gen_fd_ptr(struct rng *r, uint64_t *a)
 {
 	a[0] = slot(r, NFD);
@@ -524,9 +529,7 @@ static int run_get_stats(const uint64_t *a)
 	st.nr_cpus = PICK(&r, 0, 1, 2, 2, 8, 64, 0xffffffff);
 	st.cpus = chance(&r, 50) ? aux_ptr(rnd(&r)) : 0;
 	if (chance(&r, 5)) {
-		int at = rn(&r, 4);
-
-		st.reserved[at] = rnd(&r);
+		st.reserved[0] = rnd(&r);
 	}
 	if (chance(&r, 5))
 		st.drains = rnd(&r); /* an output field: ignored on input */
@@ -570,7 +573,7 @@ static unsigned long sizeless(unsigned long cmd)
 static int known_cmd(unsigned long cmd)
 {
 	return cmd == RPROF_IOC_GET_VERSION || cmd == RPROF_IOC_START || cmd == RPROF_IOC_STOP ||
-	       cmd == RPROF_IOC_FLUSH || cmd == RPROF_IOC_LOOKUP_COOKIE ||
+	       cmd == RPROF_IOC_FLUSH || cmd == RPROF_IOC_LOOKUP_COOKIE || cmd == RPROF_IOC_RESET_COOKIES ||
 	       sizeless(cmd) == sizeless(RPROF_IOC_SET_CONFIG) || sizeless(cmd) == sizeless(RPROF_IOC_GET_STATS);
 }
 
@@ -1741,6 +1744,7 @@ const struct call_def calls[] = {
 	{ "start", 80, 0, gen_fd_junk, run_start, NULL },
 	{ "stop", 60, 0, gen_fd_junk, run_stop, NULL },
 	{ "flush", 50, 0, gen_fd_junk, run_flush, NULL },
+	{ "reset_cookies", 30, 0, gen_fd_junk, run_reset_cookies, NULL },
 	{ "get_stats", 40, 0, gen_seed_ptr, run_get_stats, NULL },
 	{ "lookup_cookie", 30, 0, gen_seed_ptr, run_lookup_cookie, NULL },
 	{ "get_version", 20, 0, gen_fd_ptr, run_get_version, NULL },

@@ -173,7 +173,8 @@ struct rprof_stats {
 	 * table of orphans (their samples are not kept). */
 	__u64 orphans;
 	__u64 orphans_lost;
-	__u64 reserved[2]; /* in: zero */
+	__u64 resets;      /* RESET records written (RPROF_IOC_RESET_COOKIES) */
+	__u64 reserved[1]; /* in: zero */
 	struct rprof_cpu_stats total;
 	struct rprof_chain_stats chains; /* since RPROF_STATS_SIZE_VER1 */
 };
@@ -201,6 +202,13 @@ struct rprof_stats {
  * (path_len then says how much is needed). */
 #define RPROF_IOC_LOOKUP_COOKIE                                                \
 	_IOWR(RPROF_IOC_MAGIC, 0x06, struct rprof_cookie_lookup)
+/* Forget every cookie and stack of the running session, and let go of the
+ * files they pin, without pausing sampling: drains the rings, then writes
+ * a RESET record (struct rprof_reset) and empties the tables.  Cookies and
+ * stack ids go on from where they were: none is reused.  -EINVAL unless
+ * the session runs; -EAGAIN when the record does not fit now (the buffer
+ * is full, or START or an unload is still owed): read, then try again. */
+#define RPROF_IOC_RESET_COOKIES _IO(RPROF_IOC_MAGIC, 0x07)
 
 /*
  * bindgen cannot evaluate _IOR() and friends; the ioctl command numbers are
@@ -214,7 +222,8 @@ enum rprof_ioctl_nr {
 	RPROF_IOC_NR_STOP = 0x03,
 	RPROF_IOC_NR_FLUSH = 0x04,
 	RPROF_IOC_NR_GET_STATS = 0x05,
-	RPROF_IOC_NR_LOOKUP_COOKIE = 0x06
+	RPROF_IOC_NR_LOOKUP_COOKIE = 0x06,
+	RPROF_IOC_NR_RESET_COOKIES = 0x07
 };
 
 struct rprof_cookie_lookup {
@@ -287,7 +296,8 @@ enum rprof_record_type {
 	RPROF_RECORD_TASK = 8,
 	RPROF_RECORD_SWITCH = 9,
 	RPROF_RECORD_MODULE = 10,
-	RPROF_RECORD_STACK = 11
+	RPROF_RECORD_STACK = 11,
+	RPROF_RECORD_RESET = 12
 };
 
 struct rprof_record_header {
@@ -457,6 +467,20 @@ struct rprof_session {
 	struct rprof_record_header header;
 	__u64 time_ns;
 	struct rprof_config config;
+};
+
+/*
+ * RESET (RPROF_IOC_RESET_COOKIES): from here on, no record names a cookie
+ * below next_cookie or a stack below next_stack; a COOKIE, MODULE or STACK
+ * record names each one used again, under a new number.  A TASK and a
+ * SWITCH come before the next sample.  Samples before the record were
+ * taken before time_ns; some taken just before it may still follow it.
+ */
+struct rprof_reset {
+	struct rprof_record_header header;
+	__u64 time_ns;
+	__u64 next_cookie;
+	__u64 next_stack;
 };
 
 /*

@@ -115,6 +115,8 @@ pub const RPROF_IOC_LOOKUP_COOKIE: u32 = iowr(
     RPROF_IOC_NR_LOOKUP_COOKIE,
     size_of::<rprof_cookie_lookup>(),
 );
+/// `RPROF_IOC_RESET_COOKIES`: `_IO(RPROF_IOC_MAGIC, 0x07)`.
+pub const RPROF_IOC_RESET_COOKIES: u32 = io(RPROF_IOC_MAGIC, RPROF_IOC_NR_RESET_COOKIES);
 
 #[cfg(test)]
 mod tests {
@@ -128,6 +130,11 @@ mod tests {
             ("RPROF_IOC_GET_VERSION", RPROF_IOC_GET_VERSION, 0x8004_b900),
             ("RPROF_IOC_SET_CONFIG", RPROF_IOC_SET_CONFIG, 0x40a8_b901),
             ("RPROF_IOC_START", RPROF_IOC_START, 0x0000_b902),
+            (
+                "RPROF_IOC_RESET_COOKIES",
+                RPROF_IOC_RESET_COOKIES,
+                0x0000_b907,
+            ),
             ("RPROF_IOC_GET_STATS", RPROF_IOC_GET_STATS, 0xc0e8_b905),
             // 3 << 30 | 40 << 16 | 0xB9 << 8 | 6.
             (
@@ -157,6 +164,12 @@ mod tests {
             (RPROF_IOC_START, IOC_NONE, RPROF_IOC_NR_START, 0),
             (RPROF_IOC_STOP, IOC_NONE, RPROF_IOC_NR_STOP, 0),
             (RPROF_IOC_FLUSH, IOC_NONE, RPROF_IOC_NR_FLUSH, 0),
+            (
+                RPROF_IOC_RESET_COOKIES,
+                IOC_NONE,
+                RPROF_IOC_NR_RESET_COOKIES,
+                0,
+            ),
             (
                 RPROF_IOC_GET_STATS,
                 IOC_READ | IOC_WRITE,

@@ -146,6 +146,14 @@ pub fn decode_record(bytes: &[u8]) -> Result<(Record, usize), DecodeErrorKind> {
                 name: c_string(&r[name..name + MODULE_NAME_LEN]),
             }
         }
+        RPROF_RECORD_RESET => {
+            need(size_of::<rprof_reset>())?;
+            Record::Reset {
+                time_ns: u64_at(r, offset_of!(rprof_reset, time_ns)),
+                next_cookie: u64_at(r, offset_of!(rprof_reset, next_cookie)),
+                next_stack: u64_at(r, offset_of!(rprof_reset, next_stack)),
+            }
+        }
         RPROF_RECORD_LOST => {
             need(size_of::<rprof_lost>())?;
             Record::Lost {

@@ -38,6 +38,7 @@ impl Record {
             // The path, its NUL, and padding to a multiple of 8.
             Record::Cookie { path, .. } => COOKIE_FIXED + (path.len() + 1).next_multiple_of(8),
             Record::Module { .. } => size_of::<rprof_module>(),
+            Record::Reset { .. } => size_of::<rprof_reset>(),
             Record::Unknown { bytes, .. } => HEADER_SIZE + bytes.len().next_multiple_of(8),
         }
     }
@@ -182,6 +183,15 @@ impl Record {
                 put_u32(b, offset_of!(rprof_throttle, cpu), *cpu);
                 put_u32(b, offset_of!(rprof_throttle, event), *event);
             }
+            Record::Reset {
+                time_ns,
+                next_cookie,
+                next_stack,
+            } => {
+                put_u64(b, offset_of!(rprof_reset, time_ns), *time_ns);
+                put_u64(b, offset_of!(rprof_reset, next_cookie), *next_cookie);
+                put_u64(b, offset_of!(rprof_reset, next_stack), *next_stack);
+            }
             Record::Unknown { bytes, .. } => {
                 b[HEADER_SIZE..HEADER_SIZE + bytes.len()].copy_from_slice(bytes);
             }
@@ -250,6 +260,7 @@ mod tests {
             (RPROF_RECORD_SWITCH, 16),
             (RPROF_RECORD_MODULE, 88),
             (RPROF_RECORD_MODULE, 88),
+            (RPROF_RECORD_RESET, 32),
             (0x7777, 32),
             (0, 8),
         ];

@@ -135,6 +135,17 @@ pub enum Record {
         /// a NUL).
         name: String,
     },
+    /// `RPROF_RECORD_RESET`, `struct rprof_reset`: the module forgot its
+    /// cookies and stacks (`RPROF_IOC_RESET_COOKIES`); no later record
+    /// names a cookie below `next_cookie` or a stack below `next_stack`.
+    Reset {
+        /// When, in ns: the records before it were taken earlier.
+        time_ns: u64,
+        /// The first cookie that may be named after it.
+        next_cookie: u64,
+        /// The first stack id that may be named after it.
+        next_stack: u64,
+    },
     /// A record type this crate does not know, skipped by its size.
     Unknown {
         /// `header.type`.
@@ -161,6 +172,7 @@ impl Record {
             Record::Switch { .. } => RPROF_RECORD_SWITCH,
             Record::Module { .. } => RPROF_RECORD_MODULE,
             Record::Stack { .. } => RPROF_RECORD_STACK,
+            Record::Reset { .. } => RPROF_RECORD_RESET,
             Record::Unknown { record_type, .. } => return *record_type,
         };
         // The enum's values are small; the header field is a __u16.
@@ -181,6 +193,7 @@ impl Record {
             Record::Switch { .. } => "SWITCH",
             Record::Module { .. } => "MODULE",
             Record::Stack { .. } => "STACK",
+            Record::Reset { .. } => "RESET",
             Record::Unknown { .. } => "UNKNOWN",
         }
     }

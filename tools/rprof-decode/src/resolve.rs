@@ -209,6 +209,9 @@ pub struct Resolver {
     samples_unnamed_cookie: u64,
     stacks: HashMap<u64, Arc<Stack>>,
     samples_unknown_stack: u64,
+    /// The last RESET's `next_cookie` (0 before any): names below it are
+    /// retired, kept only while counts need them ([`Self::forget_retired`]).
+    retired_below: u64,
 }
 
 impl Resolver {
@@ -295,6 +298,21 @@ impl Resolver {
                 }
             }
             Record::Switch { cookie } => self.cookie = *cookie,
+            Record::Reset {
+                next_cookie,
+                next_stack,
+                ..
+            } => {
+                // No later record names these stacks (samples already
+                // resolved hold theirs), nor these cookies: their names
+                // stay until the counts that hold them are written.
+                self.stacks.retain(|id, _| id >= next_stack);
+                self.retired_below = self.retired_below.max(*next_cookie);
+                // The module writes TASK and SWITCH again before the next
+                // sample: a sample without them is counted as such.
+                self.task = None;
+                self.cookie = u64::from(RPROF_COOKIE_NONE);
+            }
             Record::Cookie { .. } | Record::Module { .. } => {
                 if let Some((cookie, name)) = CookieName::of_record(record) {
                     self.names.insert(cookie, name);
@@ -321,9 +339,38 @@ impl Resolver {
         self.cookie
     }
 
-    /// Every cookie named so far: files and modules.
+    /// Every cookie named so far: files and modules (retired ones
+    /// included, until [`Self::forget_retired`]).
     pub fn names(&self) -> &BTreeMap<u64, CookieName> {
         &self.names
+    }
+
+    /// How many cookies were named since the last RESET record (all of
+    /// them without one): what the module's cookie table holds.
+    pub fn names_since_reset(&self) -> usize {
+        self.names.range(self.retired_below..).count()
+    }
+
+    /// Whether names of cookies a RESET retired are still kept.
+    pub fn has_retired(&self) -> bool {
+        self.names
+            .range(..self.retired_below)
+            .any(|(c, _)| *c >= u64::from(RPROF_COOKIE_FIRST))
+    }
+
+    /// Forgets the names of the cookies a RESET record retired, except
+    /// those `keep` says counts still need.
+    pub fn forget_retired(&mut self, keep: impl Fn(u64) -> bool) {
+        let first = u64::from(RPROF_COOKIE_FIRST);
+        let retired: Vec<u64> = self
+            .names
+            .range(first..self.retired_below.max(first))
+            .map(|(c, _)| *c)
+            .filter(|c| !keep(*c))
+            .collect();
+        for c in retired {
+            self.names.remove(&c);
+        }
     }
 
     /// A resolver that knows only the names of this one (no task, no
@@ -581,8 +628,73 @@ mod tests {
         assert!(Arc::ptr_eq(&a, &b));
     }
 
+    /// A RESET record: the stacks it retires are gone (a sample naming
+    /// one finds none), the context is gone until the next TASK and
+    /// SWITCH, and the names it retires stay until forgotten, except those
+    /// `keep` holds; names after it count as the module's table.
+    #[test]
+    fn reset_retires_stacks_names_and_context() {
+        let cookie = |c: u64, path: &str| Record::Cookie {
+            cookie: c,
+            flags: 0,
+            dev: 1,
+            ino: c,
+            path: path.into(),
+        };
+        let stack = |id: u64, c: u64| Record::Stack {
+            id,
+            flags: 0,
+            nr_kernel: 0,
+            frames: vec![(c, 0x10)],
+        };
+        let with_stack = |id: u64| Record::Sample {
+            flags: sample_flags(true, 0),
+            time_ns: 1,
+            offset: 0x20,
+            period: 1,
+            stack: Some(id),
+        };
+        let mut r = Resolver::new();
+        for rec in [
+            cookie(16, "/a"),
+            cookie(17, "/b"),
+            stack(1, 16),
+            task(0, 5, "a"),
+            Record::Switch { cookie: 16 },
+        ] {
+            r.feed(&rec);
+        }
+        assert!(r.feed(&with_stack(1)).unwrap().stack.is_some());
+        assert_eq!(r.names_since_reset(), 2);
+        assert!(!r.has_retired());
+        r.feed(&Record::Reset {
+            time_ns: 2,
+            next_cookie: 18,
+            next_stack: 2,
+        });
+        assert_eq!(r.names_since_reset(), 0);
+        assert!(r.has_retired());
+        let s = r.feed(&with_stack(1)).unwrap();
+        assert_eq!((s.stack, s.task, s.cookie), (None, None, 0));
+        assert_eq!(r.samples_unknown_stack(), 1);
+        for rec in [cookie(18, "/a"), stack(2, 18), task(0, 5, "a")] {
+            r.feed(&rec);
+        }
+        r.feed(&Record::Switch { cookie: 18 });
+        let s = r.feed(&with_stack(2)).unwrap();
+        assert_eq!((s.cookie, s.stack.unwrap().frames[0].0), (18, 18));
+        assert_eq!(r.names_since_reset(), 1);
+        r.forget_retired(|c| c == 17);
+        assert_eq!(r.names().keys().copied().collect::<Vec<_>>(), [17, 18]);
+        assert!(r.has_retired());
+        r.forget_retired(|_| false);
+        assert_eq!(r.names().keys().copied().collect::<Vec<_>>(), [18]);
+        assert!(!r.has_retired());
+    }
+
     /// On random streams the resolver agrees with a plain model of the
-    /// rules: every sample gets the last TASK and the last SWITCH before it.
+    /// rules: every sample gets the last TASK and the last SWITCH before it
+    /// (none after a RESET).
     #[test]
     fn random_streams_follow_the_model() {
         let mut rng = XorShift::new(0xfeed_f00d);
@@ -595,6 +707,7 @@ mod tests {
                 match r {
                     Record::Task { pid, cpu, .. } => task = Some((*cpu, *pid)),
                     Record::Switch { cookie: c } => cookie = *c,
+                    Record::Reset { .. } => (task, cookie) = (None, 0),
                     Record::Sample { offset, flags, .. } => expected.push((
                         task,
                         cookie,

@@ -112,6 +112,11 @@ pub(crate) fn one_of_each() -> Vec<Record> {
             size: 0x2000,
             name: "x".repeat(55),
         },
+        Record::Reset {
+            time_ns: 7_000_000,
+            next_cookie: 20,
+            next_stack: 5,
+        },
         Record::Unknown {
             record_type: 0x7777,
             flags: 0xa5a5,
@@ -151,7 +156,7 @@ pub(crate) fn random_record(rng: &mut XorShift) -> Record {
         e.flags = rng.next() as u32;
         e.period = rng.next();
     }
-    match rng.below(12) {
+    match rng.below(13) {
         0 => {
             let stack = (rng.below(2) == 0).then(|| rng.next());
             let flag = if stack.is_some() {
@@ -221,8 +226,13 @@ pub(crate) fn random_record(rng: &mut XorShift) -> Record {
             size: rng.next(),
             name: random_string(rng, 55),
         },
+        12 => Record::Reset {
+            time_ns: rng.next(),
+            next_cookie: rng.next(),
+            next_stack: rng.next(),
+        },
         _ => Record::Unknown {
-            record_type: 12 + rng.below(1000) as u16,
+            record_type: 13 + rng.below(1000) as u16,
             flags: rng.next() as u16,
             bytes: (0..rng.below(8) * 8).map(|_| rng.next() as u8).collect(),
         },

@@ -406,6 +406,25 @@ impl Aggregate {
         self.filtered_out = 0;
         self.floor_ns = self.cutoff_ns.or(self.floor_ns);
         self.cutoff_ns = next;
+        self.forget_retired();
+    }
+
+    /// Forgets the names of cookies a RESET record retired that no count
+    /// still held needs (a continuous session keeps its memory bounded by
+    /// the module's cookie table, however many it resets).
+    fn forget_retired(&mut self) {
+        if !self.resolver.has_retired() {
+            return;
+        }
+        let mut keep = HashSet::new();
+        let held = self.later.values().flat_map(|(c, _)| c.keys());
+        for key in self.counts.keys().chain(held) {
+            keep.insert(key.cookie);
+            if let Some(stack) = &key.stack {
+                keep.extend(stack.frames.iter().map(|(c, _)| *c));
+            }
+        }
+        self.resolver.forget_retired(|c| keep.contains(&c));
     }
 
     /// Decodes `stream` and feeds every record.  A malformed record ends
@@ -761,6 +780,58 @@ mod tests {
         agg.feed(&sample(40));
         assert_eq!(agg.samples, 2);
         assert_eq!(agg.counts().values().map(|c| c.samples).sum::<u64>(), 2);
+    }
+
+    /// A continuous session whose module reset its cookies: the interval
+    /// taken still has the names its counts need (before and after the
+    /// RESET), and the aggregate that reads on forgets a retired name as
+    /// soon as no count it holds needs it (here, one interval later: a
+    /// sample of the next interval named it), never before.
+    #[test]
+    fn retired_names_go_once_no_count_needs_them() {
+        let cookie = |c: u64| Record::Cookie {
+            cookie: c,
+            flags: 0,
+            dev: 1,
+            ino: c,
+            path: format!("/bin/p{c}"),
+        };
+        let mut agg = Aggregate::new();
+        agg.set_interval(Some(10));
+        agg.set_cutoff(Some(20));
+        let sample = |time_ns| sample_at(time_ns, 1);
+        for r in [
+            cookie(16),
+            cookie(17),
+            task_w(),
+            Record::Switch { cookie: 16 },
+        ] {
+            agg.feed(&r);
+        }
+        agg.feed(&sample(12));
+        agg.feed(&Record::Switch { cookie: 17 });
+        // Read early: interval [20, 30).
+        agg.feed(&sample(21));
+        agg.feed(&Record::Reset {
+            time_ns: 15,
+            next_cookie: 18,
+            next_stack: 1,
+        });
+        for r in [cookie(18), task_w(), Record::Switch { cookie: 18 }] {
+            agg.feed(&r);
+        }
+        agg.feed(&sample(16));
+        assert_eq!(agg.resolver().names_since_reset(), 1);
+        let names = |a: &Aggregate| a.resolver().names().keys().copied().collect::<Vec<_>>();
+        let first = agg.take_interval(Some(30));
+        assert_eq!(first.samples, 2);
+        assert_eq!(names(&first), [16, 17, 18]);
+        // 16 was needed by the first interval only; 17 by the second.
+        assert_eq!(names(&agg), [17, 18]);
+        let second = agg.take_interval(Some(40));
+        assert_eq!(second.samples, 1);
+        assert_eq!(names(&second), [17, 18]);
+        assert_eq!(names(&agg), [18]);
     }
 
     /// A reader that fell several intervals behind: samples read early

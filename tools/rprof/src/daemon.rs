@@ -14,22 +14,32 @@
 //! A module session pins every file it names (its cookie table holds a
 //! reference on each path) and names at most `max_cookies` of them.  So
 //! that a daemon that runs for weeks neither runs out of cookies nor keeps
-//! deleted binaries alive, it renews the session as soon as it has named
-//! a quarter of `max_cookies` (checked every 100 ms at most) and at an
-//! interval's end once `--renew` seconds have passed: STOP, drain, write
-//! what it holds (each complete interval, then the one cut short at the
-//! STOP), then a new session whose table starts empty.  Sampling pauses
-//! from the STOP to the new START (the stop's drain and a SET_CONFIG:
-//! 56 to 123 ms in one run under TCG and KASAN, said on each renewal's
-//! line); what runs only then is in no profile.  The next interval starts
-//! at the new START.
-//! SIGHUP renews it at once (to let go of the files it pins).  The
-//! ended session's profiles are written by the daemon's one writer thread
-//! (in order, at most a few sessions behind), while the new one is read.
-//! A new session that cannot start is tried again, after 1 s, then twice as
-//! long each time up to a minute; with `--pid`, the daemon stops once that
-//! process has ended (seen at once without a session, at the end of the
-//! current interval with one).  Whatever stops it, an error included, the
+//! deleted binaries alive, it has the module forget its cookies
+//! (`RPROF_IOC_RESET_COOKIES`) as soon as the session has named a quarter
+//! of `max_cookies` since the last reset (checked every 100 ms at most),
+//! at an interval's end once `--renew` seconds have passed since, and at
+//! once on SIGHUP.  Sampling goes on: the module writes a RESET record and
+//! names every file used after it anew, under new cookies; the intervals
+//! go on as they were.  The daemon keeps the names of the forgotten
+//! cookies only while counts not yet written need them, and the writer
+//! forgets their files once a profile no longer names them, so memory
+//! stays bounded by the cookie table however long it runs.  A reset that
+//! does not fit the buffer now (EAGAIN) is tried again 100 ms later.
+//!
+//! A module without that ioctl (ENOTTY: an older rprof.ko) gets a renewal
+//! instead, as does a session whose stream is malformed: STOP, drain,
+//! write what it holds (each complete interval, then the one cut short at
+//! the STOP), then a new session whose table starts empty.  Sampling
+//! pauses from the STOP to the new START (the stop's drain and a
+//! SET_CONFIG: 56 to 123 ms in one run under TCG and KASAN, said on each
+//! renewal's line); what runs only then is in no profile.  The next
+//! interval starts at the new START.  The ended session's profiles are
+//! written by the daemon's one writer thread (in order, at most a few
+//! sessions behind), while the new one is read.  A new session that
+//! cannot start is tried again, after 1 s, then twice as long each time
+//! up to a minute; with `--pid`, the daemon stops once that process has
+//! ended (seen at once without a session, at the end of the current
+//! interval with one).  Whatever stops it, an error included, the
 //! samples it read are written first, unless the writer thread died (a
 //! bug): the profiles queued to it then are counted as lost and the exit
 //! status is 1.
@@ -62,10 +72,10 @@ pub struct DaemonArgs {
           value_parser = clap::value_parser!(u64).range(1..))]
     pub keep: u64,
 
-    /// Renew the module session (its cookie table and the files it pins)
-    /// at the end of the first interval this many seconds after it
-    /// started; it is also renewed once it has named a quarter of the
-    /// module's `max_cookies`.
+    /// Have the module forget its cookie table (and let go of the files
+    /// it pins) at the end of the first interval this many seconds after
+    /// the last time; it is also reset once it has named a quarter of
+    /// the module's `max_cookies` since.
     #[arg(long, value_name = "SECS", default_value = "3600", value_parser = parse_seconds)]
     pub renew: Duration,
 
@@ -394,9 +404,10 @@ fn max_cookies() -> u64 {
         .unwrap_or(4096)
 }
 
-/// How many files and modules the session has named so far.
+/// How many files and modules the session has named since the module's
+/// cookie table was last reset: what that table holds.
 fn named(sink: &live::AggregateSink) -> u64 {
-    sink.agg.resolver().names().len() as u64
+    sink.agg.resolver().names_since_reset() as u64
 }
 
 /// How long after an interval's end the daemon waits for its samples:
@@ -615,6 +626,9 @@ impl Job {
             Job::Interval(l) => {
                 let sym = syms.get(l.session, &l.kallsyms);
                 write_counted(args, config, l.interval, &l.agg, sym, w);
+                // Files of cookies the module forgot, that no count holds
+                // any more: the next profile does not need them.
+                sym.forget_unnamed(l.agg.resolver());
             }
             Job::Ended(e) => {
                 e.write(args, config, syms, w);
@@ -716,6 +730,8 @@ trait Running {
     fn pump(&mut self, wait: Duration, sink: &mut dyn Sink) -> Result<usize, Error>;
     /// Has the module move what its per-CPU rings hold into the buffer.
     fn flush(&self) -> Result<(), Error>;
+    /// `RPROF_IOC_RESET_COOKIES`.
+    fn reset_cookies(&mut self) -> Result<(), Error>;
     /// STOPs (if running) and takes everything up to the STOP record;
     /// returns whether it came.
     fn stop_and_drain(&mut self, sink: &mut dyn Sink) -> Result<bool, Error>;
@@ -740,6 +756,10 @@ impl Running for Session<'_> {
 
     fn flush(&self) -> Result<(), Error> {
         self.device().flush()
+    }
+
+    fn reset_cookies(&mut self) -> Result<(), Error> {
+        self.device().reset_cookies()
     }
 
     fn stop_and_drain(&mut self, sink: &mut dyn Sink) -> Result<bool, Error> {
@@ -768,11 +788,24 @@ struct Daemon<'a, M: Module> {
     /// many sessions started, the last line's count.
     session_no: u64,
     out: Profiles<'a>,
-    /// Renew once the session has named this many files.
+    /// Reset the cookie table once the session has named this many files
+    /// since the last reset.
     renew_at: u64,
     /// Sessions ended for a new one (which may not have started); read by
     /// the tests.
     renewals: u64,
+    /// Cookie-table resets asked for; read by the tests.
+    resets: u64,
+    /// The module knows RESET_COOKIES (no ENOTTY yet).
+    can_reset: bool,
+    /// A reset is due, for this reason, from `reset_retry` on.
+    reset_due: Option<&'static str>,
+    reset_retry: Instant,
+    /// A reset was asked for and its RESET record not read yet: the
+    /// sink's count of RESET records when it was asked.
+    reset_asked: Option<u64>,
+    /// When the session started or the table was last reset (`--renew`).
+    renewed_at: Instant,
     /// When to try to start a session again, and the wait after that.
     retry: (Instant, Duration),
     /// The process of `--pid` is gone: stop.
@@ -820,6 +853,12 @@ impl<'a, M: Module> Daemon<'a, M> {
             },
             renew_at: u64::MAX,
             renewals: 0,
+            resets: 0,
+            can_reset: true,
+            reset_due: None,
+            reset_retry: Instant::now(),
+            reset_asked: None,
+            renewed_at: Instant::now(),
             retry: (Instant::now(), RETRY_FIRST),
             target_gone: false,
             target: None,
@@ -853,6 +892,9 @@ impl<'a, M: Module> Daemon<'a, M> {
     fn begin(&mut self, mut session: M::Session) -> Result<(), Error> {
         session.start()?;
         self.clock = StreamClock::new();
+        self.renewed_at = Instant::now();
+        self.reset_due = None;
+        self.reset_asked = None;
         self.session = Some(session);
         self.sink = self.new_sink();
         self.session_no += 1;
@@ -980,6 +1022,50 @@ impl<'a, M: Module> Daemon<'a, M> {
         Ok(())
     }
 
+    /// Has the module forget its cookie table (`why` triggered it) while
+    /// sampling goes on; the RESET record it writes splits nothing (the
+    /// intervals go on).  A module that does not know the ioctl (ENOTTY),
+    /// or that refuses it for another reason than a full buffer, gets a
+    /// renewal instead; a full buffer (EAGAIN), another try after
+    /// [`POLL_INTERVAL`].
+    fn reset(&mut self, why: &'static str) -> Result<(), Error> {
+        if !self.can_reset {
+            self.reset_due = None;
+            return self.renew(why);
+        }
+        let Some(s) = self.session.as_mut() else {
+            return Ok(());
+        };
+        let names = named(&self.sink);
+        let elapsed = self.renewed_at.elapsed();
+        let errno = match s.reset_cookies() {
+            Ok(()) => {
+                self.reset_due = None;
+                self.reset_asked = Some(self.sink.resets);
+                self.renewed_at = Instant::now();
+                self.resets += 1;
+                eprintln!(
+                    "rprof daemon: reset the cookie table after {:.1} s and {names} named files ({why}); sampling goes on",
+                    elapsed.as_secs_f64()
+                );
+                return Ok(());
+            }
+            Err(Error::Ioctl { source, .. }) => source.raw_os_error(),
+            Err(e) => return Err(e),
+        };
+        if errno == Some(libc::EAGAIN) {
+            self.reset_due = Some(why);
+            self.reset_retry = Instant::now() + POLL_INTERVAL;
+            return Ok(());
+        }
+        if errno == Some(libc::ENOTTY) {
+            eprintln!("rprof daemon: the module cannot reset its cookie table (an older rprof.ko): renewing the session instead");
+            self.can_reset = false;
+        }
+        self.reset_due = None;
+        self.renew(why)
+    }
+
     /// Starts a session; on failure says so and schedules the next try.
     fn try_start(&mut self) {
         // A process of --pid that has ended is not followed again: its
@@ -1049,26 +1135,36 @@ impl<'a, M: Module> Daemon<'a, M> {
             return self.pump(POLL_INTERVAL);
         };
         let due = end.saturating_add(grace_ns);
-        // A new session once a quarter of the cookie table is used
-        // (checked at least every POLL_INTERVAL: files can come
-        // faster than intervals), or at an interval's end once
-        // --renew has passed.
-        if named(&self.sink) >= self.renew_at {
-            return self.renew("cookie table a quarter full");
+        // The cookie table is reset once a quarter of it is used
+        // (checked at least every POLL_INTERVAL: files can come faster
+        // than intervals; not again before the last reset's record is
+        // read, which the count goes by), on SIGHUP, or at an interval's
+        // end once --renew has passed.
+        if self.reset_asked.is_some_and(|n| self.sink.resets > n) {
+            self.reset_asked = None;
+        }
+        if self.reset_asked.is_none() && named(&self.sink) >= self.renew_at {
+            self.reset_due.get_or_insert("cookie table a quarter full");
         }
         if signal::renew_requested() {
-            return self.renew("SIGHUP");
+            self.reset_due = Some("SIGHUP");
+        }
+        if let Some(why) = self
+            .reset_due
+            .filter(|_| Instant::now() >= self.reset_retry)
+        {
+            return self.reset(why);
         }
         if now >= due {
             // The process of --pid ended: its last interval is written
-            // and the daemon stops (no renewal, which would fail).
+            // and the daemon stops (no reset, no renewal, which would
+            // fail).
             let ended = self.target_ended();
-            if !ended && self.clock.started_at.elapsed() >= self.args.renew {
-                return self.renew("--renew time");
-            }
             self.write_interval()?;
             if ended {
                 self.stop_for_target();
+            } else if self.renewed_at.elapsed() >= self.args.renew {
+                self.reset_due.get_or_insert("--renew time");
             }
             return Ok(());
         }
@@ -1368,12 +1464,16 @@ mod tests {
     /// A module for the daemon's tests.  Each session configured takes
     /// the next of `streams` (its chunks: one per pump, the rest at the
     /// STOP); the next `fail_configure` configurations and then the next
-    /// `fail_start` STARTs fail; `log` is what the daemon asked, in order.
+    /// `fail_start` STARTs fail; the next RESET_COOKIES fail with the
+    /// errnos of `reset_errno`, one each, then succeed (the test puts
+    /// their RESET records in the stream); `log` is what the daemon
+    /// asked, in order.
     #[derive(Default)]
     struct Fake {
         streams: std::cell::RefCell<std::collections::VecDeque<Vec<Vec<u8>>>>,
         fail_configure: std::cell::Cell<u32>,
         fail_start: std::cell::Cell<u32>,
+        reset_errno: std::cell::RefCell<std::collections::VecDeque<i32>>,
         log: std::cell::RefCell<Vec<&'static str>>,
     }
 
@@ -1451,6 +1551,17 @@ mod tests {
 
         fn flush(&self) -> Result<(), Error> {
             Ok(())
+        }
+
+        fn reset_cookies(&mut self) -> Result<(), Error> {
+            self.module.note("reset");
+            match self.module.reset_errno.borrow_mut().pop_front() {
+                Some(errno) => Err(Error::Ioctl {
+                    name: "RPROF_IOC_RESET_COOKIES",
+                    source: std::io::Error::from_raw_os_error(errno),
+                }),
+                None => Ok(()),
+            }
         }
 
         fn stop_and_drain(&mut self, sink: &mut dyn Sink) -> Result<bool, Error> {
@@ -1670,6 +1781,118 @@ mod tests {
              (the thread writing profiles died: 1 of them lost with it), 1 sessions"
         );
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// COOKIE records of `cookies`, then a sample in each, encoded.
+    fn files(cookies: std::ops::Range<u64>, time_ns: u64) -> Vec<u8> {
+        use rprof_decode::Record;
+        let mut bytes = Vec::new();
+        for c in cookies {
+            Record::Cookie {
+                cookie: c,
+                flags: 0,
+                dev: 1,
+                ino: c,
+                path: format!("/bin/p{c}"),
+            }
+            .encode(&mut bytes);
+            Record::Switch { cookie: c }.encode(&mut bytes);
+            Record::Sample {
+                flags: 1,
+                time_ns,
+                offset: 0x10,
+                period: 1,
+                stack: None,
+            }
+            .encode(&mut bytes);
+        }
+        bytes
+    }
+
+    /// A RESET record at `time_ns` retiring cookies below `next_cookie`.
+    fn reset_record(time_ns: u64, next_cookie: u64) -> Vec<u8> {
+        rprof_decode::Record::Reset {
+            time_ns,
+            next_cookie,
+            next_stack: 1,
+        }
+        .to_bytes()
+    }
+
+    /// Once a quarter of the module's cookie table is used, the daemon
+    /// has the module reset it, and sampling goes on in the same session
+    /// (before, it stopped the session and started another: nothing was
+    /// sampled in between).  It asks once: not again until the RESET
+    /// record is read, and then only once the files named since reach
+    /// the trigger again.
+    #[test]
+    fn a_quarter_full_cookie_table_is_reset_in_the_same_session() {
+        let setup = Setup::new("reset");
+        // Time enough that no interval ends during the test.
+        let t0 = u64::MAX / 4;
+        let mut first = stream(setup.config, t0, &[t0 + 1]);
+        first.extend(files(16..19, t0 + 2));
+        let mut second = reset_record(t0 + 3, 19);
+        second.extend(files(19..20, t0 + 4));
+        let third = files(20..22, t0 + 5);
+        let m = Fake::with_streams(vec![vec![first, Vec::new(), second, third]]);
+        let (mut d, _rx) = setup.daemon(&m);
+        d.renew_at = 3;
+        d.start().unwrap();
+        // Reads the START and the three files; then the table is reset.
+        d.step().unwrap();
+        d.step().unwrap();
+        assert_eq!(m.log(), ["configure", "start", "pump", "reset"]);
+        assert_eq!((d.resets, d.renewals, d.session_no), (1, 0, 1));
+        // Not again before the RESET record (the table still reads as 3
+        // named files until then).
+        d.step().unwrap();
+        assert_eq!(m.log().last(), Some(&"pump"));
+        d.step().unwrap();
+        assert_eq!((d.sink.resets, named(&d.sink)), (1, 1));
+        d.step().unwrap();
+        assert_eq!(named(&d.sink), 3);
+        assert_eq!(m.log().iter().filter(|w| **w == "reset").count(), 1);
+        // Three named since the reset: the next one.
+        d.step().unwrap();
+        assert_eq!(m.log().iter().filter(|w| **w == "reset").count(), 2);
+        assert!(!m.log().contains(&"stop"));
+        assert_eq!(d.sink.agg.samples, 7);
+        std::fs::remove_dir_all(&setup.dir).unwrap();
+    }
+
+    /// A reset that does not fit the buffer now (EAGAIN) is tried again
+    /// POLL_INTERVAL later, not at once; a module without the ioctl
+    /// (ENOTTY) gets a renewal instead, then and from then on.
+    #[test]
+    fn a_refused_reset_is_retried_or_replaced_by_a_renewal() {
+        let setup = Setup::new("reset-refused");
+        let t0 = u64::MAX / 4;
+        let mut first = stream(setup.config, t0, &[t0 + 1]);
+        first.extend(files(16..19, t0 + 2));
+        let next = stream(setup.config, t0 + 10, &[t0 + 11]);
+        let m = Fake::with_streams(vec![vec![first], vec![next]]);
+        m.reset_errno
+            .borrow_mut()
+            .extend([libc::EAGAIN, libc::ENOTTY]);
+        let (mut d, _rx) = setup.daemon(&m);
+        d.renew_at = 3;
+        d.start().unwrap();
+        d.step().unwrap();
+        d.step().unwrap();
+        assert_eq!(m.log(), ["configure", "start", "pump", "reset"]);
+        assert_eq!(d.resets, 0);
+        // Not before POLL_INTERVAL.
+        d.step().unwrap();
+        assert_eq!(m.log().last(), Some(&"pump"));
+        std::thread::sleep(POLL_INTERVAL);
+        d.step().unwrap();
+        assert_eq!(
+            m.log()[4..],
+            ["pump", "reset", "stop", "configure", "start"]
+        );
+        assert_eq!((d.resets, d.renewals, d.can_reset), (0, 1, false));
+        std::fs::remove_dir_all(&setup.dir).unwrap();
     }
 
     /// A session that cannot start (SET_CONFIG or START refused) is

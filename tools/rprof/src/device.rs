@@ -172,6 +172,15 @@ impl Device {
         Ok(())
     }
 
+    /// `RPROF_IOC_RESET_COOKIES`: the running session forgets its cookies
+    /// and stacks (and lets go of the files they pin), with a RESET record
+    /// in the stream; sampling goes on.
+    pub fn reset_cookies(&self) -> Result<(), Error> {
+        self.ioctl_no_arg(RPROF_IOC_RESET_COOKIES)
+            .map_err(|e| Error::ioctl("RPROF_IOC_RESET_COOKIES", e))?;
+        Ok(())
+    }
+
     /// One `RPROF_IOC_GET_STATS` with `nr_cpus` entries at `cpus`.
     fn get_stats(&self, cpus: &mut [rprof_cpu_stats]) -> Result<rprof_stats, Error> {
         let mut stats = rprof_stats::new();

@@ -228,6 +228,14 @@ impl fmt::Display for RecordLine<'_> {
                 }
                 Ok(())
             }
+            Record::Reset {
+                time_ns,
+                next_cookie,
+                next_stack,
+            } => write!(
+                f,
+                "RESET t={time_ns} next_cookie={next_cookie} next_stack={next_stack}"
+            ),
             Record::Lost { stage, cpu, count } => write!(
                 f,
                 "LOST stage={} cpu={cpu} count={count}",
@@ -341,6 +349,9 @@ pub fn write_stats(
         "drains: {} wakeups: {} cpus: {}",
         stats.drains, stats.wakeups, stats.nr_cpus
     )?;
+    if stats.resets > 0 {
+        writeln!(w, "cookie table resets: {}", stats.resets)?;
+    }
     if stats.orphans > 0 || stats.orphans_lost > 0 {
         writeln!(
             w,

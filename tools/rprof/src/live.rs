@@ -13,6 +13,8 @@ pub struct AggregateSink {
     pub agg: Aggregate,
     /// Bytes of stream taken.
     pub bytes: u64,
+    /// RESET records taken.
+    pub resets: u64,
 }
 
 impl AggregateSink {
@@ -36,7 +38,9 @@ impl Sink for AggregateSink {
     fn feed(&mut self, bytes: &[u8]) -> Result<(), Error> {
         self.bytes += bytes.len() as u64;
         let agg = &mut self.agg;
+        let resets = &mut self.resets;
         self.framer.feed(bytes, |r| {
+            *resets += u64::from(matches!(r, rprof_decode::Record::Reset { .. }));
             agg.feed(r);
             Ok(())
         })

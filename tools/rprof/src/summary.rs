@@ -47,6 +47,8 @@ pub struct Summary {
     pub unknown: u64,
     /// STACK records.
     pub stacks: u64,
+    /// RESET records (the module forgot its cookies and stacks).
+    pub resets: u64,
     /// Samples naming a stack (`RPROF_SAMPLE_STACK`).
     pub samples_with_stack: u64,
     /// Samples whose chain did not fit the ring (`RPROF_SAMPLE_CHAIN_CUT`).
@@ -100,6 +102,7 @@ impl Summary {
             Record::Unthrottle { .. } => self.unthrottles += 1,
             Record::Unknown { .. } => self.unknown += 1,
             Record::Stack { .. } => self.stacks += 1,
+            Record::Reset { .. } => self.resets += 1,
         }
     }
 
@@ -159,7 +162,7 @@ impl Summary {
              \"samples_per_cpu\":{},\"samples_no_task\":{},\"samples_per_event\":{},\
              \"lost_by_stage\":{{\"ring\":{},\"buffer\":{},\"no_mm\":{},\
              \"no_mapping\":{},\"no_cookie\":{},\"other\":{}}},\
-             \"session_ns\":{},\"start_ns\":{},\"stop_ns\":{},\"stacks\":{},\"samples_with_stack\":{},\"samples_chain_cut\":{}",
+             \"session_ns\":{},\"start_ns\":{},\"stop_ns\":{},\"stacks\":{},\"samples_with_stack\":{},\"samples_chain_cut\":{},\"resets\":{}",
             self.records,
             self.samples,
             self.lost(),
@@ -191,6 +194,7 @@ impl Summary {
             self.stacks,
             self.samples_with_stack,
             self.samples_chain_cut,
+            self.resets,
         );
         if let Some((s, cpus)) = stats {
             let counters = |c: &rprof_cpu_stats| {
@@ -366,7 +370,7 @@ mod tests {
         assert_eq!(j.matches('[').count(), j.matches(']').count());
         assert!(Summary::default()
             .to_json(None)
-            .ends_with("\"session_ns\":0,\"start_ns\":0,\"stop_ns\":0,\"stacks\":0,\"samples_with_stack\":0,\"samples_chain_cut\":0}"));
+            .ends_with("\"session_ns\":0,\"start_ns\":0,\"stop_ns\":0,\"stacks\":0,\"samples_with_stack\":0,\"samples_chain_cut\":0,\"resets\":0}"));
     }
 
     #[test]
