@@ -407,6 +407,8 @@ impl Aggregate {
         self.floor_ns = self.cutoff_ns.or(self.floor_ns);
         self.cutoff_ns = next;
         self.forget_retired();
+        // Comms no count holds (a session that runs for weeks sees many).
+        self.comms.retain(|c| Arc::strong_count(c) > 1);
     }
 
     /// Forgets the names of cookies a RESET record retired that no count

@@ -240,24 +240,6 @@ impl Symbolizer {
         self.any_perf_map_owner = yes;
     }
 
-    /// Forgets what it holds for cookies `names` no longer names (a
-    /// continuous session whose module forgot them, RESET, and whose
-    /// counts no longer need them): their files, images and frames.  The
-    /// fixed cookies (kernel, anonymous) stay.
-    pub fn forget_unnamed(&mut self, names: &Resolver) {
-        let gone =
-            |c: u64| c >= u64::from(rprof_abi::RPROF_COOKIE_FIRST) && names.name(c).is_none();
-        let before = self.images.len() + self.frames.len();
-        self.images.retain(|c, _| !gone(*c));
-        self.dwarf_paths.retain(|c, _| !gone(*c));
-        self.lines.retain(|c, _| !gone(*c));
-        self.frames.retain(|(c, _), _| !gone(*c));
-        if self.images.len() + self.frames.len() != before {
-            // Frames only those entries held.
-            self.interned.retain(|f| Arc::strong_count(f) > 1);
-        }
-    }
-
     /// Notes about files that did not match, for the report's header.
     pub fn warnings(&self) -> &[String] {
         &self.warnings

@@ -22,8 +22,9 @@
 //! names every file used after it anew, under new cookies; the intervals
 //! go on as they were.  The daemon keeps the names of the forgotten
 //! cookies only while counts not yet written need them, and the writer
-//! forgets their files once a profile no longer names them, so memory
-//! stays bounded by the cookie table however long it runs.  A reset that
+//! symbolizes with a new symbolizer after each reset (the old one's
+//! files, symbols and per-process perf maps go with it), so memory stays
+//! bounded by the cookie table however long it runs.  A reset that
 //! does not fit the buffer now (EAGAIN) is tried again 100 ms later.
 //!
 //! A module without that ioctl (ENOTTY: an older rprof.ko) gets a renewal
@@ -465,8 +466,8 @@ enum Job {
 struct Live {
     agg: rprof_report::Aggregate,
     interval: Interval,
-    /// Which of the daemon's sessions (see [`Syms`]).
-    session: u64,
+    /// Which of the daemon's sessions, and of its resets (see [`Syms`]).
+    session: Epoch,
     kallsyms: Arc<Kallsyms>,
 }
 
@@ -475,8 +476,8 @@ struct Live {
 /// daemon's numbering.
 struct Ended {
     sink: live::AggregateSink,
-    /// Which of the daemon's sessions (see [`Syms`]).
-    session: u64,
+    /// Which of the daemon's sessions, and of its resets (see [`Syms`]).
+    session: Epoch,
     kallsyms: Arc<Kallsyms>,
     /// Its start, since the Unix epoch.
     started: Duration,
@@ -577,18 +578,26 @@ fn last_line(
     )
 }
 
+/// Which symbolizer a job needs: its session's number (each session
+/// numbers its cookies afresh) and how many RESET records of that session
+/// were read before it (after one, the files of forgotten cookies are not
+/// needed for long: a new symbolizer lets them go, and with them what it
+/// cached per process, so that its memory stays bounded in a session
+/// that lives for weeks).
+type Epoch = (u64, u64);
+
 /// The writer's symbolizer, kept from one profile of a session to the
-/// next (not rebuilt every interval), and new for a new session (file
-/// symbols are cached by cookie, which each session numbers afresh) or
-/// new kernel symbols (a module loaded or gone).
+/// next (not rebuilt every interval), and new for a new session or a
+/// reset of its cookie table ([`Epoch`]) or new kernel symbols (a module
+/// loaded or gone).
 #[derive(Default)]
 struct Syms {
-    current: Option<(u64, Arc<Kallsyms>, rprof_report::Symbolizer)>,
+    current: Option<(Epoch, Arc<Kallsyms>, rprof_report::Symbolizer)>,
 }
 
 impl Syms {
     /// The symbolizer for `session`, whose kernel symbols are `kallsyms`.
-    fn get(&mut self, session: u64, kallsyms: &Arc<Kallsyms>) -> &mut rprof_report::Symbolizer {
+    fn get(&mut self, session: Epoch, kallsyms: &Arc<Kallsyms>) -> &mut rprof_report::Symbolizer {
         let same = matches!(&self.current,
             Some((s, k, _)) if *s == session && Arc::ptr_eq(k, kallsyms));
         if !same {
@@ -626,9 +635,6 @@ impl Job {
             Job::Interval(l) => {
                 let sym = syms.get(l.session, &l.kallsyms);
                 write_counted(args, config, l.interval, &l.agg, sym, w);
-                // Files of cookies the module forgot, that no count holds
-                // any more: the next profile does not need them.
-                sym.forget_unnamed(l.agg.resolver());
             }
             Job::Ended(e) => {
                 e.write(args, config, syms, w);
@@ -934,8 +940,8 @@ impl<'a, M: Module> Daemon<'a, M> {
         let sink = std::mem::replace(&mut self.sink, fresh);
         let left = profiles_left(&sink.agg, self.step_ns(), until);
         let ended = Ended {
+            session: (self.session_no, sink.resets),
             sink,
-            session: self.session_no,
             kallsyms: self.kallsyms.clone(),
             started: self.out.started,
             first: self.out.first,
@@ -1217,7 +1223,7 @@ impl<'a, M: Module> Daemon<'a, M> {
         self.send(Job::Interval(Live {
             agg,
             interval,
-            session: self.session_no,
+            session: (self.session_no, self.sink.resets),
             kallsyms: self.kallsyms.clone(),
         }));
         Ok(())
@@ -1344,22 +1350,25 @@ mod tests {
     use super::*;
 
     /// The writer keeps one symbolizer per session (not one per
-    /// interval), and makes a new one for a new session or new kernel
-    /// symbols.
+    /// interval), and makes a new one for a new session, a reset of its
+    /// cookie table or new kernel symbols.
     #[test]
     fn the_writer_symbolizer_lives_as_long_as_its_session() {
         let k1 = Arc::new(Kallsyms::parse(""));
         let k2 = Arc::new(Kallsyms::parse(""));
         let mut syms = Syms::default();
         let addr = |s: &mut rprof_report::Symbolizer| s as *const _ as usize;
-        let first = addr(syms.get(1, &k1));
+        let first = addr(syms.get((1, 0), &k1));
         let id = |syms: &Syms| syms.current.as_ref().map(|(s, k, _)| (*s, Arc::as_ptr(k)));
-        assert_eq!(addr(syms.get(1, &k1)), first);
-        assert_eq!(id(&syms), Some((1, Arc::as_ptr(&k1))));
-        syms.get(2, &k1);
-        assert_eq!(id(&syms), Some((2, Arc::as_ptr(&k1))));
-        syms.get(2, &k2);
-        assert_eq!(id(&syms), Some((2, Arc::as_ptr(&k2))));
+        assert_eq!(addr(syms.get((1, 0), &k1)), first);
+        assert_eq!(id(&syms), Some(((1, 0), Arc::as_ptr(&k1))));
+        // A reset of the cookie table: a new one.
+        syms.get((1, 1), &k1);
+        assert_eq!(id(&syms), Some(((1, 1), Arc::as_ptr(&k1))));
+        syms.get((2, 0), &k1);
+        assert_eq!(id(&syms), Some(((2, 0), Arc::as_ptr(&k1))));
+        syms.get((2, 0), &k2);
+        assert_eq!(id(&syms), Some(((2, 0), Arc::as_ptr(&k2))));
     }
 
     /// A daemon that fell behind (or a renewal) ends a session holding
@@ -1758,7 +1767,7 @@ mod tests {
                     start: Duration::from_secs(1_000 + seq),
                     length: Duration::from_secs(1),
                 },
-                session: 1,
+                session: (1, 0),
                 kallsyms: d.kallsyms.clone(),
             })
         };
