@@ -5,11 +5,14 @@
 //! C header: [`include/linux/path.h`](srctree/include/linux/path.h)
 //!
 //! A cookie names one mapped file (its `struct path`: dentry and mount) or
-//! one text region of a kernel module, for the life of a session.  The
-//! table holds a reference on every file's path, so the dentry, and with it
-//! the name, stays valid until the session ends, even after the file is
-//! unlinked or its last mapping is gone; dropping the table drops the
-//! references.  OProfile's dcookies did the same, in the kernel, until 5.12.
+//! one text region of a kernel module, for the life of a session, or until
+//! its owner resets the table (`RPROF_IOC_RESET_COOKIES`).  The table
+//! holds a reference on every file's path, so the dentry, and with it the
+//! name, stays valid as long as its cookie, even after the file is
+//! unlinked or its last mapping is gone; dropping the table, or resetting
+//! it, drops the references.  Cookie numbers are never handed out twice in
+//! a session, resets included.  OProfile's dcookies did the same, in the
+//! kernel, until 5.12.
 //!
 //! Cookies below `RPROF_COOKIE_FIRST` are fixed (none, kernel, anonymous);
 //! the table hands out the rest in order.  It is bounded: past `max`
@@ -101,6 +104,13 @@ pub(crate) enum NoCookie {
     Full,
 }
 
+/// Cookies a table forgot ([`CookieTable::forget_all`]); dropped in
+/// process context, it drops the path references of their files.
+pub(crate) struct Forgotten {
+    _index: RBTree<Key, u64>,
+    _entries: RBTree<u64, Entry>,
+}
+
 /// The cookie table of one session.
 ///
 /// # Invariants
@@ -148,14 +158,17 @@ impl CookieTable {
         })
     }
 
-    /// Forgets every cookie and drops the references they hold; the next
-    /// cookie is still `next` (none is handed out twice in a session).
-    /// Process context.
-    pub(crate) fn forget_all(&mut self) {
+    /// Forgets every cookie; the next cookie is still `next` (none is
+    /// handed out twice in a session).  The entries are returned: dropping
+    /// them drops their references (a `path_put` each, which may sleep),
+    /// best after the drain lock is released.
+    pub(crate) fn forget_all(&mut self) -> Forgotten {
         // INVARIANT: both maps empty, `next` unchanged.
-        self.index = RBTree::new();
-        self.entries = RBTree::new();
         self.len = 0;
+        Forgotten {
+            _index: core::mem::replace(&mut self.index, RBTree::new()),
+            _entries: core::mem::replace(&mut self.entries, RBTree::new()),
+        }
     }
 
     /// The cookie the next new file or module gets.

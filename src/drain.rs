@@ -45,7 +45,7 @@
 //! once as a STACK record (src/stacks.rs), COOKIE and MODULE records for
 //! its frames before it, and the sample names it.
 
-use crate::cookies::{CookieTable, Object, PathRef};
+use crate::cookies::{CookieTable, Forgotten, Object, PathRef};
 use crate::evbuf::{EventBuffer, Producer, Record};
 use crate::helpers::{self, FrameRes, ModInfo, VmaRange, RESOLVE_ANON, RESOLVE_FILE, RAW_THROTTLED, RAW_USER};
 use crate::mapcache::{MapCache, Target};
@@ -870,8 +870,10 @@ impl Drain {
     /// again, naming its cookies anew).  The owed UNLOAD records go first:
     /// they name cookies that are about to be forgotten.  `EAGAIN` if they
     /// or RESET do not fit (`reserve` kept free, as for samples); nothing
-    /// is forgotten then.  The caller is between START and STOP.
-    pub(crate) fn reset(&mut self, buf: &EventBuffer, time_ns: u64, reserve: u64) -> Result {
+    /// is forgotten then.  The caller is between START and STOP, and drops
+    /// what the table forgot (its file references) once it released the
+    /// drain lock.
+    pub(crate) fn reset(&mut self, buf: &EventBuffer, time_ns: u64, reserve: u64) -> Result<Forgotten> {
         self.write_unloads(buf, reserve);
         if self.owes_unloads() {
             return Err(EAGAIN);
@@ -885,7 +887,7 @@ impl Drain {
         if !buf.write(&mut self.producer, &r, reserve) {
             return Err(EAGAIN);
         }
-        self.cookies.forget_all();
+        let forgotten = self.cookies.forget_all();
         self.maps.clear();
         if let Some(ch) = self.chains.as_mut() {
             ch.stacks.forget();
@@ -894,7 +896,7 @@ impl Drain {
         self.task = None;
         self.cookie = RPROF_COOKIE_NONE as u64;
         self.resets += 1;
-        Ok(())
+        Ok(forgotten)
     }
 
     /// This CPU's counters: (delivered, lost per `STAGES`, throttled).

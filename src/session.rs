@@ -563,21 +563,28 @@ impl Session {
     /// session runs; `EAGAIN` if RESET cannot be written now.
     pub(crate) fn reset_cookies(&self) -> Result {
         self.drain_in_worker();
-        let mut d = self.drain.lock();
-        // Under the drain lock, which `finish` holds to set the phase and
-        // `stop_pending` together: Running here means that STOP is not
-        // requested, so RESET goes before it.
-        if self.phase() != Phase::Running {
-            return Err(EINVAL);
-        }
-        // START first: a pass turns `start_request` into START under this
-        // lock (see `module_going`).
-        if self.start_request.load(Ordering::Acquire) != 0 || d.start_pending.is_some() {
-            return Err(EAGAIN);
-        }
-        let r = d.reset(&self.evbuf, now(), self.reserve);
-        self.evbuf.publish(&d.producer);
-        r
+        let forgotten = {
+            let mut d = self.drain.lock();
+            // Under the drain lock, which `finish` holds to set the phase
+            // and `stop_pending` together: Running here means that STOP is
+            // not requested, so RESET goes before it.
+            if self.phase() != Phase::Running {
+                return Err(EINVAL);
+            }
+            // START first: a pass turns `start_request` into START under
+            // this lock (see `module_going`).
+            if self.start_request.load(Ordering::Acquire) != 0 || d.start_pending.is_some() {
+                return Err(EAGAIN);
+            }
+            let r = d.reset(&self.evbuf, now(), self.reserve);
+            self.evbuf.publish(&d.producer);
+            r?
+        };
+        // The files' references (up to `max_cookies` of them, any of which
+        // may be a deleted file's last), outside the drain lock: the
+        // drain goes on meanwhile.
+        drop(forgotten);
+        Ok(())
     }
 
     /// `LOOKUP_COOKIE`: a copy of what `cookie` names.

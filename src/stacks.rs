@@ -205,12 +205,12 @@ impl Stacks {
         self.table.find(h, 0, flags, frames)
     }
 
-    /// The id the next [`Stacks::insert`] hands out.
     /// Forgets every chain; ids go on from `next_id` (none is reused).
     pub(crate) fn forget(&mut self) {
         self.table.clear();
     }
 
+    /// The id the next [`Stacks::insert`] hands out.
     pub(crate) fn next_id(&self) -> u64 {
         self.next_id
     }

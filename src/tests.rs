@@ -918,9 +918,9 @@ fn cookie_table_is_bounded(t: &mut Test) {
     }
 }
 
-/// What `reset_forgets_cookies_and_their_files` reads: the stream's
-/// records in order, with the cookie MODULE, SWITCH and RESET records
-/// name (RESET: its `next_cookie`).
+/// What the reset tests read: the stream's records in order, each with
+/// the cookie or id it names: MODULE and SWITCH their cookie, RESET its
+/// `next_cookie`, STACK its id, a SAMPLE its stack's id (0: none).
 fn stream_of(session: &Session) -> KVec<(u32, u64)> {
     let mut out = KVec::new();
     for _ in 0..100 {
@@ -929,8 +929,9 @@ fn stream_of(session: &Session) -> KVec<(u32, u64)> {
             let word = |off: usize| b.get(off..off + 8).map_or(0, |w| u64::from_ne_bytes(w.try_into().unwrap_or([0; 8])));
             let ty = u16::from_ne_bytes([b[0], b[1]]) as u32;
             let arg = match ty {
-                RPROF_RECORD_MODULE | RPROF_RECORD_SWITCH => word(8),
+                RPROF_RECORD_MODULE | RPROF_RECORD_SWITCH | RPROF_RECORD_STACK => word(8),
                 RPROF_RECORD_RESET => word(16),
+                RPROF_RECORD_SAMPLE => word(32),
                 _ => 0,
             };
             stop |= ty == RPROF_RECORD_STOP;
@@ -947,8 +948,8 @@ fn stream_of(session: &Session) -> KVec<(u32, u64)> {
 /// RESET_COOKIES on a running session: the files its cookies pinned are
 /// let go at once; RESET comes between the samples taken before and
 /// after it; the module text sampled on both sides gets a new cookie, at
-/// RESET's `next_cookie` (none is reused), named again, with a TASK and a
-/// SWITCH before the next sample; a stopped session refuses it.
+/// RESET's `next_cookie` (none is reused), named again, with a TASK
+/// before the next sample; a stopped session refuses it.
 fn reset_forgets_cookies_and_their_files(t: &mut Test) {
     let Some(m) = InThisModule::new(t, 16) else { return };
     let session = &m.session;
@@ -974,7 +975,7 @@ fn reset_forgets_cookies_and_their_files(t: &mut Test) {
     let (before, after) = (&stream[..at], &stream[at + 1..]);
     let count = |part: &[(u32, u64)], ty: u32| part.iter().filter(|r| r.0 == ty).count();
     kassert_eq!(t, (count(before, RPROF_RECORD_SAMPLE), count(after, RPROF_RECORD_SAMPLE)), (10, 10));
-    kassert_eq!(t, (count(before, RPROF_RECORD_RESET), count(after, RPROF_RECORD_RESET)), (0, 0));
+    kassert_eq!(t, count(after, RPROF_RECORD_RESET), 0);
     let module = |part: &[(u32, u64)]| part.iter().find(|r| r.0 == RPROF_RECORD_MODULE).map(|r| r.1);
     let (Some(old), Some(new)) = (module(before), module(after)) else {
         kassert!(t, false, "the module is not named on both sides of RESET");
@@ -1215,8 +1216,13 @@ fn ring_multi_slot_records(t: &mut Test) {
 
 /// `push_frames`' record maker for a test sample stamped `i`.
 fn chain_record(i: u64) -> impl Fn(u32, u32, u8) -> sampler::RingSlot {
+    chain_record_at(i, 0)
+}
+
+/// [`chain_record`] of a sample at `ip`.
+fn chain_record_at(i: u64, ip: u64) -> impl Fn(u32, u32, u8) -> sampler::RingSlot {
     move |nk, nu, chain| {
-        let mut r = RingRecord::new(RawSample { time_ns: i, ..Default::default() }, 0);
+        let mut r = RingRecord::new(RawSample { time_ns: i, ip, ..Default::default() }, 0);
         r.nk = nk as u8;
         r.nu = nu as u8;
         r.chain = chain;
@@ -1613,19 +1619,26 @@ fn test_chain_session(ring_records: u32, buffer_pages: u32) -> Result<Arc<Sessio
     Ok(s)
 }
 
+/// A running session with call chains (`buffer_pages`) and its handler
+/// context on CPU 0; `None` (the test failed) if either cannot be had.
+fn chain_session_on_cpu0(t: &mut Test, buffer_pages: u32) -> Option<(Arc<Session>, HandlerCtx)> {
+    let Ok(session) = test_chain_session(4096, buffer_pages) else {
+        t.fail(crate::kunit::file_cstr!(), core::line!(), format_args!("session allocation failed"));
+        return None;
+    };
+    let Ok(ctx) = session.handler_ctx(0) else {
+        t.fail(crate::kunit::file_cstr!(), core::line!(), format_args!("no handler context"));
+        return None;
+    };
+    Some((session, ctx))
+}
+
 /// The unresolved-frame count covers the chains of delivered samples
 /// only: with a one-page buffer and no reader most samples are lost, a
 /// chain already written costs nothing to find again, and those lost
 /// samples' frames must not count.
 fn unresolved_counts_only_delivered_chains(t: &mut Test) {
-    let Ok(session) = test_chain_session(4096, 1) else {
-        kassert!(t, false, "session allocation failed");
-        return;
-    };
-    let Ok(ctx) = session.handler_ctx(0) else {
-        kassert!(t, false, "no handler context");
-        return;
-    };
+    let Some((session, ctx)) = chain_session_on_cpu0(t, 1) else { return };
     // SAFETY: The session's ring for CPU 0, alive as long as the session.
     let ring = unsafe { &*ctx.ring };
     // A kernel sample on behalf of a user task: a kernel frame (this
@@ -1633,14 +1646,7 @@ fn unresolved_counts_only_delivered_chains(t: &mut Test) {
     let kip = helpers::rprof_test_cpu_relax as unsafe extern "C" fn() as usize as u64;
     let words = [kip, 0x1000, 0x2000, 0x3000];
     for i in 0..400u64 {
-        let make = move |nk: u32, nu: u32, chain: u8| {
-            let mut r = RingRecord::new(RawSample { time_ns: i, ip: kip, ..Default::default() }, 0);
-            r.nk = nk as u8;
-            r.nu = nu as u8;
-            r.chain = chain;
-            r.into()
-        };
-        let _ = sampler::push_frames(ring, &words, 1, 0, make);
+        let _ = sampler::push_frames(ring, &words, 1, 0, chain_record_at(i, kip));
         if i % 16 == 15 {
             session.drain_now();
         }
@@ -1654,6 +1660,51 @@ fn unresolved_counts_only_delivered_chains(t: &mut Test) {
     kassert!(t, total.delivered > 0, "nothing was delivered");
     kassert_eq!(t, c.chains, total.delivered);
     kassert_eq!(t, c.unresolved, 3 * c.chains);
+}
+
+/// RESET_COOKIES with call chains: the chain written before it is
+/// written again after it, under a new id (RESET's `next_stack`: none is
+/// reused), with its frame's module named again, and samples after it
+/// name the new id only (the stack and raw-chain tables were emptied);
+/// the leaf's cookie did not change (the kernel) yet a SWITCH to it comes
+/// again before the first sample after RESET.
+fn reset_forgets_stacks(t: &mut Test) {
+    let Some((session, ctx)) = chain_session_on_cpu0(t, 16) else { return };
+    // SAFETY: The session's ring for CPU 0, alive as long as the session.
+    let ring = unsafe { &*ctx.ring };
+    // A kernel sample (in no module: the kernel cookie) called from this
+    // module's code.
+    let kip = helpers::rprof_test_cpu_relax as unsafe extern "C" fn() as usize as u64;
+    let push = |times: core::ops::Range<u64>| {
+        for i in times {
+            let _ = sampler::push_frames(ring, &[kip], 1, 0, chain_record_at(i, 0xffff_ffff_8100_0000));
+        }
+    };
+    push(0..5);
+    session.drain_now();
+    kassert!(t, session.reset_cookies().is_ok(), "RESET_COOKIES failed");
+    push(5..10);
+    session.finish();
+    let stream = stream_of(&session);
+    let Some(at) = stream.iter().position(|&(ty, _)| ty == RPROF_RECORD_RESET) else {
+        kassert!(t, false, "no RESET record");
+        return;
+    };
+    let (before, after) = (&stream[..at], &stream[at + 1..]);
+    let ids = |part: &[(u32, u64)], ty: u32| {
+        let mut v = KVec::new();
+        for r in part.iter().filter(|r| r.0 == ty) {
+            let _ = v.push(r.1, GFP_KERNEL);
+        }
+        v
+    };
+    kassert_eq!(t, &ids(before, RPROF_RECORD_STACK)[..], &[1u64][..]);
+    kassert_eq!(t, &ids(before, RPROF_RECORD_SAMPLE)[..], &[1u64; 5][..]);
+    kassert_eq!(t, &ids(after, RPROF_RECORD_STACK)[..], &[2u64][..]);
+    kassert_eq!(t, &ids(after, RPROF_RECORD_SAMPLE)[..], &[2u64; 5][..]);
+    kassert_eq!(t, (ids(before, RPROF_RECORD_MODULE).len(), ids(after, RPROF_RECORD_MODULE).len()), (1, 1));
+    let first = after.iter().position(|r| r.0 == RPROF_RECORD_SAMPLE).unwrap_or(0);
+    kassert!(t, after[..first].contains(&(RPROF_RECORD_SWITCH, RPROF_COOKIE_KERNEL as u64)), "no SWITCH to the kernel after RESET");
 }
 
 kunit_suite!(
@@ -1670,7 +1721,8 @@ kunit_suite!(
         raw_chains_match_only_same_space_and_words,
         drain_drops_references_per_pass,
         raw_key_flags_tell_modes_apart,
-        chain_counts_follow_the_words
+        chain_counts_follow_the_words,
+        reset_forgets_stacks
     ]
 );
 

@@ -1044,15 +1044,19 @@ impl<'a, M: Module> Daemon<'a, M> {
         };
         let names = named(&self.sink);
         let elapsed = self.renewed_at.elapsed();
+        let asked = Instant::now();
         let errno = match s.reset_cookies() {
             Ok(()) => {
                 self.reset_due = None;
                 self.reset_asked = Some(self.sink.resets);
                 self.renewed_at = Instant::now();
                 self.resets += 1;
+                // The ioctl's time (its drain included) is the reader's
+                // only: sampling goes on meanwhile.
                 eprintln!(
-                    "rprof daemon: reset the cookie table after {:.1} s and {names} named files ({why}); sampling goes on",
-                    elapsed.as_secs_f64()
+                    "rprof daemon: reset the cookie table after {:.1} s and {names} named files ({why}); sampling goes on (the ioctl took {} us)",
+                    elapsed.as_secs_f64(),
+                    asked.elapsed().as_micros()
                 );
                 return Ok(());
             }
@@ -1828,6 +1832,27 @@ mod tests {
         .to_bytes()
     }
 
+    /// A session's first chunk for the reset tests: START at a time that
+    /// leaves every interval open during a test, a sample, and three
+    /// named files (the trigger, `renew_at`, is 3); and that START time.
+    fn three_files(config: rprof_abi::rprof_config) -> (u64, Vec<u8>) {
+        let t0 = u64::MAX / 4;
+        let mut first = stream(config, t0, &[t0 + 1]);
+        first.extend(files(16..19, t0 + 2));
+        (t0, first)
+    }
+
+    /// Starts `d`, with a trigger of 3 files, and steps it until it asks
+    /// the module to reset the table (the first chunk read, then the
+    /// reset).
+    fn step_to_the_first_reset(d: &mut Daemon<'_, &Fake>, m: &Fake) {
+        d.renew_at = 3;
+        d.start().unwrap();
+        d.step().unwrap();
+        d.step().unwrap();
+        assert_eq!(m.log(), ["configure", "start", "pump", "reset"]);
+    }
+
     /// Once a quarter of the module's cookie table is used, the daemon
     /// has the module reset it, and sampling goes on in the same session
     /// (before, it stopped the session and started another: nothing was
@@ -1837,21 +1862,13 @@ mod tests {
     #[test]
     fn a_quarter_full_cookie_table_is_reset_in_the_same_session() {
         let setup = Setup::new("reset");
-        // Time enough that no interval ends during the test.
-        let t0 = u64::MAX / 4;
-        let mut first = stream(setup.config, t0, &[t0 + 1]);
-        first.extend(files(16..19, t0 + 2));
+        let (t0, first) = three_files(setup.config);
         let mut second = reset_record(t0 + 3, 19);
         second.extend(files(19..20, t0 + 4));
         let third = files(20..22, t0 + 5);
         let m = Fake::with_streams(vec![vec![first, Vec::new(), second, third]]);
         let (mut d, _rx) = setup.daemon(&m);
-        d.renew_at = 3;
-        d.start().unwrap();
-        // Reads the START and the three files; then the table is reset.
-        d.step().unwrap();
-        d.step().unwrap();
-        assert_eq!(m.log(), ["configure", "start", "pump", "reset"]);
+        step_to_the_first_reset(&mut d, &m);
         assert_eq!((d.resets, d.renewals, d.session_no), (1, 0, 1));
         // Not again before the RESET record (the table still reads as 3
         // named files until then).
@@ -1876,20 +1893,14 @@ mod tests {
     #[test]
     fn a_refused_reset_is_retried_or_replaced_by_a_renewal() {
         let setup = Setup::new("reset-refused");
-        let t0 = u64::MAX / 4;
-        let mut first = stream(setup.config, t0, &[t0 + 1]);
-        first.extend(files(16..19, t0 + 2));
+        let (t0, first) = three_files(setup.config);
         let next = stream(setup.config, t0 + 10, &[t0 + 11]);
         let m = Fake::with_streams(vec![vec![first], vec![next]]);
         m.reset_errno
             .borrow_mut()
             .extend([libc::EAGAIN, libc::ENOTTY]);
         let (mut d, _rx) = setup.daemon(&m);
-        d.renew_at = 3;
-        d.start().unwrap();
-        d.step().unwrap();
-        d.step().unwrap();
-        assert_eq!(m.log(), ["configure", "start", "pump", "reset"]);
+        step_to_the_first_reset(&mut d, &m);
         assert_eq!(d.resets, 0);
         // Not before POLL_INTERVAL.
         d.step().unwrap();
