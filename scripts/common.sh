@@ -22,7 +22,8 @@ BINDGEN_VERSION=0.73.2
 BINDGEN_ROOT=$RPROF_CACHE/bindgen-$BINDGEN_VERSION
 KERNEL_BINDGEN=$BINDGEN_ROOT/bin/bindgen
 # speedscope from npm, for the JSON schema of its file format that the
-# host tests check the speedscope export against.
+# host tests check the speedscope export against, and for its app, in
+# which they open the export (headless Chromium).
 SPEEDSCOPE_VERSION=1.25.0
 SPEEDSCOPE_ROOT=$RPROF_CACHE/speedscope-$SPEEDSCOPE_VERSION
 

@@ -34,7 +34,7 @@ rows() {
 	grep -E '^ +[0-9.]+% ' "$1"
 }
 
-plan 45
+plan 48
 unload
 load
 
@@ -64,6 +64,8 @@ check "... the header names the command and its losses" \
 # The table's total is every sample of the file.
 total=$(sed -n 's/^# samples: \([0-9]*\)$/\1/p' /tmp/r.report)
 rprof report -i /tmp/r.data --stdio --sort dso,sym >/tmp/all.report 2>&1
+check "report: symbols carry perf's mark ([.] main_hot: user space)" \
+	grep -q '  \[\.\] main_hot$' /tmp/all.report
 check "report --sort dso,sym: the rows add up to the samples ($total)" \
 	sh -c "[ -n '$total' ] && [ \$(grep -E '^ +[0-9.]+% ' /tmp/all.report | awk '{ s += \$2 } END { print s }') = '$total' ]"
 
@@ -186,6 +188,17 @@ wait $rec
 check "record ended by SIGTERM: exit 0, stats on stderr, a readable file" \
 	sh -c "[ $rc -eq 0 ] && grep -q 'rprof: module: samples' /tmp/t.err && rprof report -i /tmp/t.data --stdio >/dev/null"
 diag "$(cat /tmp/t.err)"
+
+# record -- CMD exits as CMD did, as perf record does: its status, or
+# 128 + the signal that killed it (as a shell gives it); the recording is
+# kept either way.
+rprof record -o /tmp/st.data -- sh -c 'exit 7' >/dev/null 2>&1
+rc=$?
+check "record -- CMD exits with CMD's status (7: got $rc), its recording readable" \
+	sh -c "[ $rc -eq 7 ] && rprof report -i /tmp/st.data --stdio >/dev/null"
+rprof record -o /tmp/st.data -- sh -c 'kill -TERM $$' >/dev/null 2>&1
+rc=$?
+check "record -- CMD killed by SIGTERM exits 143 (got $rc)" [ $rc -eq 143 ]
 
 # 6. Without the capability: one line, non-zero exit.
 out=$(rprof-e2e run-as-uid 65534 rprof record -o /tmp/x -d 1 2>&1)

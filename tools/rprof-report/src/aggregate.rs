@@ -12,6 +12,9 @@ pub struct Key {
     pub event: u32,
     /// Thread group id (0: idle, or no TASK record).
     pub pid: u32,
+    /// Thread id, when the aggregate counts threads apart
+    /// ([`Aggregate::with_filter`]); 0 otherwise.
+    pub tid: u32,
     /// The task's comm (`[unknown]` without a TASK record).
     pub comm: Arc<str>,
     /// The cookie the offset is relative to.
@@ -26,11 +29,13 @@ pub struct Key {
 }
 
 impl Key {
-    /// The key of a resolved sample whose task's comm is `comm`.
-    pub fn of(s: &ResolvedSample, comm: Arc<str>) -> Key {
+    /// The key of a resolved sample whose task's comm is `comm`, with
+    /// its thread (`by_thread`) or not.
+    pub fn of(s: &ResolvedSample, comm: Arc<str>, by_thread: bool) -> Key {
         Key {
             event: s.event,
             pid: s.pid().unwrap_or(0),
+            tid: if by_thread { s.tid().unwrap_or(0) } else { 0 },
             comm,
             cookie: s.cookie,
             offset: s.offset,
@@ -248,6 +253,9 @@ pub struct Aggregate {
     sample_filter: Filter,
     /// Samples that `sample_filter` kept out of the counts.
     pub filtered_out: u64,
+    /// Threads are counted apart (a recording's report); a live one
+    /// (`top`, the daemon) counts processes only.
+    by_thread: bool,
 }
 
 impl Aggregate {
@@ -258,9 +266,11 @@ impl Aggregate {
 
     /// An empty aggregate that counts only the samples passing `filter`'s
     /// per-sample parts (`tids`, `cpus`, `time`); the others are counted
-    /// in [`filtered_out`](Self::filtered_out).
+    /// in [`filtered_out`](Self::filtered_out).  It counts threads apart
+    /// (each [`Key::tid`]), for reports by thread.
     pub fn with_filter(filter: &Filter) -> Self {
         Aggregate {
+            by_thread: true,
             sample_filter: Filter {
                 tids: filter.tids.clone(),
                 cpus: filter.cpus.clone(),
@@ -310,7 +320,7 @@ impl Aggregate {
                 c
             }
         };
-        let key = Key::of(&s, comm);
+        let key = Key::of(&s, comm, self.by_thread);
         let later = self.cutoff_ns.filter(|c| s.time_ns >= *c);
         if later.is_none() && self.floor_ns.is_some_and(|f| s.time_ns < f) {
             self.late += 1;
@@ -330,6 +340,11 @@ impl Aggregate {
         c.samples += 1;
         c.period = c.period.saturating_add(s.period);
         *samples += 1;
+    }
+
+    /// Counts threads apart from now on (each [`Key::tid`]), or not.
+    pub fn count_threads(&mut self, yes: bool) {
+        self.by_thread = yes;
     }
 
     /// Counts samples taken at or after `ns` (the module's clock) apart,
@@ -788,7 +803,8 @@ mod tests {
     /// taken still has the names its counts need (before and after the
     /// RESET), and the aggregate that reads on forgets a retired name as
     /// soon as no count it holds needs it (here, one interval later: a
-    /// sample of the next interval named it), never before.
+    /// sample of the next interval named it, as its leaf or in its
+    /// chain), never before.
     #[test]
     fn retired_names_go_once_no_count_needs_them() {
         let cookie = |c: u64| Record::Cookie {
@@ -812,8 +828,20 @@ mod tests {
         }
         agg.feed(&sample(12));
         agg.feed(&Record::Switch { cookie: 17 });
-        // Read early: interval [20, 30).
-        agg.feed(&sample(21));
+        agg.feed(&Record::Stack {
+            id: 1,
+            flags: 0,
+            nr_kernel: 0,
+            frames: vec![(16, 0x40)],
+        });
+        // Read early: interval [20, 30), in 17 called from 16.
+        agg.feed(&Record::Sample {
+            flags: 1,
+            time_ns: 21,
+            offset: 0x10,
+            period: 1,
+            stack: Some(1),
+        });
         agg.feed(&Record::Reset {
             time_ns: 15,
             next_cookie: 18,
@@ -828,11 +856,11 @@ mod tests {
         let first = agg.take_interval(Some(30));
         assert_eq!(first.samples, 2);
         assert_eq!(names(&first), [16, 17, 18]);
-        // 16 was needed by the first interval only; 17 by the second.
-        assert_eq!(names(&agg), [17, 18]);
+        // 16 and 17 are needed by the second interval's sample.
+        assert_eq!(names(&agg), [16, 17, 18]);
         let second = agg.take_interval(Some(40));
         assert_eq!(second.samples, 1);
-        assert_eq!(names(&second), [17, 18]);
+        assert_eq!(names(&second), [16, 17, 18]);
         assert_eq!(names(&agg), [18]);
     }
 

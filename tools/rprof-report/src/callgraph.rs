@@ -6,59 +6,71 @@
 //! (counted once per sample, recursion or not); its *self* samples are
 //! those whose leaf it is.  Under each function with self samples come its
 //! callers' chains, innermost first, with their share of all samples.
+//! Every share is of the events the samples stand for (their periods), as
+//! perf's are, and functions carry perf's `[k]` / `[.]` mark.
 
 use crate::Row;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{self, Write};
 use std::sync::Arc;
 
-/// A function as the table shows it: (command, shared object, symbol).
-type Entry = (Arc<str>, String, String);
+/// A function as the table shows it: (command, shared object, symbol,
+/// its mark, [`crate::table::mark`]).
+type Entry = (Arc<str>, String, String, char);
 
 /// The figures of one function.
 #[derive(Default)]
 struct Figures {
     children: u64,
     self_: u64,
-    /// Caller chains (innermost first, as symbols) -> samples.
+    /// Caller chains (innermost first, as symbols) -> periods.
     chains: HashMap<Vec<String>, u64>,
 }
 
-/// Writes the call-graph report of `rows` (one event): `children` adds the
+/// Writes the call-graph report of `rows` (one event), shares of
+/// `total_period` (the events of all its samples): `children` adds the
 /// Children column and sorts by it (perf's default), else by self;
 /// functions and chains under `percent_limit` percent are left out.
 pub fn write(
     out: &mut dyn Write,
     rows: &[Row],
-    total: u64,
+    total_period: u64,
     children: bool,
     percent_limit: f64,
 ) -> io::Result<()> {
     let mut figs: HashMap<Entry, Figures> = HashMap::new();
     for r in rows {
-        let entry =
-            |dso: &str, sym: &str| -> Entry { (r.comm.clone(), dso.to_string(), sym.to_string()) };
-        let leaf = entry(&r.frame.dso, &r.frame.symbol);
+        let entry = |f: &crate::Frame| -> Entry {
+            (
+                r.comm.clone(),
+                f.dso.clone(),
+                f.symbol.clone(),
+                crate::table::mark(f.kind),
+            )
+        };
+        let leaf = entry(&r.frame);
         let mut seen: HashSet<Entry> = HashSet::new();
         seen.insert(leaf.clone());
         for f in r.callers.iter() {
-            seen.insert(entry(&f.dso, &f.symbol));
+            seen.insert(entry(f));
         }
         for e in seen {
-            figs.entry(e).or_default().children += r.samples;
+            let c = &mut figs.entry(e).or_default().children;
+            *c = c.saturating_add(r.period);
         }
         let f = figs.entry(leaf).or_default();
-        f.self_ += r.samples;
+        f.self_ = f.self_.saturating_add(r.period);
         if r.chain {
             let chain: Vec<String> = r.callers.iter().map(|f| f.symbol.clone()).collect();
-            *f.chains.entry(chain).or_default() += r.samples;
+            let c = f.chains.entry(chain).or_default();
+            *c = c.saturating_add(r.period);
         }
     }
     let pct = |n: u64| {
-        if total == 0 {
+        if total_period == 0 {
             0.0
         } else {
-            100.0 * n as f64 / total as f64
+            100.0 * n as f64 / total_period as f64
         }
     };
     let mut order: Vec<(&Entry, &Figures)> = figs.iter().collect();
@@ -93,7 +105,7 @@ pub fn write(
         } else {
             write!(out, "{:>9.2}%", pct(f.self_))?;
         }
-        writeln!(out, "  {:<15}  {:<20}  {}", e.0, e.1, e.2)?;
+        writeln!(out, "  {:<15}  {:<20}  [{}] {}", e.0, e.1, e.3, e.2)?;
         if f.chains.is_empty() {
             continue;
         }
@@ -149,6 +161,7 @@ mod tests {
         Row {
             event: 0,
             pid: 1,
+            tid: 1,
             comm: Arc::from("work"),
             frame: frame(leaf),
             callers: callers.iter().map(|c| frame(c)).collect::<Vec<_>>().into(),
@@ -171,7 +184,7 @@ mod tests {
         let line = |sym: &str| {
             text.lines()
                 .find(|l| {
-                    l.ends_with(&format!("  {sym}"))
+                    l.ends_with(&format!("  [.] {sym}"))
                         && l.trim_start().starts_with(|c: char| c.is_ascii_digit())
                 })
                 .unwrap()
@@ -199,6 +212,27 @@ mod tests {
             .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
             .collect();
         assert_eq!(entries.len(), 1, "only functions with self samples: {text}");
-        assert!(entries[0].ends_with("  hot"), "{text}");
+        assert!(entries[0].ends_with("  [.] hot"), "{text}");
+    }
+
+    /// Shares are of the events (periods), not of the samples: 30 samples
+    /// standing for 10 events weigh less than 10 standing for 30.
+    #[test]
+    fn shares_are_of_the_periods() {
+        let mut rows = [
+            row("hot", &["b", "main"], 30),
+            row("hot", &["x", "main"], 10),
+        ];
+        rows[0].period = 10;
+        rows[1].period = 30;
+        let mut out = Vec::new();
+        write(&mut out, &rows, 40, true, 0.0).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("|--75.00%--x\n"), "{text}");
+        assert!(text.contains("|--25.00%--b\n"), "{text}");
+        assert!(
+            text.find("--x").unwrap() < text.find("--b").unwrap(),
+            "{text}"
+        );
     }
 }

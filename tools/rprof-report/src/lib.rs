@@ -44,6 +44,8 @@ pub struct Row {
     pub event: u32,
     /// Thread group id.
     pub pid: u32,
+    /// Thread id (0 unless the aggregate counted threads apart).
+    pub tid: u32,
     /// The task's comm.
     pub comm: Arc<str>,
     /// Where the samples are.
@@ -60,11 +62,17 @@ pub struct Row {
 }
 
 /// Symbolizes every key of `agg` and merges keys that name the same
-/// (event, pid, comm, frame) into one [`Row`]; rows come sorted by
+/// (event, pid, tid, comm, frame) into one [`Row`]; rows come sorted by
 /// samples, most first.
 pub fn rows(agg: &Aggregate, sym: &mut Symbolizer, filter: &Filter) -> Vec<Row> {
     use std::collections::HashMap;
-    type RowKey = (u32, u32, Arc<str>, Arc<Frame>, Option<Vec<Arc<Frame>>>);
+    type RowKey = (
+        u32,
+        (u32, u32),
+        Arc<str>,
+        Arc<Frame>,
+        Option<Vec<Arc<Frame>>>,
+    );
     let mut merged: HashMap<RowKey, (u64, u64)> = HashMap::new();
     for (key, counts) in agg.counts() {
         if !filter.accepts(key) {
@@ -76,7 +84,13 @@ pub fn rows(agg: &Aggregate, sym: &mut Symbolizer, filter: &Filter) -> Vec<Row> 
             .as_ref()
             .map(|s| caller_frames(s, key.user, key.pid, sym, agg.resolver()));
         let e = merged
-            .entry((key.event, key.pid, key.comm.clone(), frame, callers))
+            .entry((
+                key.event,
+                (key.pid, key.tid),
+                key.comm.clone(),
+                frame,
+                callers,
+            ))
             .or_default();
         e.0 = e.0.saturating_add(counts.samples);
         e.1 = e.1.saturating_add(counts.period);
@@ -84,9 +98,10 @@ pub fn rows(agg: &Aggregate, sym: &mut Symbolizer, filter: &Filter) -> Vec<Row> 
     let mut rows: Vec<Row> = merged
         .into_iter()
         .map(
-            |((event, pid, comm, frame, callers), (samples, period))| Row {
+            |((event, (pid, tid), comm, frame, callers), (samples, period))| Row {
                 event,
                 pid,
+                tid,
                 comm,
                 frame,
                 chain: callers.is_some(),

@@ -67,7 +67,7 @@ pub fn write(
         let Some(s) = resolver.feed(&record) else {
             continue;
         };
-        let key = Key::of(&s, Arc::from(s.comm().unwrap_or("[unknown]")));
+        let key = Key::of(&s, Arc::from(s.comm().unwrap_or("[unknown]")), true);
         if !filter.accepts(&key) || !filter.accepts_sample(&s) {
             continue;
         }

@@ -1,12 +1,17 @@
-//! The `rprof report` table: rows grouped by the sort keys, most samples
-//! first.
+//! The `rprof report` table: rows grouped by the sort keys, heaviest
+//! first.  As in perf, the overhead is each line's share of the events
+//! sampled (the sum of its samples' periods), not of the sample count:
+//! the two differ for an event sampled at a frequency, whose period
+//! varies from sample to sample.  Symbols carry perf's marker: `[k]` for
+//! the kernel and its modules, `[.]` for user space.
 //!
 //! ```text
 //! # Overhead  Samples  Command    Shared Object      Symbol
-//!     74.81%     2245  attr_main  attr_main          main_hot
-//!     24.99%      750  attr_main  libattr_lib.so     lib_hot
+//!     74.81%     2245  attr_main  attr_main          [.] main_hot
+//!     24.99%      750  attr_main  libattr_lib.so     [.] lib_hot
 //! ```
 
+use crate::symbolize::FrameKind;
 use crate::Row;
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -18,6 +23,8 @@ pub enum SortKey {
     Comm,
     /// The thread group id.
     Pid,
+    /// The thread id.
+    Tid,
     /// The shared object.
     Dso,
     /// The symbol.
@@ -29,6 +36,7 @@ impl SortKey {
         match self {
             SortKey::Comm => "Command",
             SortKey::Pid => "Pid",
+            SortKey::Tid => "Tid",
             SortKey::Dso => "Shared Object",
             SortKey::Sym => "Symbol",
         }
@@ -38,27 +46,38 @@ impl SortKey {
         match self {
             SortKey::Comm => row.comm.to_string(),
             SortKey::Pid => row.pid.to_string(),
+            SortKey::Tid => row.tid.to_string(),
             SortKey::Dso => row.frame.dso.clone(),
             SortKey::Sym => row.frame.symbol.clone(),
         }
     }
 }
 
+/// perf's mark of where a symbol is: `k` the kernel (and its modules),
+/// `.` user space.
+pub fn mark(kind: FrameKind) -> char {
+    match kind {
+        FrameKind::Kernel | FrameKind::Module => 'k',
+        _ => '.',
+    }
+}
+
 /// The default `--sort`: as perf's.
 pub const DEFAULT_SORT: &str = "comm,dso,sym";
 
-/// Parses `--sort`: comma-separated `comm`, `pid`, `dso`, `sym`.
+/// Parses `--sort`: comma-separated `comm`, `pid`, `tid`, `dso`, `sym`.
 pub fn parse_sort(s: &str) -> Result<Vec<SortKey>, String> {
     let mut keys = Vec::new();
     for part in s.split(',') {
         let key = match part.trim() {
             "comm" => SortKey::Comm,
             "pid" => SortKey::Pid,
+            "tid" => SortKey::Tid,
             "dso" => SortKey::Dso,
             "sym" | "symbol" => SortKey::Sym,
             other => {
                 return Err(format!(
-                    "unknown sort key '{other}' (known: comm, pid, dso, sym)"
+                    "unknown sort key '{other}' (known: comm, pid, tid, dso, sym)"
                 ))
             }
         };
@@ -91,52 +110,58 @@ pub struct Line {
     pub samples: u64,
     /// Sum of periods.
     pub period: u64,
+    /// perf's mark of the symbol's place ([`mark`]), shown before it.
+    pub mark: char,
 }
 
-/// Groups `rows` by `keys`; most samples first (ties by the values).
+/// Groups `rows` by `keys`; heaviest first (by period, then samples,
+/// then the values).
 pub fn group(rows: &[Row], keys: &[SortKey]) -> Vec<Line> {
-    let mut map: HashMap<Vec<String>, (u64, u64)> = HashMap::new();
+    let mut map: HashMap<Vec<String>, (u64, u64, char)> = HashMap::new();
     for row in rows {
         let values: Vec<String> = keys.iter().map(|k| k.value(row)).collect();
-        let e = map.entry(values).or_default();
+        let e = map.entry(values).or_insert((0, 0, mark(row.frame.kind)));
         e.0 = e.0.saturating_add(row.samples);
         e.1 = e.1.saturating_add(row.period);
     }
     let mut lines: Vec<Line> = map
         .into_iter()
-        .map(|(values, (samples, period))| Line {
+        .map(|(values, (samples, period, mark))| Line {
             values,
             samples,
             period,
+            mark,
         })
         .collect();
     lines.sort_by(|a, b| {
-        b.samples
-            .cmp(&a.samples)
+        b.period
+            .cmp(&a.period)
+            .then_with(|| b.samples.cmp(&a.samples))
             .then_with(|| a.values.cmp(&b.values))
     });
     lines
 }
 
-/// Writes the table of `lines`, percentages of `total`; lines under
+/// Writes the table of `lines`, each line's overhead a percentage of
+/// `total_period` (the events of all its samples); lines under
 /// `percent_limit` percent are left out (and counted in a last comment).
 pub fn write(
     out: &mut dyn Write,
     lines: &[Line],
     keys: &[SortKey],
-    total: u64,
+    total_period: u64,
     percent_limit: f64,
 ) -> io::Result<()> {
     let pct = |n: u64| {
-        if total == 0 {
+        if total_period == 0 {
             0.0
         } else {
-            100.0 * n as f64 / total as f64
+            100.0 * n as f64 / total_period as f64
         }
     };
     let shown: Vec<&Line> = lines
         .iter()
-        .filter(|l| pct(l.samples) >= percent_limit)
+        .filter(|l| pct(l.period) >= percent_limit)
         .collect();
     // Column widths: the title or the widest value, at most 40 (the last
     // column is not padded).
@@ -144,9 +169,10 @@ pub fn write(
         .iter()
         .enumerate()
         .map(|(i, k)| {
+            let extra = if *k == SortKey::Sym { 4 } else { 0 };
             shown
                 .iter()
-                .map(|l| l.values[i].chars().count())
+                .map(|l| l.values[i].chars().count() + extra)
                 .chain([k.title().len()])
                 .max()
                 .unwrap_or(0)
@@ -193,11 +219,19 @@ pub fn write(
     )?;
     writeln!(out, "#")?;
     for l in &shown {
-        let values: Vec<&str> = l.values.iter().map(String::as_str).collect();
+        let marked: Vec<String> = keys
+            .iter()
+            .zip(&l.values)
+            .map(|(k, v)| match k {
+                SortKey::Sym => format!("[{}] {v}", l.mark),
+                _ => v.clone(),
+            })
+            .collect();
+        let values: Vec<&str> = marked.iter().map(String::as_str).collect();
         writeln!(
             out,
             "  {:>7.2}%  {:>samples_w$}  {}",
-            pct(l.samples),
+            pct(l.period),
             l.samples,
             cells(&values)
         )?;
@@ -249,20 +283,21 @@ mod tests {
         assert_eq!(lines[0].values[2], "rprof_report_test_hot");
         assert_eq!(lines[0].samples, 30);
         assert_eq!(lines[1].values[2], "rprof_report_test_warm");
+        let period: u64 = rows.iter().map(|r| r.period).sum();
         let mut out = Vec::new();
-        write(&mut out, &lines, &keys, testdata::SAMPLES, 0.0).unwrap();
+        write(&mut out, &lines, &keys, period, 0.0).unwrap();
         let text = String::from_utf8(out).unwrap();
         let first = text.lines().nth(3).unwrap();
         assert!(
             first.starts_with("    60.00%       30  attr_main"),
             "{text}"
         );
-        assert!(first.ends_with("rprof_report_test_hot"), "{text}");
-        assert!(text.contains("do_idle"), "{text}");
+        assert!(first.ends_with("  [.] rprof_report_test_hot"), "{text}");
+        assert!(text.contains("[k] do_idle"), "{text}");
         assert!(text.contains("[rprof_busy]"), "{text}");
         // --percent-limit 15 keeps 60% and 20%.
         let mut out = Vec::new();
-        write(&mut out, &lines, &keys, testdata::SAMPLES, 15.0).unwrap();
+        write(&mut out, &lines, &keys, period, 15.0).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert_eq!(
             text.lines().filter(|l| l.starts_with("  ")).count(),
@@ -278,5 +313,67 @@ mod tests {
         let lines = group(&rows, &keys);
         assert_eq!(lines[0].values, ["100", "attr_main"]);
         assert_eq!(lines[1].values, ["0", "swapper/1"]);
+    }
+
+    /// A row of `samples` samples standing for `period` events, in
+    /// `symbol` of the kernel (`kernel`) or of a user file, in thread
+    /// `tid` of process 7.
+    fn row(symbol: &str, kernel: bool, tid: u32, samples: u64, period: u64) -> Row {
+        use crate::symbolize::Frame;
+        let kind = if kernel {
+            FrameKind::Kernel
+        } else {
+            FrameKind::File
+        };
+        Row {
+            event: 0,
+            pid: 7,
+            tid,
+            comm: "w".into(),
+            frame: std::sync::Arc::new(Frame {
+                dso: if kernel { "[kernel.kallsyms]" } else { "w" }.into(),
+                path: String::new(),
+                symbol: symbol.into(),
+                kind,
+                resolved: true,
+                addr: 0,
+                build_id: Vec::new(),
+            }),
+            callers: Vec::new().into(),
+            chain: false,
+            samples,
+            period,
+        }
+    }
+
+    /// The overhead is each line's share of the events (periods), as in
+    /// perf, not of the samples: a frequency-sampled event's period
+    /// varies (few samples while the rate was found, at long periods),
+    /// and so the line with fewer samples can weigh more, and comes
+    /// first.  Symbols carry perf's `[k]` / `[.]`; `--sort tid` splits
+    /// the threads.
+    #[test]
+    fn overhead_is_by_period_with_perf_markers() {
+        let rows = [
+            row("many_short", false, 8, 30, 3_000),
+            row("few_long", true, 9, 10, 7_000),
+        ];
+        let keys = parse_sort("sym").unwrap();
+        let lines = group(&rows, &keys);
+        assert_eq!(lines[0].values, ["few_long"]);
+        assert_eq!(lines[1].values, ["many_short"]);
+        let mut out = Vec::new();
+        write(&mut out, &lines, &keys, 10_000, 50.0).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let body: Vec<&str> = text.lines().filter(|l| l.starts_with("  ")).collect();
+        assert_eq!(body, ["    70.00%       10  [k] few_long"], "{text}");
+        assert!(
+            text.contains("1 more lines under 50% (30 samples)"),
+            "{text}"
+        );
+        let keys = parse_sort("pid,tid").unwrap();
+        let lines = group(&rows, &keys);
+        assert_eq!(lines[0].values, ["7", "9"]);
+        assert_eq!(lines[1].values, ["7", "8"]);
     }
 }

@@ -81,13 +81,15 @@ fn totals_are_the_sample_count() {
     assert_eq!(rows.iter().map(|r| r.samples).sum::<u64>(), n);
     let lines = table::group(&rows, &table::parse_sort(table::DEFAULT_SORT).unwrap());
     assert_eq!(lines.iter().map(|r| r.samples).sum::<u64>(), n);
-    // The table's text: the percentages add up to 100.
+    // The table's text: the overheads (shares of the periods) add up to
+    // 100.
+    let period: u64 = rows.iter().map(|r| r.period).sum();
     let mut out = Vec::new();
     table::write(
         &mut out,
         &lines,
         &table::parse_sort(table::DEFAULT_SORT).unwrap(),
-        n,
+        period,
         0.0,
     )
     .unwrap();
@@ -158,16 +160,29 @@ fn pprof_folded_and_speedscope_add_up() {
         .iter()
         .any(|(s, _)| s == "attr_main;attr_main;main_hot"));
 
-    let doc = speedscope::document(&rows, "fixture");
+    // speedscope: the weights are the periods (nanoseconds of cpu-clock),
+    // one profile per thread, each named by its thread and event.
+    let doc = speedscope::document(&rows, "fixture", &l.data.config);
     let doc: serde_json::Value = serde_json::from_str(&doc.to_string()).unwrap();
-    let total: u64 = doc["profiles"]
-        .as_array()
-        .unwrap()
+    let profiles = doc["profiles"].as_array().unwrap();
+    let total: u64 = profiles
         .iter()
         .flat_map(|p| p["weights"].as_array().unwrap().iter())
         .map(|w| w.as_u64().unwrap())
         .sum();
-    assert_eq!(total, n);
+    assert_eq!(total, period);
+    let mut threads: Vec<(u32, u32, &str)> =
+        rows.iter().map(|r| (r.pid, r.tid, &*r.comm)).collect();
+    threads.sort();
+    threads.dedup();
+    assert_eq!(profiles.len(), threads.len());
+    assert!(profiles.iter().all(|p| p["unit"] == "nanoseconds"));
+    let main = rows.iter().find(|r| r.frame.symbol == "main_hot").unwrap();
+    assert!(main.tid != 0, "the recording's rows carry their threads");
+    assert_eq!(
+        profiles[0]["name"],
+        format!("attr_main {}/{} (cpu-clock@999)", main.pid, main.tid)
+    );
 }
 
 #[test]

@@ -70,10 +70,10 @@ fn exercise(bytes: &[u8], host: bool) {
         let rows = rprof_report::rows(&l.agg, &mut l.sym, &f);
         let keys = table::parse_sort("comm,pid,dso,sym").unwrap();
         let lines = table::group(&rows, &keys);
-        let total = rows.iter().fold(0u64, |a, r| a.saturating_add(r.samples));
+        let total = rows.iter().fold(0u64, |a, r| a.saturating_add(r.period));
         table::write(&mut out, &lines, &keys, total, 0.5).unwrap();
         folded::write(&mut out, &rows).unwrap();
-        let _ = speedscope::document(&rows, "hostile").to_string();
+        let _ = speedscope::document(&rows, "hostile", &config).to_string();
     }
     let p = pprof::build(
         &l.agg,

@@ -57,12 +57,12 @@ fn report_of_the_fixture() {
     let fields = |l: &str| l.split_whitespace().map(str::to_string).collect::<Vec<_>>();
     assert_eq!(
         fields(rows[0])[2..],
-        ["attr_main", "attr_main", "main_hot"],
+        ["attr_main", "attr_main", "[.]", "main_hot"],
         "{stdout}"
     );
     assert_eq!(
         fields(rows[1])[2..],
-        ["attr_main", "libattr_lib.so", "lib_hot"],
+        ["attr_main", "libattr_lib.so", "[.]", "lib_hot"],
         "{stdout}"
     );
     assert!(

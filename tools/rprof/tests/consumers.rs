@@ -583,7 +583,8 @@ fn chains_in_pprof_and_folded() {
     );
 
     // speedscope: valid by the published schema, and the two stacks root
-    // first, as speedscope reads them.
+    // first, as speedscope reads them, weighted by their periods
+    // (nanoseconds of cpu-clock).
     let json = tmp("chains.speedscope.json");
     rprof(&[
         "export",
@@ -604,6 +605,8 @@ fn chains_in_pprof_and_folded() {
         .map(|f| f["name"].as_str().unwrap())
         .collect();
     let profile = &doc["profiles"][0];
+    assert_eq!(profile["name"], "work 7/7 (cpu-clock@999)");
+    assert_eq!(profile["unit"], "nanoseconds");
     let mut stacks: Vec<(Vec<&str>, u64)> = profile["samples"]
         .as_array()
         .unwrap()
@@ -623,9 +626,12 @@ fn chains_in_pprof_and_folded() {
     let mut want = vec![
         (
             vec![main.as_str(), a.as_str(), b.as_str(), hot.as_str()],
-            30,
+            30 * 1_001_001,
         ),
-        (vec![main.as_str(), x.as_str(), hot.as_str()], 10),
+        (
+            vec![main.as_str(), x.as_str(), hot.as_str()],
+            10 * 1_001_001,
+        ),
     ];
     want.sort();
     assert_eq!(stacks, want);

@@ -34,8 +34,9 @@ pub struct ExportArgs {
     pub output: PathBuf,
 
     /// Only this event of the recording (its index among the -e events).
-    /// pprof holds every event by default, one sample type each; folded
-    /// and speedscope hold one, the first by default.
+    /// pprof and speedscope hold every event by default (one sample type
+    /// each, one profile per event and thread); folded stacks hold one,
+    /// the first by default.
     #[arg(long, value_name = "N")]
     pub event: Option<u32>,
 
@@ -83,11 +84,12 @@ pub fn run(args: &ExportArgs) -> Result<(), Error> {
     if let Some(e) = &loaded.stream_error {
         eprintln!("rprof: warning: {e}; later records were ignored");
     }
-    // pprof holds every event (one sample type each) unless one is
-    // asked for; folded stacks and speedscope have one weight: one event.
+    // pprof and speedscope hold every event (one sample type each, one
+    // profile each) unless one is asked for; folded stacks and the flame
+    // graph have one weight: one event.
     let filter = Filter {
         event: match args.format {
-            Format::Pprof => args.event,
+            Format::Pprof | Format::Speedscope => args.event,
             _ => Some(args.event.unwrap_or(0)),
         },
         ..args.input.filter()
@@ -113,7 +115,7 @@ pub fn run(args: &ExportArgs) -> Result<(), Error> {
             } else if args.format == Format::Svg {
                 flamegraph(&mut out, &rows, &name)
             } else {
-                serde_json::to_writer(&mut out, &speedscope::document(&rows, &name))
+                serde_json::to_writer(&mut out, &speedscope::document(&rows, &name, &data.config))
                     .map_err(io::Error::other)
                     .and_then(|()| writeln!(out))
             };

@@ -13,11 +13,13 @@ pub struct ReportArgs {
     /// The recording.
     pub input: InputArgs,
 
-    /// Group by these columns, comma-separated: comm, pid, dso, sym.
+    /// Group by these columns, comma-separated: comm, pid, tid, dso, sym.
+    /// Lines are ordered by overhead: their share of the events sampled
+    /// (the samples' periods), as in perf.
     #[arg(short = 's', long = "sort", value_name = "KEYS", default_value = table::DEFAULT_SORT)]
     pub sort: table::SortKeys,
 
-    /// Leave out lines under this percentage.
+    /// Leave out lines under this overhead (percent of the events).
     #[arg(long, value_name = "X", default_value_t = 0.0)]
     pub percent_limit: f64,
 
@@ -60,10 +62,13 @@ pub fn run(args: &ReportArgs) -> Result<(), Error> {
             writeln!(out, "#\n# no samples")?;
         }
         for (ev, rows) in &tables {
-            let total: u64 = rows.iter().map(|r| r.samples).sum();
+            let samples: u64 = rows.iter().map(|r| r.samples).sum();
+            // Overheads are shares of the events sampled, as perf's
+            // (its "Event count").
+            let period = rows.iter().fold(0u64, |s, r| s.saturating_add(r.period));
             writeln!(
                 out,
-                "#\n# event {}: {total} samples\n#",
+                "#\n# event {}: {samples} samples\n# Event count: {period}\n#",
                 rprof_report::event_label(&loaded.data.config, *ev)
             )?;
             if args.call_graph {
@@ -73,13 +78,13 @@ pub fn run(args: &ReportArgs) -> Result<(), Error> {
                 rprof_report::callgraph::write(
                     out,
                     rows,
-                    total,
+                    period,
                     !args.no_children,
                     args.percent_limit,
                 )?;
             } else {
                 let lines = table::group(rows, &args.sort.0);
-                table::write(out, &lines, &args.sort.0, total, args.percent_limit)?;
+                table::write(out, &lines, &args.sort.0, period, args.percent_limit)?;
             }
         }
         Ok(())

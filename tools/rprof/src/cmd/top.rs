@@ -41,7 +41,7 @@ pub struct TopArgs {
     #[arg(long, value_name = "N")]
     pub lines: Option<usize>,
 
-    /// Group by these columns, comma-separated: comm, pid, dso, sym.
+    /// Group by these columns, comma-separated: comm, pid, tid, dso, sym.
     #[arg(
         short = 's',
         long = "sort",
@@ -152,11 +152,12 @@ fn draw(
         };
         let rows = rprof_report::rows(&sink.agg, sym, &filter);
         let total: u64 = rows.iter().map(|r| r.samples).sum();
+        let period = rows.iter().fold(0u64, |s, r| s.saturating_add(r.period));
         let shown: Vec<table::Line> = table::group(&rows, &args.sort.0)
             .into_iter()
             .take(height)
             .collect();
-        tables.push((event, total, shown));
+        tables.push((event, total, period, shown));
     }
     let total: u64 = tables.iter().map(|t| t.1).sum();
     let quit = if terminal_rows.is_some() {
@@ -173,7 +174,7 @@ fn draw(
         screen + 1,
         sink.agg.lost_line()
     )?;
-    for (event, total, shown) in &tables {
+    for (event, total, period, shown) in &tables {
         if events > 1 {
             writeln!(
                 out,
@@ -181,7 +182,7 @@ fn draw(
                 rprof_report::event_label(config, *event)
             )?;
         }
-        table::write(out, shown, &args.sort.0, *total, 0.0)?;
+        table::write(out, shown, &args.sort.0, *period, 0.0)?;
     }
     if terminal_rows.is_none() {
         writeln!(out)?;
@@ -200,6 +201,9 @@ pub fn run(device: &Path, args: &TopArgs) -> Result<(), Error> {
     let mut sym = live::symbolizer();
     let input = RawInput::new();
     let mut sink = AggregateSink::new();
+    // Threads apart only when a column shows them.
+    sink.agg
+        .count_threads(args.sort.0.contains(&table::SortKey::Tid));
     session.start()?;
     let mut out = io::stdout().lock();
     let mut screen = 0;
