@@ -14,14 +14,23 @@
 //! first: the offset (in the file, from the module's base, or the kernel
 //! address), the function, the object.  Kernel and module frames end in
 //! `[k]`; frame lines start with a tab, as perf's do.  A blank line ends each
-//! sample.
+//! sample.  Where a file's DWARF says that functions were inlined at a
+//! frame's address, each comes on a line of its own above the function
+//! that holds the code, innermost first, marked `(inlined)`, as perf
+//! script prints inline frames.
 
 use crate::symbolize::FrameKind;
 use crate::{caller_frames, event_label, Filter, Frame, Key, Symbolizer};
 use rprof_abi::rprof_config;
 use rprof_decode::{Decoder, Resolver};
+use std::collections::HashMap;
 use std::io::{self, Write};
 use std::sync::Arc;
+
+/// The functions inlined at each file address already looked up, by
+/// (cookie, address): innermost first, without the function that holds
+/// the code.
+type Inlined = HashMap<(u64, u64), Arc<[String]>>;
 
 /// What [`write`] went through.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -32,7 +41,39 @@ pub struct Written {
     pub error: Option<String>,
 }
 
-fn frame_line(out: &mut dyn Write, offset: u64, f: &Frame) -> io::Result<()> {
+/// One frame: its inlined functions (see the module doc), then itself.
+/// `cookie` and `at` are where it was looked up (a return address one
+/// byte back).
+#[allow(clippy::too_many_arguments)]
+fn frame_lines(
+    out: &mut dyn Write,
+    offset: u64,
+    f: &Frame,
+    cookie: u64,
+    at: u64,
+    sym: &mut Symbolizer,
+    names: &Resolver,
+    inlined: &mut Inlined,
+) -> io::Result<()> {
+    if f.kind == FrameKind::File && f.resolved {
+        let names_here = inlined
+            .entry((cookie, at))
+            .or_insert_with(|| {
+                let address = sym.place(cookie, at, names).address;
+                let frames = sym.source_frames(cookie, &[address], names);
+                let chain = frames.into_iter().next().unwrap_or_default();
+                let n = chain.len().saturating_sub(1);
+                chain
+                    .into_iter()
+                    .take(n)
+                    .map(|i| i.function.unwrap_or_else(|| "??".to_string()))
+                    .collect()
+            })
+            .clone();
+        for name in names_here.iter() {
+            writeln!(out, "\t{offset:>16x} {name} (inlined) ({})", f.path)?;
+        }
+    }
     let k = match f.kind {
         FrameKind::Kernel | FrameKind::Module => " [k]",
         _ => "",
@@ -50,6 +91,7 @@ pub fn write(
 ) -> io::Result<Written> {
     let mut resolver = Resolver::new();
     let mut done = Written::default();
+    let mut inlined = Inlined::new();
     let labels: Vec<String> = (0..config.events.len() as u32)
         .map(|i| event_label(config, i))
         .collect();
@@ -87,11 +129,26 @@ pub fn write(
             s.period,
         )?;
         let leaf = sym.frame_of(s.pid().unwrap_or(0), s.cookie, s.offset, &resolver);
-        frame_line(out, s.offset, &leaf)?;
+        frame_lines(
+            out,
+            s.offset,
+            &leaf,
+            s.cookie,
+            s.offset,
+            sym,
+            &resolver,
+            &mut inlined,
+        )?;
         if let Some(stack) = &s.stack {
             let frames = caller_frames(stack, s.user, s.pid().unwrap_or(0), sym, &resolver);
-            for (f, &(_, offset)) in frames.iter().zip(&stack.frames) {
-                frame_line(out, offset, f)?;
+            for (i, (f, &(cookie, offset))) in frames.iter().zip(&stack.frames).enumerate() {
+                // As caller_frames looked it up.
+                let at = if stack.is_return_address(i, s.user) {
+                    offset.saturating_sub(1)
+                } else {
+                    offset
+                };
+                frame_lines(out, offset, f, cookie, at, sym, &resolver, &mut inlined)?;
             }
         }
         writeln!(out)?;

@@ -869,6 +869,32 @@ fn inlined_functions_in_pprof() {
         below.contains(" outer ") && below.contains(&format!("inl.c:{outer_line}")),
         "outer at {outer_line} not under inner:\n{traces}"
     );
+    // rprof script shows the inline chain too, as perf script does: the
+    // inlined function above the one that holds the code, at the same
+    // offset.
+    let script = rprof(&[
+        "script",
+        "-i",
+        &data.to_string_lossy(),
+        "--symfs",
+        &dir.to_string_lossy(),
+    ]);
+    let block: Vec<&str> = script
+        .split("\n\n")
+        .next()
+        .unwrap_or("")
+        .lines()
+        .skip(1)
+        .map(str::trim)
+        .collect();
+    assert_eq!(
+        block,
+        [
+            format!("{offset:x} inner (inlined) (/prog)"),
+            format!("{offset:x} outer (/prog)")
+        ],
+        "{script}"
+    );
 }
 
 /// The daemon's profiles carry the call chains: interval one's samples
