@@ -864,6 +864,33 @@ mod tests {
         assert_eq!(names(&agg), [18]);
     }
 
+    /// A retired name that only the interval just taken needed goes at
+    /// once (its copy in that interval stays).
+    #[test]
+    fn a_retired_name_goes_with_the_last_interval_that_needed_it() {
+        let mut agg = Aggregate::new();
+        agg.set_interval(Some(10));
+        agg.set_cutoff(Some(20));
+        agg.feed(&Record::Cookie {
+            cookie: 16,
+            flags: 0,
+            dev: 1,
+            ino: 16,
+            path: "/bin/p16".into(),
+        });
+        agg.feed(&task_w());
+        agg.feed(&Record::Switch { cookie: 16 });
+        agg.feed(&sample_at(12, 1));
+        agg.feed(&Record::Reset {
+            time_ns: 15,
+            next_cookie: 17,
+            next_stack: 1,
+        });
+        let first = agg.take_interval(Some(30));
+        assert!(first.resolver().name(16).is_some());
+        assert!(agg.resolver().name(16).is_none());
+    }
+
     /// A reader that fell several intervals behind: samples read early
     /// for intervals past the next one keep to their own interval (one
     /// bucket each), not lumped into the next.

@@ -28,7 +28,20 @@ impl Loaded {
     /// [`new`](Self::new), counting only the samples that pass `filter`'s
     /// per-sample parts (threads, CPUs, time; see [`Filter`]).
     pub fn filtered(data: DataFile, symfs: impl Into<SymbolOptions>, filter: &Filter) -> Loaded {
+        Self::filtered_by(data, symfs, filter, true)
+    }
+
+    /// [`filtered`](Self::filtered), counting threads apart (each row's
+    /// `tid`) only if `threads`: what only a report by thread needs, and
+    /// a recording of many threads pays for in time and memory.
+    pub fn filtered_by(
+        data: DataFile,
+        symfs: impl Into<SymbolOptions>,
+        filter: &Filter,
+        threads: bool,
+    ) -> Loaded {
         let mut agg = Aggregate::with_filter(filter);
+        agg.count_threads(threads);
         let stream_error = agg.feed_stream(&data.stream).err();
         let sym = Symbolizer::with_options(&data.kallsyms, &data.files, symfs.into());
         Loaded {
@@ -39,7 +52,7 @@ impl Loaded {
         }
     }
 
-    /// [`new`](Self::new) for a large file: tells `progress` (phase,
+    /// [`filtered_by`](Self::filtered_by) for a large file: tells `progress` (phase,
     /// done, total) how far decoding ("decoding", bytes of the stream)
     /// and symbolizing ("symbolizing", keys passing `filter`) are.  Only
     /// samples passing `filter`'s per-sample parts are counted.  The
@@ -49,9 +62,11 @@ impl Loaded {
         data: DataFile,
         symfs: impl Into<SymbolOptions>,
         filter: &Filter,
+        threads: bool,
         progress: &mut dyn FnMut(&str, u64, u64),
     ) -> Loaded {
         let mut agg = Aggregate::with_filter(filter);
+        agg.count_threads(threads);
         let total = data.stream.len() as u64;
         let stream_error = agg
             .feed_stream_with_progress(&data.stream, &mut |pos| {
@@ -235,6 +250,7 @@ mod tests {
             DataFile::parse(&bytes).unwrap(),
             None,
             &Filter::default(),
+            true,
             &mut |phase, done, total| calls.push((phase.to_string(), done, total)),
         );
         let f = Filter::default();

@@ -16,8 +16,8 @@
 //! `[k]`; frame lines start with a tab, as perf's do.  A blank line ends each
 //! sample.  Where a file's DWARF says that functions were inlined at a
 //! frame's address, each comes on a line of its own above the function
-//! that holds the code, innermost first, marked `(inlined)`, as perf
-//! script prints inline frames.
+//! that holds the code, innermost first, as `ADDR NAME (inlined)`, as
+//! perf script prints inline frames (unless asked not to: `inline`).
 
 use crate::symbolize::FrameKind;
 use crate::{caller_frames, event_label, Filter, Frame, Key, Symbolizer};
@@ -53,9 +53,9 @@ fn frame_lines(
     at: u64,
     sym: &mut Symbolizer,
     names: &Resolver,
-    inlined: &mut Inlined,
+    inlined: Option<&mut Inlined>,
 ) -> io::Result<()> {
-    if f.kind == FrameKind::File && f.resolved {
+    if let Some(inlined) = inlined.filter(|_| f.kind == FrameKind::File && f.resolved) {
         let names_here = inlined
             .entry((cookie, at))
             .or_insert_with(|| {
@@ -71,7 +71,7 @@ fn frame_lines(
             })
             .clone();
         for name in names_here.iter() {
-            writeln!(out, "\t{offset:>16x} {name} (inlined) ({})", f.path)?;
+            writeln!(out, "\t{offset:>16x} {name} (inlined)")?;
         }
     }
     let k = match f.kind {
@@ -81,17 +81,19 @@ fn frame_lines(
     writeln!(out, "\t{offset:>16x} {}{k} ({})", f.symbol, f.path)
 }
 
-/// Writes every sample of `stream` that passes `filter`.
+/// Writes every sample of `stream` that passes `filter`, with the
+/// functions inlined at each frame if `inline`.
 pub fn write(
     out: &mut dyn Write,
     stream: &[u8],
     config: &rprof_config,
     sym: &mut Symbolizer,
     filter: &Filter,
+    inline: bool,
 ) -> io::Result<Written> {
     let mut resolver = Resolver::new();
     let mut done = Written::default();
-    let mut inlined = Inlined::new();
+    let mut inlined = inline.then(Inlined::new);
     let labels: Vec<String> = (0..config.events.len() as u32)
         .map(|i| event_label(config, i))
         .collect();
@@ -137,7 +139,7 @@ pub fn write(
             s.offset,
             sym,
             &resolver,
-            &mut inlined,
+            inlined.as_mut(),
         )?;
         if let Some(stack) = &s.stack {
             let frames = caller_frames(stack, s.user, s.pid().unwrap_or(0), sym, &resolver);
@@ -148,7 +150,7 @@ pub fn write(
                 } else {
                     offset
                 };
-                frame_lines(out, offset, f, cookie, at, sym, &resolver, &mut inlined)?;
+                frame_lines(out, offset, f, cookie, at, sym, &resolver, inlined.as_mut())?;
             }
         }
         writeln!(out)?;
@@ -167,7 +169,15 @@ mod tests {
         let d = testdata::data_file();
         let mut sym = Symbolizer::new(&d.kallsyms, &d.files, None);
         let mut out = Vec::new();
-        let w = write(&mut out, &d.stream, &d.config, &mut sym, &Filter::default()).unwrap();
+        let w = write(
+            &mut out,
+            &d.stream,
+            &d.config,
+            &mut sym,
+            &Filter::default(),
+            true,
+        )
+        .unwrap();
         let text = String::from_utf8(out).unwrap();
         assert_eq!(
             w,
@@ -223,7 +233,7 @@ mod tests {
             comm: Some("swapper/1".into()),
             ..Filter::default()
         };
-        let w = write(&mut out, &d.stream, &d.config, &mut sym, &filter).unwrap();
+        let w = write(&mut out, &d.stream, &d.config, &mut sym, &filter, true).unwrap();
         assert_eq!(w.samples, 10);
         assert!(!String::from_utf8(out).unwrap().contains("attr_main"));
     }
@@ -241,6 +251,7 @@ mod tests {
             &d.config,
             &mut sym,
             &Filter::default(),
+            true,
         )
         .unwrap();
         assert!(

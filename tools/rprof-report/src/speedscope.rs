@@ -20,12 +20,14 @@
 //! `nanoseconds` (speedscope then shows seconds); other events count
 //! events, `none`.  A profile runs from 0 to its total weight, and the
 //! profiles come per event in the configuration's order, heaviest first
-//! within an event, so the file opens on the busiest thread of the first
-//! event.
+//! within an event and the idle tasks (pid 0) last, so the file opens on
+//! the busiest real thread of the first event.
 //!
 //! A stack with a call chain is its frames, root first (as speedscope
-//! wants), the leaf last; without one it is `[comm, shared object,
-//! symbol]`.
+//! wants), the leaf last; without one it is `[shared object, symbol]`
+//! (the profile names the thread already; its comm as a root frame would
+//! be the same frame as an executable named alike, which speedscope
+//! would draw as a recursion).
 
 use crate::Row;
 use rprof_abi::rprof_config;
@@ -75,7 +77,6 @@ pub fn document(rows: &[Row], name: &str, config: &rprof_config) -> Value {
             s
         } else {
             vec![
-                frame(&r.comm, ""),
                 frame(&r.frame.dso, ""),
                 frame(&r.frame.symbol, &r.frame.path),
             ]
@@ -89,7 +90,7 @@ pub fn document(rows: &[Row], name: &str, config: &rprof_config) -> Value {
         let w = by_profile.entry(key).or_default().entry(stack).or_default();
         *w = w.saturating_add(r.period);
     }
-    let mut profiles: Vec<(u32, u64, Value)> = by_profile
+    let mut profiles: Vec<(u32, bool, u64, Value)> = by_profile
         .into_iter()
         .map(|(key, stacks)| {
             let total = stacks.values().fold(0u64, |a, w| a.saturating_add(*w));
@@ -101,6 +102,7 @@ pub fn document(rows: &[Row], name: &str, config: &rprof_config) -> Value {
             };
             (
                 key.event,
+                key.pid == 0,
                 total,
                 json!({
                     "type": "sampled",
@@ -115,14 +117,14 @@ pub fn document(rows: &[Row], name: &str, config: &rprof_config) -> Value {
         })
         .collect();
     // Stable: equal weights stay in the key's order.
-    profiles.sort_by_key(|p| (p.0, std::cmp::Reverse(p.1)));
+    profiles.sort_by_key(|p| (p.0, p.1, std::cmp::Reverse(p.2)));
     json!({
         "$schema": "https://www.speedscope.app/file-format-schema.json",
         "name": name,
         "exporter": concat!("rprof ", env!("CARGO_PKG_VERSION")),
         "activeProfileIndex": 0,
         "shared": { "frames": frames },
-        "profiles": profiles.into_iter().map(|p| p.2).collect::<Vec<_>>(),
+        "profiles": profiles.into_iter().map(|p| p.3).collect::<Vec<_>>(),
     })
 }
 
@@ -294,6 +296,36 @@ mod tests {
             ])
         );
         assert_eq!(s[1].3, BTreeMap::from([("main_loop".to_string(), 2_000)]));
+    }
+
+    /// The idle task (pid 0), however heavy, comes after the real
+    /// threads: the file opens on one of them.  A stack without a chain
+    /// is the shared object and the symbol (no comm root, which would be
+    /// the same frame as an executable named alike: a fake recursion).
+    #[test]
+    fn the_idle_task_comes_last_and_stacks_have_no_comm_root() {
+        let rows = [
+            row(0, (0, 0), "do_idle", 9, 9_000),
+            row(0, (7, 7), "main_loop", 1, 1_000),
+        ];
+        let doc = doc_of(&rows, &testdata::config());
+        let s = summary(&doc);
+        let names: Vec<&str> = s.iter().map(|p| p.0.as_str()).collect();
+        assert_eq!(
+            names,
+            ["prog 7/7 (cpu-clock@999)", "prog 0/0 (cpu-clock@999)"]
+        );
+        let frames = doc["shared"]["frames"].as_array().unwrap();
+        let first = doc["profiles"][0]["samples"][0].as_array().unwrap();
+        let names: Vec<&str> = first
+            .iter()
+            .map(|i| {
+                frames[i.as_u64().unwrap() as usize]["name"]
+                    .as_str()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(names, ["prog", "main_loop"]);
     }
 
     /// Two events of one thread are never one profile, each has its own

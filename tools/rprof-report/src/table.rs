@@ -115,18 +115,24 @@ pub struct Line {
 }
 
 /// Groups `rows` by `keys`; heaviest first (by period, then samples,
-/// then the values).
+/// then the values).  A symbol is told apart by its shared object even
+/// when that is not a key, as perf does: the kernel's `memcpy` and a
+/// static program's are two lines (with their marks), not one.
 pub fn group(rows: &[Row], keys: &[SortKey]) -> Vec<Line> {
-    let mut map: HashMap<Vec<String>, (u64, u64, char)> = HashMap::new();
+    let by_dso = keys.contains(&SortKey::Sym) && !keys.contains(&SortKey::Dso);
+    let mut map: HashMap<(Vec<String>, Option<String>), (u64, u64, char)> = HashMap::new();
     for row in rows {
         let values: Vec<String> = keys.iter().map(|k| k.value(row)).collect();
-        let e = map.entry(values).or_insert((0, 0, mark(row.frame.kind)));
+        let dso = by_dso.then(|| row.frame.dso.clone());
+        let e = map
+            .entry((values, dso))
+            .or_insert((0, 0, mark(row.frame.kind)));
         e.0 = e.0.saturating_add(row.samples);
         e.1 = e.1.saturating_add(row.period);
     }
     let mut lines: Vec<Line> = map
         .into_iter()
-        .map(|(values, (samples, period, mark))| Line {
+        .map(|((values, _), (samples, period, mark))| Line {
             values,
             samples,
             period,
@@ -240,9 +246,14 @@ pub fn write(
     if hidden > 0 {
         let samples: u64 = lines.iter().map(|l| l.samples).sum::<u64>()
             - shown.iter().map(|l| l.samples).sum::<u64>();
+        let period: u64 = lines
+            .iter()
+            .filter(|l| pct(l.period) < percent_limit)
+            .fold(0u64, |s, l| s.saturating_add(l.period));
         writeln!(
             out,
-            "#\n# {hidden} more lines under {percent_limit}% ({samples} samples)"
+            "#\n# {hidden} more lines under {percent_limit}% ({samples} samples, {:.2}% of the events)",
+            pct(period)
         )?;
     }
     Ok(())
@@ -305,7 +316,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("2 more lines under 15% (10 samples)"),
+            text.contains("2 more lines under 15% (10 samples, 20.00% of the events)"),
             "{text}"
         );
         // By pid, comm.
@@ -368,12 +379,26 @@ mod tests {
         let body: Vec<&str> = text.lines().filter(|l| l.starts_with("  ")).collect();
         assert_eq!(body, ["    70.00%       10  [k] few_long"], "{text}");
         assert!(
-            text.contains("1 more lines under 50% (30 samples)"),
+            text.contains("1 more lines under 50% (30 samples, 30.00% of the events)"),
             "{text}"
         );
         let keys = parse_sort("pid,tid").unwrap();
         let lines = group(&rows, &keys);
         assert_eq!(lines[0].values, ["7", "9"]);
         assert_eq!(lines[1].values, ["7", "8"]);
+        // The same name in the kernel and in a program: two lines, each
+        // with its mark, though the shared object is no key.
+        let same = [
+            row("memcpy", true, 8, 5, 500),
+            row("memcpy", false, 8, 3, 300),
+        ];
+        let lines = group(&same, &parse_sort("sym").unwrap());
+        assert_eq!(
+            lines
+                .iter()
+                .map(|l| (l.mark, l.samples))
+                .collect::<Vec<_>>(),
+            [('k', 5), ('.', 3)]
+        );
     }
 }

@@ -890,11 +890,21 @@ fn inlined_functions_in_pprof() {
     assert_eq!(
         block,
         [
-            format!("{offset:x} inner (inlined) (/prog)"),
+            format!("{offset:x} inner (inlined)"),
             format!("{offset:x} outer (/prog)")
         ],
         "{script}"
     );
+    // --no-inline leaves it out, as perf script's.
+    let plain = rprof(&[
+        "script",
+        "--no-inline",
+        "-i",
+        &data.to_string_lossy(),
+        "--symfs",
+        &dir.to_string_lossy(),
+    ]);
+    assert!(!plain.contains("(inlined)"), "{plain}");
 }
 
 /// The daemon's profiles carry the call chains: interval one's samples

@@ -80,7 +80,10 @@ impl FlamegraphArgs {
 
 /// Runs `rprof export`.
 pub fn run(args: &ExportArgs) -> Result<(), Error> {
-    let mut loaded = args.input.load()?;
+    // speedscope has a profile per thread.
+    let mut loaded = args
+        .input
+        .load_by(matches!(args.format, Format::Speedscope))?;
     if let Some(e) = &loaded.stream_error {
         eprintln!("rprof: warning: {e}; later records were ignored");
     }

@@ -77,14 +77,21 @@ impl InputArgs {
     /// An incomplete file (an interrupted recording) is read up to its
     /// last complete record, with a warning on stderr.
     pub fn load(&self) -> Result<Loaded, Error> {
+        self.load_by(false)
+    }
+
+    /// [`load`](Self::load), counting threads apart if `threads` (for a
+    /// report by thread; it costs time and memory with many threads).
+    pub fn load_by(&self, threads: bool) -> Result<Loaded, Error> {
         let data = self.read()?;
         let loaded = match super::progress::for_stderr(data.stream.len()) {
-            None => Loaded::filtered(data, self.symbols(), &self.filter()),
+            None => Loaded::filtered_by(data, self.symbols(), &self.filter(), threads),
             Some(mut progress) => {
                 let loaded = Loaded::with_progress(
                     data,
                     self.symbols(),
                     &self.filter(),
+                    threads,
                     &mut |phase, done, total| progress.update(phase, done, total),
                 );
                 progress.finish();

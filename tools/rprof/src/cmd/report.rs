@@ -40,7 +40,9 @@ pub struct ReportArgs {
 
 /// Runs `rprof report`.
 pub fn run(args: &ReportArgs) -> Result<(), Error> {
-    let mut loaded = args.input.load()?;
+    let mut loaded = args
+        .input
+        .load_by(args.sort.0.contains(&table::SortKey::Tid))?;
     let filter = args.input.filter();
     let out = io::stdout().lock();
     let mut out = BufWriter::new(out);

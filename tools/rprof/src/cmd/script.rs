@@ -14,6 +14,12 @@ pub struct ScriptArgs {
     #[command(flatten)]
     /// The recording.
     pub input: InputArgs,
+
+    /// Leave out the functions inlined at each frame (as perf script's
+    /// --no-inline): faster on a large recording, which then needs no
+    /// DWARF.
+    #[arg(long)]
+    pub no_inline: bool,
 }
 
 /// Runs `rprof script`.
@@ -33,6 +39,7 @@ pub fn run(args: &ScriptArgs) -> Result<(), Error> {
         &data.config,
         &mut sym,
         &args.input.filter(),
+        !args.no_inline,
     )
     .and_then(|w| out.flush().map(|()| w));
     let written = match written {
