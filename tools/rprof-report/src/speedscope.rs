@@ -146,17 +146,7 @@ mod tests {
     use crate::{testdata, Aggregate, Filter, Frame, Symbolizer};
     use rprof_abi::*;
 
-    /// A session of cpu-clock at 999 Hz and cycles every 100000.
-    fn two_events() -> rprof_config {
-        let mut config = testdata::config();
-        config.nr_events = 2;
-        config.events[1] = rprof_event_config {
-            kind: RPROF_EVENT_CYCLES,
-            flags: 0,
-            period: 100_000,
-        };
-        config
-    }
+    use testdata::two_events;
 
     /// A row of `samples` samples with a period sum of `period`, without
     /// a call chain, in `symbol` of /bin/prog.

@@ -120,7 +120,10 @@ pub struct Line {
 /// static program's are two lines (with their marks), not one.
 pub fn group(rows: &[Row], keys: &[SortKey]) -> Vec<Line> {
     let by_dso = keys.contains(&SortKey::Sym) && !keys.contains(&SortKey::Dso);
-    let mut map: HashMap<(Vec<String>, Option<String>), (u64, u64, char)> = HashMap::new();
+    // (values, the shared object when it tells symbols apart) ->
+    // (samples, period, mark).
+    type Group = (Vec<String>, Option<String>);
+    let mut map: HashMap<Group, (u64, u64, char)> = HashMap::new();
     for row in rows {
         let values: Vec<String> = keys.iter().map(|k| k.value(row)).collect();
         let dso = by_dso.then(|| row.frame.dso.clone());

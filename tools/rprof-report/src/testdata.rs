@@ -66,6 +66,18 @@ pub fn config() -> rprof_config {
     config
 }
 
+/// [`config`] with a second event: cycles every 100000.
+pub fn two_events() -> rprof_config {
+    let mut config = config();
+    config.nr_events = 2;
+    config.events[1] = rprof_event_config {
+        kind: RPROF_EVENT_CYCLES,
+        flags: 0,
+        period: 100_000,
+    };
+    config
+}
+
 /// [`stream`] with another inode or path in the COOKIE record.
 pub fn stream_with(ino: Option<u64>, path: Option<&str>) -> (Vec<u8>, FileInfo) {
     let exe = exe();

@@ -14,36 +14,13 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
-}
-
-fn fixture() -> PathBuf {
-    fixtures().join("attr_main.rprof.data")
-}
-
-fn symfs() -> PathBuf {
-    fixtures().join("symfs")
-}
+mod common;
+use common::{fixture, rprof, symfs};
 
 fn tmp(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("rprof-consumers-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir.join(name)
-}
-
-/// `rprof ARGS`, which must succeed; its stdout.
-fn rprof(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_rprof"))
-        .args(args)
-        .output()
-        .expect("run rprof");
-    assert!(
-        out.status.success(),
-        "rprof {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 fn export_pprof(data: &Path, out: &Path) {
@@ -235,31 +212,8 @@ fn go_tool_pprof_reads_the_pprof_export() {
 /// The fixture made a two-event recording: every second sample becomes a
 /// `cycles:100000` sample.
 fn two_event_recording() -> (PathBuf, u64, u64) {
-    let mut d = DataFile::read(&fixture()).unwrap();
-    d.config.nr_events = 2;
-    d.config.events[1] = rprof_abi::rprof_event_config {
-        kind: rprof_abi::RPROF_EVENT_CYCLES,
-        flags: 0,
-        period: 100_000,
-    };
-    let mut stream = Vec::new();
-    let (mut clock, mut cycles) = (0, 0);
-    for r in Decoder::new(&d.stream) {
-        let mut r = r.unwrap();
-        if let Record::Sample { flags, period, .. } = &mut r {
-            if (clock + cycles) % 2 == 1 {
-                *flags |= 1 << 8;
-                *period = 100_000;
-                cycles += 1;
-            } else {
-                clock += 1;
-            }
-        }
-        r.encode(&mut stream);
-    }
-    d.stream = stream;
     let path = tmp("two-events.data");
-    std::fs::write(&path, d.to_bytes()).unwrap();
+    let (clock, cycles) = common::two_event_recording(&path);
     (path, clock, cycles)
 }
 

@@ -16,25 +16,14 @@
 // Helpers of tests: a panic there is a test failure with a message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use rprof_data::DataFile;
-use rprof_decode::{Decoder, Record};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
-}
-
-fn fixture() -> PathBuf {
-    fixtures().join("attr_main.rprof.data")
-}
-
-fn symfs() -> PathBuf {
-    fixtures().join("symfs")
-}
+mod common;
+use common::{fixture, rprof, symfs};
 
 /// A file of this run under cargo's temporary directory for tests, where
 /// the screenshot stays for a human to look at.
@@ -43,20 +32,6 @@ fn tmp(name: &str) -> PathBuf {
         .join(format!("rprof-speedscope-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir.join(name)
-}
-
-/// `rprof ARGS`, which must succeed; its stdout.
-fn rprof(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_rprof"))
-        .args(args)
-        .output()
-        .expect("run rprof");
-    assert!(
-        out.status.success(),
-        "rprof {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// speedscope's built app (index.html and its scripts) from its npm
@@ -497,29 +472,8 @@ fn speedscope_in_chromium_shows_the_fixture() {
 /// The fixture made a two-event recording: every second sample becomes a
 /// `cycles:100000` sample.
 fn two_event_recording() -> PathBuf {
-    let mut d = DataFile::read(&fixture()).unwrap();
-    d.config.nr_events = 2;
-    d.config.events[1] = rprof_abi::rprof_event_config {
-        kind: rprof_abi::RPROF_EVENT_CYCLES,
-        flags: 0,
-        period: 100_000,
-    };
-    let mut stream = Vec::new();
-    let mut n = 0;
-    for r in Decoder::new(&d.stream) {
-        let mut r = r.unwrap();
-        if let Record::Sample { flags, period, .. } = &mut r {
-            if n % 2 == 1 {
-                *flags |= 1 << rprof_abi::RPROF_SAMPLE_EVENT_SHIFT;
-                *period = 100_000;
-            }
-            n += 1;
-        }
-        r.encode(&mut stream);
-    }
-    d.stream = stream;
     let path = tmp("two-events.data");
-    std::fs::write(&path, d.to_bytes()).unwrap();
+    common::two_event_recording(&path);
     path
 }
 

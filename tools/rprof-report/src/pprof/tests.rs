@@ -185,13 +185,7 @@ fn unsymbolized_mappings_have_no_functions() {
 /// Two events: one pair of sample types each, never added together.
 #[test]
 fn one_sample_type_per_event() {
-    let mut config = testdata::config();
-    config.nr_events = 2;
-    config.events[1] = rprof_event_config {
-        kind: RPROF_EVENT_CYCLES,
-        flags: 0,
-        period: 100_000,
-    };
+    let config = testdata::two_events();
     let mut b = Vec::new();
     let records = [
         Record::Task {
