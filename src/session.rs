@@ -672,7 +672,8 @@ impl Session {
 
     /// Fills `cpus` (as many as fit) and returns the totals, drains and
     /// wakeups.
-    /// The call-chain counters (zero without chains).
+    /// The call-chain counters (zero without chains), and the RESET
+    /// records written.
     pub(crate) fn chain_stats(&self) -> (rprof_chain_stats, u64) {
         let d = self.drain.lock();
         (d.chain_stats, d.resets)
