@@ -27,6 +27,7 @@ struct kunit;
 unsigned int rprof_param_ring_records(void);
 unsigned int rprof_param_buffer_pages(void);
 unsigned int rprof_param_max_cookies(void);
+unsigned int rprof_param_mlock_kb(void);
 
 /* Misc device: registered with a context pointer Rust gets back in open(). */
 struct rprof_misc;
@@ -77,6 +78,8 @@ struct path;
 #define RPROF_RESOLVE_FILE 0   /* *path holds a reference, *offset in file */
 #define RPROF_RESOLVE_ANON 1   /* anonymous executable memory */
 #define RPROF_RESOLVE_NONE 2   /* no mapping, or one changed since seq */
+#define RPROF_RESOLVE_BUSY 3   /* mmap_lock taken: not looked up (the drain
+				* never waits for a sampled process's lock) */
 /*
  * Where the VMA that rprof_resolve_user() found lies, and the mm's
  * write-lock sequence read under mmap_lock (so even: no writer).  The drain
@@ -120,16 +123,18 @@ __u32 rprof_current_mm_seq(void);
  * those the table had no room for.
  */
 struct rprof_follow;
-struct rprof_follow *rprof_follow_create(pid_t tgid);
+struct rprof_follow *rprof_follow_create(pid_t tgid, __u64 start);
 void rprof_follow_publish(struct rprof_follow *f);
+void rprof_follow_retract(struct rprof_follow *f);
 void rprof_follow_destroy(struct rprof_follow *f);
 bool rprof_current_followed(struct rprof_follow *f);
+bool rprof_current_group_started(__u64 start);
 __u64 rprof_follow_orphans(struct rprof_follow *f, __u64 *lost);
 /* Module exit: removes the exit probe the first create registered. */
 void rprof_follow_unregister(void);
 /* The initial namespace's id of the thread group vnr names in the caller's
  * pid namespace, or -ESRCH.  Process context. */
-int rprof_global_tgid(pid_t vnr);
+int rprof_global_tgid(pid_t vnr, __u64 *start);
 void rprof_mm_grab(struct mm_struct *mm);
 /* Counts module loads and unloads (COMING and GOING notifications). */
 __u32 rprof_module_generation(void);
@@ -238,12 +243,18 @@ void rprof_poll_wait(struct file *file, struct rprof_waitq *wq,
 		     struct poll_table_struct *pt);
 unsigned int rprof_poll_mask(bool readable, bool error);
 
-/* Event buffer memory and its mapping. */
-void *rprof_vmalloc_user(unsigned long size);
+/* Event buffer memory and its mapping (src/memlock.c). */
+void *rprof_vmalloc_account(unsigned long size);
 void rprof_vfree(void *addr);
-/* Maps [pgoff, pgoff + pages) of buf; read_only forbids write and exec. */
+/* Maps the control page or the data area of buf; every mapping holds a
+ * reference on charge (rprof_charge_new()) until it is unmapped. */
 int rprof_mmap_buffer(struct vm_area_struct *vma, void *buf,
-		      unsigned long buf_pages, bool data_area);
+		      unsigned long buf_pages, bool data_area, void *charge);
+/* The locked-memory charge of pages (src/memlock.c): NULL with *err
+ * -EPERM past the caller's limits, -ENOMEM without memory. */
+void *rprof_charge_new(unsigned long pages, unsigned long allowance_kb, int *err);
+void rprof_charge_get(void *charge);
+void rprof_charge_put(void *charge);
 
 /* CPU hotplug: one registration; callbacks implemented in Rust. */
 int rprof_cpu_up(void *ctx, unsigned int cpu);
@@ -257,6 +268,7 @@ void rprof_cpus_read_unlock(void);
 unsigned int rprof_nr_cpu_ids(void);
 unsigned int rprof_num_online_cpus(void);
 bool rprof_cpu_online(unsigned int cpu);
+bool rprof_cpu_possible(unsigned int cpu);
 __u64 rprof_local_clock(void);
 /* The stream's clock: CLOCK_MONOTONIC (ktime_get_mono_fast_ns), any context. */
 __u64 rprof_clock(void);
@@ -293,6 +305,8 @@ void rprof_test_user_regs(struct pt_regs *regs, __u64 ip, __u64 sp, __u64 bp,
 			  __u32 cs);
 bool rprof_test_ia32_emulation(void);
 void rprof_test_follow_add_current(struct rprof_follow *f, __u64 skew);
+bool rprof_test_follow_published(struct rprof_follow *f);
+int rprof_test_cpu_set(unsigned int cpu, bool online);
 __u64 rprof_test_pt_regs_size(void);
 void rprof_test_cpu_relax(void);
 int rprof_test_kern_path(const char *name, struct path *path);

@@ -124,10 +124,11 @@ build_module() {
 	# The end-to-end suite's busy test module, for this kernel too.
 	rm -rf "$ROOT/build/busymod"
 	mkdir -p "$ROOT/build/busymod" "$OUTD/busymod"
-	cp "$RPROF_TOP/tests/workloads/busymod/rprof_busy.c" "$RPROF_TOP/tests/workloads/busymod/Kbuild" "$ROOT/build/busymod/"
+	cp "$RPROF_TOP/tests/workloads/busymod/rprof_busy.c" "$RPROF_TOP/tests/workloads/busymod/rprof_mmhold.c" \
+		"$RPROF_TOP/tests/workloads/busymod/Kbuild" "$ROOT/build/busymod/"
 	in_root make -C "$HEADERS" M=/build/busymod modules >"$OUTD/busymod/build.log" 2>&1 ||
 		{ tail -n 20 "$OUTD/busymod/build.log" >&2; die "rprof_busy.ko failed to build (see $OUTD/busymod/build.log)"; }
-	cp "$ROOT/build/busymod/rprof_busy.ko" "$OUTD/busymod/rprof_busy.ko"
+	cp "$ROOT/build/busymod/rprof_busy.ko" "$ROOT/build/busymod/rprof_mmhold.ko" "$OUTD/busymod/"
 	in_root modinfo -F vermagic /build/rprof/rprof.ko | grep -q "^$KREL " ||
 		die "rprof.ko's vermagic is not $KREL"
 }

@@ -43,13 +43,13 @@ build() {
 	KDIR=$("$RPROF_TOP/scripts/kernel.sh")
 	mkdir -p "$mod"
 	rm -f "$mod"/*.o "$mod"/*.ko "$mod"/.*.cmd
-	cp "$SRC/busymod/rprof_busy.c" "$SRC/busymod/Kbuild" "$mod/"
+	cp "$SRC/busymod/rprof_busy.c" "$SRC/busymod/rprof_mmhold.c" "$SRC/busymod/Kbuild" "$mod/"
 	kmake -s -C "$KDIR" M="$mod" modules >"$mod/build.log" 2>&1 || {
 		cat "$mod/build.log" >&2
 		die "rprof_busy.ko build failed in $mod"
 	}
 	grep -E 'warning|error' "$mod/build.log" >&2 || true
-	msg "built $OUT/{attr_main,libattr_lib.so,short,stalls,chains,chains32,storm,tiny,fifo_spin,rprof-fuzz} and $mod/rprof_busy.ko"
+	msg "built $OUT/{attr_main,libattr_lib.so,short,stalls,chains,chains32,storm,tiny,fifo_spin,rprof-fuzz} and $mod/rprof_{busy,mmhold}.ko"
 }
 
 # copy_lib FILE ROOT: FILE (a path on the host) to the same path in ROOT,
@@ -61,14 +61,14 @@ copy_lib() {
 
 install_into() {
 	local root=$1 f lib
-	for f in "${PROGRAMS[@]}" libattr_lib.so busymod/rprof_busy.ko storm tiny fifo_spin chains32 rprof-fuzz; do
+	for f in "${PROGRAMS[@]}" libattr_lib.so busymod/rprof_busy.ko busymod/rprof_mmhold.ko storm tiny fifo_spin chains32 rprof-fuzz; do
 		[ -f "$OUT/$f" ] || die "$OUT/$f is missing (run scripts/workloads.sh build)"
 	done
 	mkdir -p "$root/tests/bin" "$root/lib"
 	for f in "${PROGRAMS[@]}" libattr_lib.so; do
 		cp "$OUT/$f" "$root/tests/bin/$f"
 	done
-	cp "$OUT/busymod/rprof_busy.ko" "$root/lib/rprof_busy.ko"
+	cp "$OUT/busymod/rprof_busy.ko" "$OUT/busymod/rprof_mmhold.ko" "$root/lib/"
 	cp "$OUT/storm" "$OUT/tiny" "$OUT/fifo_spin" "$OUT/chains32" "$OUT/rprof-fuzz" "$root/tests/bin/"
 	# The loader and libraries, as ldd resolves them on this host:
 	# "libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)" and

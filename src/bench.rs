@@ -78,6 +78,7 @@ fn handler_ctx(ring: &SampleRing) -> HandlerCtx {
         max_kernel: 0,
         max_user: 0,
         pid: -1,
+        pid_start: 0,
         follow: core::ptr::null_mut(),
         kick_at: u64::MAX,
     }
@@ -106,7 +107,7 @@ fn rprof_handler() -> Result<u64> {
 fn rprof_drain() -> Result<(u64, u64)> {
     let ring = sampler::new_ring(BATCH as u32)?;
     // A batch of SAMPLE records (32 bytes) and their context fits.
-    let buf = EventBuffer::new(64)?;
+    let buf = EventBuffer::new(64, crate::charge::Charge::new(EventBuffer::bytes(64).ok_or(EINVAL)? as u64)?)?;
     let mut drain = Drain::new(buf.producer(), 1, 64, false)?;
     let ctx = handler_ctx(&ring);
     let (mut pid, mut tid) = (0u32, 0u32);

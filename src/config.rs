@@ -35,7 +35,9 @@ const DRAIN_MS_MAX: u32 = 1000;
 /// negative without `RPROF_CONFIG_PID_FILTER`, and with it the initial pid
 /// namespace's number of the thread group `raw.pid` named in the caller's
 /// (the number the overflow handler compares; `raw.pid` itself is kept as
-/// given, for the START and STOP records).
+/// given, for the START and STOP records), and `filter_start` that thread
+/// group's start time (its leader's `start_time`), which the handler
+/// compares too: the number alone would name a later process that got it.
 #[derive(Clone, Copy)]
 pub(crate) struct Config {
     pub(crate) raw: rprof_config,
@@ -44,6 +46,7 @@ pub(crate) struct Config {
     pub(crate) drain_ms: u32,
     pub(crate) wakeup_bytes: u64,
     pub(crate) filter_tgid: i32,
+    pub(crate) filter_start: u64,
 }
 
 impl Config {
@@ -67,7 +70,7 @@ impl Config {
         if config.filter_tgid >= 0 {
             // SAFETY: Process context (the SET_CONFIG ioctl, whose caller's
             // pid namespace gives `raw.pid` its meaning).
-            let nr = unsafe { helpers::rprof_global_tgid(raw.pid) };
+            let nr = unsafe { helpers::rprof_global_tgid(raw.pid, &mut config.filter_start) };
             if nr < 0 {
                 pr_debug!("SET_CONFIG: pid {} names no process in the caller's pid namespace\n", raw.pid);
                 return Err(ESRCH);
@@ -165,7 +168,7 @@ impl Config {
         // Translated by `from_user`, which knows the caller.
         let filter_tgid = if raw.flags & RPROF_CONFIG_PID_FILTER != 0 { raw.pid } else { -1 };
         // INVARIANT: all checked above.
-        Ok(Self { raw, ring_records, buffer_pages, drain_ms, wakeup_bytes, filter_tgid })
+        Ok(Self { raw, ring_records, buffer_pages, drain_ms, wakeup_bytes, filter_tgid, filter_start: 0 })
     }
 
     /// The configured events.

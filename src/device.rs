@@ -102,6 +102,10 @@ struct Stats {
     orphans: (u64, u64),
     /// RESET records written.
     resets: u64,
+    /// Samples not resolved for a busy `mmap_lock`.
+    lost_mm_busy: u64,
+    /// Bytes of the event buffer and rings, charged to the owner.
+    locked_bytes: u64,
 }
 
 impl Stats {
@@ -109,9 +113,19 @@ impl Stats {
     fn of(session: &Session, nr: usize) -> Result<Self> {
         let mut cpus = KVec::new();
         cpus.extend_with(nr, uapi::rprof_cpu_stats::default(), GFP_KERNEL)?;
-        let (total, drains, wakeups) = session.stats(&mut cpus);
+        let (total, drains, wakeups, lost_mm_busy) = session.stats(&mut cpus);
         let (chains, resets) = session.chain_stats();
-        Ok(Self { total, cpus, drains, wakeups, chains, orphans: session.orphans(), resets })
+        Ok(Self {
+            total,
+            cpus,
+            drains,
+            wakeups,
+            chains,
+            orphans: session.orphans(),
+            resets,
+            lost_mm_busy,
+            locked_bytes: session.locked_bytes(),
+        })
     }
 
     /// A copy of the figures of `self`, for CPUs up to `nr`.
@@ -126,6 +140,8 @@ impl Stats {
             chains: self.chains,
             orphans: self.orphans,
             resets: self.resets,
+            lost_mm_busy: self.lost_mm_busy,
+            locked_bytes: self.locked_bytes,
         })
     }
 }
@@ -320,6 +336,8 @@ impl Rprof {
             req.chains = st.chains;
             (req.orphans, req.orphans_lost) = st.orphans;
             req.resets = st.resets;
+            req.lost_mm_busy = st.lost_mm_busy;
+            req.locked_bytes = st.locked_bytes;
         } else {
             req.drains = 0;
             req.wakeups = 0;
@@ -327,6 +345,8 @@ impl Rprof {
             req.chains = Default::default();
             (req.orphans, req.orphans_lost) = (0, 0);
             req.resets = 0;
+            req.lost_mm_busy = 0;
+            req.locked_bytes = 0;
         }
         // The size filled in: what the caller has, up to what we know.
         req.size = len as u32;

@@ -47,7 +47,9 @@
 
 use crate::cookies::{CookieTable, Forgotten, Object, PathRef};
 use crate::evbuf::{EventBuffer, Producer, Record};
-use crate::helpers::{self, FrameRes, ModInfo, VmaRange, RESOLVE_ANON, RESOLVE_FILE, RAW_THROTTLED, RAW_USER};
+use crate::helpers::{
+    self, FrameRes, ModInfo, VmaRange, RAW_THROTTLED, RAW_USER, RESOLVE_ANON, RESOLVE_BUSY, RESOLVE_FILE,
+};
 use crate::mapcache::{MapCache, Target};
 use crate::sampler::{CHAIN_FLAGS, CHAIN_TAKEN};
 use crate::stacks::{self, RawChains, Stacks};
@@ -105,11 +107,13 @@ impl Chains {
 
 /// Loss causes the drain counts itself, in `CpuDrain::lost` order; ring
 /// drops are counted by the ring.
-const STAGES: [u32; 4] = [RPROF_LOST_BUFFER, RPROF_LOST_NO_MM, RPROF_LOST_NO_MAPPING, RPROF_LOST_NO_COOKIE];
+const STAGES: [u32; 5] =
+    [RPROF_LOST_BUFFER, RPROF_LOST_NO_MM, RPROF_LOST_NO_MAPPING, RPROF_LOST_NO_COOKIE, RPROF_LOST_MM_BUSY];
 const BUFFER: usize = 0;
 const NO_MM: usize = 1;
 const NO_MAPPING: usize = 2;
 const NO_COOKIE: usize = 3;
+const MM_BUSY: usize = 4;
 
 /// The drain's bookkeeping of one CPU.
 #[derive(Default, Clone, Copy)]
@@ -117,8 +121,8 @@ pub(crate) struct CpuDrain {
     /// `ring.lost()` already reported in LOST records.
     ring_lost_reported: u64,
     /// Samples lost per cause (`STAGES`), all told and not yet reported.
-    lost: [u64; 4],
-    pending: [u64; 4],
+    lost: [u64; 5],
+    pending: [u64; 5],
     delivered: u64,
     throttled: u64,
     /// Events (bit = index) whose last sample on this CPU was throttled.
@@ -141,8 +145,10 @@ pub(crate) struct Drain {
     unloads_done: usize,
     pub(crate) drains: u64,
     pub(crate) wakeups: u64,
-    /// RESET records written.
+    /// RESET records written, those of [`Drain::auto_reset`] too.
     pub(crate) resets: u64,
+    /// What the last automatic RESET forgot, until the drain lock is let go.
+    forgotten: Option<Forgotten>,
     pub(crate) cookies: CookieTable,
     /// The last TASK written.
     task: Option<TaskKey>,
@@ -236,6 +242,7 @@ impl Drain {
             drains: 0,
             wakeups: 0,
             resets: 0,
+            forgotten: None,
             cookies: CookieTable::new(max_cookies)?,
             task: None,
             cookie: RPROF_COOKIE_NONE as u64,
@@ -370,7 +377,12 @@ impl Drain {
     /// cause if it could not.
     #[inline(always)]
     fn deliver(&mut self, buf: &EventBuffer, cpu: usize, rec: &RingRecord, frames: &[u64], reserve: u64) -> Result<(), usize> {
-        let w = self.resolve(rec)?;
+        let w = match self.resolve(rec) {
+            // The table is full: forget it all (RESET in the stream) and
+            // name the sample's file anew, rather than lose it.
+            Err(NO_COOKIE) if self.auto_reset(buf, reserve) => self.resolve(rec)?,
+            r => r?,
+        };
         let stack = if rec.chain & CHAIN_TAKEN != 0 && self.chains.is_some() {
             Some(self.stack(buf, rec, frames, reserve)?)
         } else {
@@ -421,6 +433,7 @@ impl Drain {
                     Target::File(self.cookies.file(path).map_err(|_| NO_COOKIE)?)
                 }
                 RESOLVE_ANON => Target::Anon,
+                RESOLVE_BUSY => return Err(MM_BUSY),
                 _ => return Err(NO_MAPPING),
             };
             // SAFETY: The record holds a reference on `mm`; process context.
@@ -874,12 +887,17 @@ impl Drain {
     /// what the table forgot (its file references) once it released the
     /// drain lock.
     pub(crate) fn reset(&mut self, buf: &EventBuffer, time_ns: u64, reserve: u64) -> Result<Forgotten> {
+        self.reset_flagged(buf, time_ns, reserve, 0)
+    }
+
+    /// [`Drain::reset`] with the RESET record's `flags`.
+    fn reset_flagged(&mut self, buf: &EventBuffer, time_ns: u64, reserve: u64, flags: u16) -> Result<Forgotten> {
         self.write_unloads(buf, reserve);
         if self.owes_unloads() {
             return Err(EAGAIN);
         }
         let r = rprof_reset {
-            header: rprof_reset::header(RPROF_RECORD_RESET, 0),
+            header: rprof_reset::header(RPROF_RECORD_RESET, flags),
             time_ns,
             next_cookie: self.cookies.next(),
             next_stack: self.chains.as_ref().map_or(1, |c| c.stacks.next_id()),
@@ -899,8 +917,33 @@ impl Drain {
         Ok(forgotten)
     }
 
+    /// A RESET of the module's own (`RPROF_RESET_AUTO`), for a full cookie
+    /// table: at most one a pass (what it forgot waits in `forgotten`
+    /// until the pass lets go of the drain lock), none before START.
+    fn auto_reset(&mut self, buf: &EventBuffer, reserve: u64) -> bool {
+        if self.forgotten.is_some() || self.start_pending.is_some() {
+            return false;
+        }
+        // SAFETY: `ktime_get_mono_fast_ns()` may be called from any context.
+        let now = unsafe { helpers::rprof_clock() };
+        match self.reset_flagged(buf, now, reserve, RPROF_RESET_AUTO as u16) {
+            Ok(forgotten) => {
+                self.forgotten = Some(forgotten);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// What an automatic RESET forgot, for the caller to drop once it
+    /// released the drain lock (the last reference to a deleted file may
+    /// free it, which can take long).
+    pub(crate) fn take_forgotten(&mut self) -> Option<Forgotten> {
+        self.forgotten.take()
+    }
+
     /// This CPU's counters: (delivered, lost per `STAGES`, throttled).
-    pub(crate) fn cpu_counts(&self, cpu: usize) -> (u64, [u64; 4], u64) {
+    pub(crate) fn cpu_counts(&self, cpu: usize) -> (u64, [u64; 5], u64) {
         let st = &self.cpus[cpu];
         (st.delivered, st.lost, st.throttled)
     }
@@ -912,4 +955,5 @@ pub(crate) mod lost {
     pub(crate) const NO_MM: usize = super::NO_MM;
     pub(crate) const NO_MAPPING: usize = super::NO_MAPPING;
     pub(crate) const NO_COOKIE: usize = super::NO_COOKIE;
+    pub(crate) const MM_BUSY: usize = super::MM_BUSY;
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The global event buffer: one control page and 2^n data pages of
-//! `vmalloc_user()` memory, shared with userspace by `mmap()`.
+//! vmalloc memory, charged to its owner, shared with userspace by `mmap()`.
 //!
 //! # Protocol (as perf's `data_head`/`data_tail`)
 //!
@@ -43,7 +43,10 @@
 //! the end, though a record body may wrap around it.
 //!
 //! The memory is freed with `vfree()` when the buffer is dropped; pages
-//! still mapped by a process keep their own reference until it unmaps them.
+//! still mapped by a process keep their own reference until it unmaps them,
+//! and each mapping keeps the buffer's locked-memory [`Charge`] until then.
+
+use crate::charge::Charge;
 
 use crate::helpers;
 use crate::miscdev::File;
@@ -80,9 +83,10 @@ pub(crate) unsafe trait Record: Sized {
 ///
 /// # Invariants
 ///
-/// - `base` is a `vmalloc_user()` allocation of `(1 + data_pages)` pages;
+/// - `base` is a zeroed vmalloc allocation of `(1 + data_pages)` pages;
 ///   the first is a `rprof_mmap_page`, the rest the data area of
 ///   `data_pages * PAGE_SIZE` bytes, a power of two.
+/// - `charge` covers at least those pages.
 ///
 /// The producer position is not part of this object: it belongs to the
 /// single producer ([`Producer`]), so that the consumer side can share the
@@ -94,6 +98,7 @@ pub(crate) struct EventBuffer {
     /// only [`Self::publish`] writes.  Everything below it is complete
     /// records.
     head: AtomicU64,
+    charge: Charge,
 }
 
 /// A consumer position checked against the kernel's head.
@@ -134,19 +139,29 @@ unsafe impl Send for EventBuffer {}
 unsafe impl Sync for EventBuffer {}
 
 impl EventBuffer {
-    /// Allocates a zeroed buffer of `data_pages` (a power of two) data pages.
-    pub(crate) fn new(data_pages: usize) -> Result<Self> {
+    /// The bytes of a buffer of `data_pages` data pages, control page
+    /// included.
+    pub(crate) fn bytes(data_pages: usize) -> Option<usize> {
+        (1 + data_pages).checked_mul(PAGE_SIZE)
+    }
+
+    /// Allocates a zeroed buffer of `data_pages` (a power of two) data
+    /// pages, paid for by `charge` (at least [`Self::bytes`]).
+    pub(crate) fn new(data_pages: usize, charge: Charge) -> Result<Self> {
         if !data_pages.is_power_of_two() {
             return Err(EINVAL);
         }
-        let bytes = (1 + data_pages).checked_mul(PAGE_SIZE).ok_or(EINVAL)?;
-        // SAFETY: Plain allocation; `vmalloc_user()` zeroes the memory.
-        let base = unsafe { helpers::rprof_vmalloc_user(bytes) } as *mut u8;
+        let bytes = Self::bytes(data_pages).ok_or(EINVAL)?;
+        if charge.bytes() < bytes as u64 {
+            return Err(EINVAL);
+        }
+        // SAFETY: Plain allocation; the helper zeroes the memory.
+        let base = unsafe { helpers::rprof_vmalloc_account(bytes) } as *mut u8;
         if base.is_null() {
             return Err(ENOMEM);
         }
-        // INVARIANT: sized as documented; nothing published yet.
-        let buf = Self { base, data_pages, head: AtomicU64::new(0) };
+        // INVARIANT: sized and charged as documented; nothing published.
+        let buf = Self { base, data_pages, head: AtomicU64::new(0), charge };
         // SAFETY: The control page is ours and zeroed; nobody maps it yet.
         unsafe {
             let page = base as *mut rprof_mmap_page;
@@ -356,9 +371,17 @@ impl EventBuffer {
         // mmap lock; the C helper checks offset and size first.
         let pgoff = unsafe { (*vma).vm_pgoff };
         let data_area = pgoff != 0;
-        // SAFETY: As above; `base` covers `1 + data_pages` pages.
+        // SAFETY: As above; `base` covers `1 + data_pages` vmalloc pages;
+        // the charge is live (ours), and the mapping takes its own
+        // reference on it, dropped when the mapping goes.
         let ret = unsafe {
-            helpers::rprof_mmap_buffer(vma, self.base as *mut c_void, 1 + self.data_pages, data_area)
+            helpers::rprof_mmap_buffer(
+                vma,
+                self.base as *mut c_void,
+                1 + self.data_pages,
+                data_area,
+                self.charge.as_ptr(),
+            )
         };
         if ret != 0 {
             return Err(Error::from_errno(ret));
@@ -411,8 +434,9 @@ impl EventBuffer {
 
 impl Drop for EventBuffer {
     fn drop(&mut self) {
-        // SAFETY: `base` came from `vmalloc_user()`; mapped pages keep their
-        // own references.
+        // SAFETY: `base` came from vmalloc (`rprof_vmalloc_account`);
+        // mapped pages keep their own references (and their mappings the
+        // charge).
         unsafe { helpers::rprof_vfree(self.base as *mut c_void) };
     }
 }

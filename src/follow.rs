@@ -37,11 +37,11 @@ unsafe impl Sync for Follow {}
 impl Follow {
     /// Follows thread group `tgid` (the initial namespace's number), once
     /// [`publish`](Self::publish)ed.  Sleepable process context.
-    pub(crate) fn new(tgid: i32) -> Result<Self> {
+    pub(crate) fn new(tgid: i32, start: u64) -> Result<Self> {
         // SAFETY: Sleepable process context (the caller's); it may take the
         // CPU hotplug lock (the probe's registration), which the callers
         // (SET_CONFIG, KUnit) do not hold.
-        let ptr = unsafe { helpers::rprof_follow_create(tgid) };
+        let ptr = unsafe { helpers::rprof_follow_create(tgid, start) };
         // SAFETY: Reads the pointer's error value only.
         let err = unsafe { helpers::rprof_ptr_err(ptr as *const core::ffi::c_void) };
         if err != 0 {
@@ -63,6 +63,15 @@ impl Follow {
         // SAFETY: `ptr` is live (type invariant); publishing is an atomic
         // store.
         unsafe { helpers::rprof_follow_publish(self.ptr) };
+    }
+
+    /// Exits no longer update this set once this returns (the session's
+    /// STOP): a stopped session's figures stay as they are.  Sleeps (waits
+    /// for a grace period).
+    pub(crate) fn retract(&self) {
+        // SAFETY: `ptr` is live (type invariant); sleepable process
+        // context (STOP, or a test's).
+        unsafe { helpers::rprof_follow_retract(self.ptr) };
     }
 
     /// Orphans followed, and those the table had no room for.

@@ -60,7 +60,7 @@
 #include "rprof_helpers.h"
 
 static_assert(sizeof(struct rprof_config) == RPROF_CONFIG_SIZE_VER1);
-static_assert(sizeof(struct rprof_stats) == RPROF_STATS_SIZE_VER1);
+static_assert(sizeof(struct rprof_stats) == RPROF_STATS_SIZE_VER2);
 static_assert(sizeof(struct rprof_mmap_page) <= PAGE_SIZE);
 static_assert(sizeof(struct rprof_reset) == 32);
 
@@ -107,6 +107,17 @@ MODULE_PARM_DESC(max_cookies,
 unsigned int rprof_param_max_cookies(void)
 {
 	return max_cookies;
+}
+
+/* perf_event_mlock_kb's counterpart (src/memlock.c); may change at any time. */
+static unsigned int mlock_kb = 2048;
+module_param(mlock_kb, uint, 0644);
+MODULE_PARM_DESC(mlock_kb,
+		 "Locked memory per online CPU a user's sessions may take beyond RLIMIT_MEMLOCK without CAP_IPC_LOCK, in KiB (2048)");
+
+unsigned int rprof_param_mlock_kb(void)
+{
+	return READ_ONCE(mlock_kb);
 }
 
 /* ---- misc device -------------------------------------------------------- */
@@ -621,20 +632,34 @@ u32 rprof_current_mm_seq(void)
  * Process context (SET_CONFIG).  The initial namespace's number of the
  * thread group that @vnr names in the caller's pid namespace, or -ESRCH if
  * it names none there (no such process, or a thread that does not lead its
- * group).  The filter compares task_tgid_nr(), which is the initial
- * namespace's: a caller inside a container passes its own numbers.
+ * group), and in *@start its leader's start time.  The filter compares
+ * task_tgid_nr(), which is the initial namespace's (a caller inside a
+ * container passes its own numbers), and the start time: a number names a
+ * process only until it exits, and a later process may get it.
  */
-int rprof_global_tgid(pid_t vnr)
+int rprof_global_tgid(pid_t vnr, u64 *start)
 {
+	struct task_struct *leader;
 	struct pid *pid;
 	int nr = -ESRCH;
 
 	rcu_read_lock();
 	pid = find_vpid(vnr);
-	if (pid && pid_task(pid, PIDTYPE_TGID))
+	leader = pid ? pid_task(pid, PIDTYPE_TGID) : NULL;
+	if (leader) {
 		nr = pid_nr(pid);
+		*start = leader->start_time;
+	}
 	rcu_read_unlock();
 	return nr;
+}
+
+/* NMI context (the pid filter): whether current's thread group was started
+ * at @start, i.e. is the process the filter named and not a later one that
+ * got its number. */
+bool rprof_current_group_started(u64 start)
+{
+	return READ_ONCE(current->group_leader)->start_time == start;
 }
 
 /*
@@ -642,9 +667,9 @@ int rprof_global_tgid(pid_t vnr)
  * filter's thread group, every process below it by real_parent, and the
  * orphans, the children a followed process left when it exited (re-parented
  * to init or a subreaper, they are no longer below it by real_parent; their
- * own children are, through them).  An orphan is named by its thread
- * group's number and start time, so a later process that gets the same
- * number is not taken for it.
+ * own children are, through them).  The filter's process and each orphan
+ * are named by thread group number and start time, so a later process that
+ * gets the same number is not taken for them.
  *
  * Invariants: entries [0, n) are written once, before n covers them
  * (smp_store_release), and never change; n only grows, to at most
@@ -655,6 +680,7 @@ int rprof_global_tgid(pid_t vnr)
 
 struct rprof_follow {
 	pid_t tgid;
+	u64 start;
 	unsigned int n;
 	raw_spinlock_t lock;
 	struct rcu_head rcu;
@@ -706,7 +732,8 @@ static bool rprof_follows(struct rprof_follow *f, struct task_struct *t)
 
 	for (i = 0; i < RPROF_MAX_ANCESTORS; i++) {
 		tgid = rprof_group_of(t, &start);
-		if (tgid == f->tgid || rprof_follow_has_n(f, n, tgid, start))
+		if ((tgid == f->tgid && start == f->start) ||
+		    rprof_follow_has_n(f, n, tgid, start))
 			return true;
 		p = rcu_dereference(t->real_parent);
 		/* init_task is its own parent; the idle tasks are pid 0. */
@@ -783,6 +810,14 @@ static bool rprof_children_stay(struct rprof_follow *f, struct task_struct *p)
 }
 
 /*
+ * Processes the exit probe looks at for one exit, at most: the walk runs in
+ * the exiting task under rcu_read_lock() (preemption off on kernels without
+ * preemptible RCU), so its time is bounded; a walk cut there counts as one
+ * orphan lost.  The default pid_max is 32768.
+ */
+#define RPROF_EXIT_WALK_MAX 32768
+
+/*
  * sched_process_exit, before exit_notify() re-parents @p's children: a
  * followed task whose children would leave the followed tree (its thread
  * group is dying and no followed subreaper takes them) hands the live ones
@@ -798,14 +833,21 @@ static bool rprof_children_stay(struct rprof_follow *f, struct task_struct *p)
 static void rprof_follow_exit(struct rprof_follow *f, struct task_struct *p)
 {
 	struct task_struct *t;
+	unsigned int seen = 0;
 
 	if (list_empty(&p->children))
 		return;
 	rcu_read_lock();
 	if (rprof_follows(f, p) && !rprof_children_stay(f, p)) {
-		for_each_process(t)
+		for_each_process(t) {
+			if (++seen > RPROF_EXIT_WALK_MAX) {
+				/* Children past the bound are not looked for. */
+				atomic64_inc(&f->lost);
+				break;
+			}
 			if (rcu_dereference(t->real_parent) == p && !READ_ONCE(t->exit_state))
 				rprof_follow_add(f, t);
+		}
 	}
 	rcu_read_unlock();
 }
@@ -873,7 +915,7 @@ static int rprof_follow_register(void)
  * namespace's number), not yet updated by exits (rprof_follow_publish()).
  * ERR_PTR on failure.
  */
-struct rprof_follow *rprof_follow_create(pid_t tgid)
+struct rprof_follow *rprof_follow_create(pid_t tgid, u64 start)
 {
 	struct rprof_follow *f = kzalloc(sizeof(*f), GFP_KERNEL);
 	int ret;
@@ -881,6 +923,7 @@ struct rprof_follow *rprof_follow_create(pid_t tgid)
 	if (!f)
 		return ERR_PTR(-ENOMEM);
 	f->tgid = tgid;
+	f->start = start;
 	raw_spin_lock_init(&f->lock);
 	mutex_lock(&rprof_follow_mutex);
 	ret = rprof_follow_register();
@@ -897,6 +940,18 @@ struct rprof_follow *rprof_follow_create(pid_t tgid)
 void rprof_follow_publish(struct rprof_follow *f)
 {
 	rcu_assign_pointer(rprof_followed, f);
+}
+
+/*
+ * STOP (sleepable process context): exits no longer update @f once this
+ * returns, so the orphan counts of a stopped session stay as they were
+ * (a probe that still read @f finishes within the grace period waited
+ * for; the probe holds rcu_read_lock() while it uses the set).
+ */
+void rprof_follow_retract(struct rprof_follow *f)
+{
+	if (cmpxchg((struct rprof_follow **)&rprof_followed, f, NULL) == f)
+		synchronize_rcu();
 }
 
 /*
@@ -1016,13 +1071,21 @@ static int rprof_resolve_locked(struct mm_struct *mm, u64 ip, u32 seq,
 	return RPROF_RESOLVE_ANON;
 }
 
+/*
+ * The drain only ever try-locks a sampled process's mmap_lock: that process
+ * may hold it for seconds (a fault on a slow file, a long mlock() or
+ * MAP_POPULATE) or queue a writer behind such a holder, and the drain's
+ * lock is waited for by STOP, close, GET_STATS and the module notifier.
+ * A busy lock makes the lookup RPROF_RESOLVE_BUSY (counted, never waited).
+ */
 int rprof_resolve_user(struct mm_struct *mm, u64 ip, u32 seq,
 		       struct path *path, u64 *offset,
 		       struct rprof_vma_range *range)
 {
 	int ret;
 
-	mmap_read_lock(mm);
+	if (!mmap_read_trylock(mm))
+		return RPROF_RESOLVE_BUSY;
 	ret = rprof_resolve_locked(mm, ip, seq, path, offset, range);
 	mmap_read_unlock(mm);
 	return ret;
@@ -1033,7 +1096,11 @@ void rprof_resolve_user_frames(struct mm_struct *mm, u32 seq, const u64 *ips,
 {
 	u32 i;
 
-	mmap_read_lock(mm);
+	if (!mmap_read_trylock(mm)) {
+		for (i = 0; i < n; i++)
+			out[i].how = RPROF_RESOLVE_BUSY;
+		return;
+	}
 	for (i = 0; i < n; i++)
 		out[i].how = rprof_resolve_locked(mm, ips[i], seq, &out[i].path,
 						  &out[i].offset, &out[i].range);
@@ -1355,48 +1422,9 @@ unsigned int rprof_poll_mask(bool readable, bool error)
 
 /* ---- event buffer memory ------------------------------------------------- */
 
-void *rprof_vmalloc_user(unsigned long size)
-{
-	return vmalloc_user(size);
-}
-
 void rprof_vfree(void *addr)
 {
 	vfree(addr);
-}
-
-/*
- * The buffer is one control page followed by buf_pages - 1 data pages.
- * data_area false: offset 0, exactly the control page, any protection but
- * exec (the kernel writes data_head there for the reader and trusts nothing
- * it reads back: src/evbuf.rs).  data_area true: offset
- * PAGE_SIZE, exactly the data pages, read-only for good: no VM_WRITE, and
- * VM_MAYWRITE/VM_MAYEXEC cleared so mprotect() cannot add them later.
- * Both refuse to grow (VM_DONTEXPAND) and are not dumped.
- */
-int rprof_mmap_buffer(struct vm_area_struct *vma, void *buf,
-		      unsigned long buf_pages, bool data_area)
-{
-	unsigned long pgoff = data_area ? 1 : 0;
-	unsigned long pages = data_area ? buf_pages - 1 : 1;
-
-	if (vma->vm_pgoff != pgoff || vma_pages(vma) != pages)
-		return -EINVAL;
-	/* A private mapping would copy the control page on the reader's
-	 * first write to data_tail, which the kernel would then never see. */
-	if (!(vma->vm_flags & VM_SHARED))
-		return -EINVAL;
-	if (data_area) {
-		if (vma->vm_flags & (VM_WRITE | VM_EXEC))
-			return -EPERM;
-		vm_flags_clear(vma, VM_MAYWRITE | VM_MAYEXEC);
-	} else {
-		if (vma->vm_flags & VM_EXEC)
-			return -EPERM;
-		vm_flags_clear(vma, VM_MAYEXEC);
-	}
-	vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
-	return remap_vmalloc_range(vma, buf, pgoff);
 }
 
 /* ---- CPU hotplug ---------------------------------------------------------- */
@@ -1463,6 +1491,11 @@ unsigned int rprof_num_online_cpus(void)
 bool rprof_cpu_online(unsigned int cpu)
 {
 	return cpu_online(cpu);
+}
+
+bool rprof_cpu_possible(unsigned int cpu)
+{
+	return cpu_possible(cpu);
 }
 
 u64 rprof_local_clock(void)
@@ -1772,6 +1805,18 @@ u64 rprof_test_user_map(struct kunit *test, u64 len, u64 hint)
 					   MAP_ANONYMOUS | MAP_PRIVATE, 0);
 
 	return IS_ERR_VALUE(addr) ? 0 : addr;
+}
+
+/* Takes @cpu offline or brings it back (0 or -errno). */
+int rprof_test_cpu_set(unsigned int cpu, bool online)
+{
+	return online ? add_cpu(cpu) : remove_cpu(cpu);
+}
+
+/* Whether exits update @f (it is the published set). */
+bool rprof_test_follow_published(struct rprof_follow *f)
+{
+	return rcu_access_pointer(rprof_followed) == f;
 }
 
 /* copy_to_user() for tests: faults the pages in, as a user store would. */

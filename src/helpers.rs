@@ -89,6 +89,7 @@ pub(crate) struct FrameRes {
 /// `RPROF_RESOLVE_*`: what `rprof_resolve_user` found.
 pub(crate) const RESOLVE_FILE: c_int = 0;
 pub(crate) const RESOLVE_ANON: c_int = 1;
+pub(crate) const RESOLVE_BUSY: c_int = 3;
 
 /// `struct rprof_modinfo`.
 #[repr(C)]
@@ -118,6 +119,7 @@ extern "C" {
     pub(crate) fn rprof_param_ring_records() -> c_uint;
     pub(crate) fn rprof_param_buffer_pages() -> c_uint;
     pub(crate) fn rprof_param_max_cookies() -> c_uint;
+    pub(crate) fn rprof_param_mlock_kb() -> c_uint;
 
     pub(crate) fn rprof_misc_register(
         name: *const c_char,
@@ -166,26 +168,32 @@ extern "C" {
     );
     pub(crate) fn rprof_poll_mask(readable: bool, error: bool) -> c_uint;
 
-    pub(crate) fn rprof_vmalloc_user(size: usize) -> *mut c_void;
+    pub(crate) fn rprof_vmalloc_account(size: usize) -> *mut c_void;
     pub(crate) fn rprof_vfree(addr: *mut c_void);
     pub(crate) fn rprof_mmap_buffer(
         vma: *mut bindings::vm_area_struct,
         buf: *mut c_void,
         buf_pages: usize,
         data_area: bool,
+        charge: *mut c_void,
     ) -> c_int;
+    pub(crate) fn rprof_charge_new(pages: usize, allowance_kb: usize, err: *mut c_int) -> *mut c_void;
+    pub(crate) fn rprof_charge_get(charge: *mut c_void);
+    pub(crate) fn rprof_charge_put(charge: *mut c_void);
 
     pub(crate) fn rprof_current_mm_get(seq: *mut u32) -> *mut MmStruct;
     pub(crate) fn rprof_current_mm_seq() -> u32;
     /// Whether a process up current's chain of parents has thread group
     /// `tgid` (current's own group is not looked at).  NMI-safe.
-    pub(crate) fn rprof_follow_create(tgid: i32) -> *mut RprofFollow;
+    pub(crate) fn rprof_follow_create(tgid: i32, start: u64) -> *mut RprofFollow;
     pub(crate) fn rprof_follow_publish(f: *mut RprofFollow);
+    pub(crate) fn rprof_follow_retract(f: *mut RprofFollow);
     pub(crate) fn rprof_follow_destroy(f: *mut RprofFollow);
     pub(crate) fn rprof_current_followed(f: *mut RprofFollow) -> bool;
+    pub(crate) fn rprof_current_group_started(start: u64) -> bool;
     pub(crate) fn rprof_follow_orphans(f: *mut RprofFollow, lost: *mut u64) -> u64;
     pub(crate) fn rprof_follow_unregister();
-    pub(crate) fn rprof_global_tgid(vnr: i32) -> i32;
+    pub(crate) fn rprof_global_tgid(vnr: i32, start: *mut u64) -> i32;
     pub(crate) fn rprof_chain_alloc() -> c_int;
     pub(crate) fn rprof_chain_free();
     pub(crate) fn rprof_chain_scratch() -> *mut u64;
@@ -231,6 +239,7 @@ extern "C" {
     pub(crate) fn rprof_nr_cpu_ids() -> c_uint;
     pub(crate) fn rprof_num_online_cpus() -> c_uint;
     pub(crate) fn rprof_cpu_online(cpu: c_uint) -> bool;
+    pub(crate) fn rprof_cpu_possible(cpu: c_uint) -> bool;
     /// Only the benchmark module (`make bench`) times with it.
     #[cfg(rprof_bench)]
     pub(crate) fn rprof_local_clock() -> u64;
@@ -277,6 +286,8 @@ extern "C" {
     pub(crate) fn rprof_test_pt_regs_size() -> u64;
     pub(crate) fn rprof_test_ia32_emulation() -> bool;
     pub(crate) fn rprof_test_follow_add_current(f: *mut RprofFollow, skew: u64);
+    pub(crate) fn rprof_test_follow_published(f: *mut RprofFollow) -> bool;
+    pub(crate) fn rprof_test_cpu_set(cpu: c_uint, online: bool) -> c_int;
     pub(crate) fn rprof_test_kern_path(name: *const c_char, path: *mut bindings::path) -> c_int;
     pub(crate) fn rprof_test_dentry_count(path: *const bindings::path) -> c_uint;
 }

@@ -13,6 +13,7 @@ use kernel::c_str;
 use kernel::error::to_result;
 use kernel::prelude::*;
 
+mod charge;
 mod compat;
 mod config;
 mod cookies;

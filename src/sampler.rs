@@ -179,6 +179,8 @@ pub(crate) struct HandlerCtx {
     pub(crate) max_user: u16,
     /// Only samples of this thread group, or all if negative.
     pub(crate) pid: i32,
+    /// With `pid`: its thread group's start time.
+    pub(crate) pid_start: u64,
     /// With `pid`, or null: the processes it follows, whose samples are
     /// kept too (its descendants and their orphans, [`crate::follow`]).
     pub(crate) follow: *mut helpers::RprofFollow,
@@ -200,7 +202,11 @@ pub(crate) unsafe extern "C" fn rprof_on_sample(ctx: *mut c_void, sample: *const
     let ctx = unsafe { &*(ctx as *const HandlerCtx) };
     // SAFETY: The C caller passes a sample on its stack.
     let sample = unsafe { *sample };
-    if ctx.pid >= 0 && sample.pid != ctx.pid as u32 {
+    // The filter's process is named by number and start time: a later
+    // process that got the number is not it.
+    // SAFETY: NMI-safe: reads current's group leader's start time.
+    if ctx.pid >= 0 && !(sample.pid == ctx.pid as u32 && unsafe { helpers::rprof_current_group_started(ctx.pid_start) })
+    {
         // SAFETY: NMI-safe: an RCU walk up current's parents; `follow`
         // outlives the counter (`HandlerCtx` invariant).
         if ctx.follow.is_null() || !unsafe { helpers::rprof_current_followed(ctx.follow) } {

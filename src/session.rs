@@ -25,6 +25,7 @@
 //! does not fit stays pending until the reader frees space (the next
 //! drain, FLUSH or `read()`).
 
+use crate::charge::Charge;
 use crate::config::Config;
 use crate::counter::Counter;
 use crate::drain::{lost, Drain};
@@ -38,6 +39,7 @@ use crate::waitq::WaitQueue;
 use core::ffi::{c_uint, c_void};
 use core::mem::size_of;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use kernel::bindings;
 use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
@@ -73,6 +75,9 @@ pub(crate) struct Session {
 pub(crate) struct Core {
     pub(crate) config: Config,
     rings: Rings,
+    /// The locked-memory charge of the rings and the event buffer (which
+    /// holds a reference of its own, as do its mappings).
+    charge: Charge,
     /// With a descendants filter, the processes it follows.
     follow: Option<Follow>,
     evbuf: Arc<EventBuffer>,
@@ -108,9 +113,10 @@ impl core::ops::Deref for Session {
     }
 }
 
-/// The per-CPU rings, indexed by CPU id, made only for CPUs that are or
-/// come online during the session (a machine may have hundreds of possible
-/// CPU ids and few CPUs).
+/// The per-CPU rings, indexed by CPU id, made at SET_CONFIG for every
+/// possible CPU (up to [`RING_BYTES_MAX`]): a CPU that comes online later
+/// finds its ring made, so the hotplug callback, which runs with the
+/// hotplug lock held for writing, allocates nothing of rprof's.
 ///
 /// # Invariants
 ///
@@ -217,7 +223,7 @@ impl Drop for Rings {
     }
 }
 
-/// The most memory one session's rings may take, all online CPUs together.
+/// The most memory one session's rings may take, all CPUs together.
 const RING_BYTES_MAX: u64 = 256 << 20;
 
 /// The stream's clock, CLOCK_MONOTONIC in ns (as the samples').
@@ -256,13 +262,16 @@ impl Session {
     /// of the configuration's `buffer_pages` data pages, the drain work.  Nothing runs yet.
     pub(crate) fn new(config: Config, max_cookies: u32, waitq: Arc<WaitQueue>) -> Result<Arc<Self>> {
         let nr = nr_cpu_ids();
-        // One ring per online CPU, made now, and one for each CPU that
-        // comes online later, made then (`Rings::ensure`).  The total for
-        // the CPUs online now is capped; rings are charged to the memory
-        // cgroup of the task that makes them (`new_ring`).
+        // One ring per possible CPU, made now: those of the online CPUs
+        // must fit under the cap, the others are made as far as they fit
+        // (a CPU that comes online without one is not sampled; dmesg says
+        // so).  Rings are charged to the memory cgroup of the task that
+        // makes them (`new_ring`), and with the event buffer to its
+        // locked memory ([`Charge`]), before anything is allocated.
         // SAFETY: Reads the online count; a snapshot is enough here.
         let online = unsafe { helpers::rprof_num_online_cpus() } as u64;
-        let ring_total = sampler::ring_bytes(config.ring_records).saturating_mul(online);
+        let one_ring = sampler::ring_bytes(config.ring_records).max(1);
+        let ring_total = one_ring.saturating_mul(online);
         if ring_total > RING_BYTES_MAX {
             pr_info!(
                 "SET_CONFIG: {} rings of {} records need {} MiB, more than the {} MiB allowed\n",
@@ -273,28 +282,40 @@ impl Session {
             );
             return Err(ENOMEM);
         }
+        // SAFETY: Reads the possible mask, fixed at boot.
+        let possible = (0..nr).filter(|&cpu| unsafe { helpers::rprof_cpu_possible(cpu as u32) }).count() as u64;
+        let nr_rings = possible.min(RING_BYTES_MAX / one_ring).max(online);
+        let page = bindings::PAGE_SIZE as u64;
+        let buf_bytes = EventBuffer::bytes(config.buffer_pages as usize).ok_or(EINVAL)? as u64;
+        let charge = Charge::new(nr_rings * one_ring.div_ceil(page) * page + buf_bytes)?;
         let rings = Rings::new(nr, config.ring_records)?;
         for cpu in 0..nr {
-            // SAFETY: Reads the online mask; a CPU that changes state now
-            // is handled at START and by the hotplug callback.
+            // SAFETY: Reads the online mask; a CPU that goes online
+            // between here and the loop below still gets its ring there.
             if unsafe { helpers::rprof_cpu_online(cpu as u32) } {
                 rings.ensure(cpu)?;
             }
         }
+        for cpu in 0..nr {
+            // SAFETY: Reads the possible mask, fixed at boot.
+            if unsafe { helpers::rprof_cpu_possible(cpu as u32) } && rings.ensure(cpu).is_err() {
+                break;
+            }
+        }
         let follow = if config.raw.flags & RPROF_CONFIG_PID_DESCENDANTS != 0 {
-            Some(Follow::new(config.filter_tgid)?)
+            Some(Follow::new(config.filter_tgid, config.filter_start)?)
         } else {
             None
         };
-        let evbuf = Arc::new(EventBuffer::new(config.buffer_pages as usize)?, GFP_KERNEL)?;
+        let evbuf = Arc::new(EventBuffer::new(config.buffer_pages as usize, charge.clone())?, GFP_KERNEL)?;
         let chains = config.raw.flags & RPROF_CONFIG_CALLCHAIN != 0;
         let drain = Drain::new(evbuf.producer(), nr, max_cookies as usize, chains)?;
-        // Room for every LOST record a drain may owe (ring and four other
+        // Room for every LOST record a drain may owe (ring and five other
         // causes per CPU) and STOP, but never more than a quarter of the
         // buffer: with many CPU ids and a small buffer the full reserve
         // would leave no room for samples at all.  LOST and STOP records
         // that do not fit wait (`pending`) until the reader frees space.
-        let reserve = ((5 * nr * size_of::<rprof_lost>() + size_of::<rprof_session>()) as u64)
+        let reserve = ((6 * nr * size_of::<rprof_lost>() + size_of::<rprof_session>()) as u64)
             .min(evbuf.size() / 4);
         let wakeup = config.wakeup_bytes.min((evbuf.size() - reserve) / 2).max(8);
         let kicker = Kicker::new(drain_work)?;
@@ -304,6 +325,7 @@ impl Session {
                 core <- pin_init!(Core {
                     config,
                     rings,
+                    charge,
                     follow,
                     evbuf,
                     drain <- new_mutex!(drain),
@@ -356,6 +378,10 @@ impl Core {
         let _timer = crate::bench::Timer::start(crate::bench::Stage::Pass);
         let mut guard = self.drain.lock();
         self.drain_locked(&mut guard);
+        let forgotten = guard.take_forgotten();
+        drop(guard);
+        // The files an automatic RESET let go of, outside the drain lock.
+        drop(forgotten);
     }
 
     fn drain_locked(&self, d: &mut Drain) {
@@ -441,10 +467,13 @@ impl Session {
     /// dmesg names the event.
     pub(crate) fn open_cpu(&self, cpu: usize) -> Result<KVec<Counter>> {
         let events = self.config.events();
-        let ring = self.rings.ensure(cpu)?;
+        // Made at SET_CONFIG, or never: nothing is allocated here (the
+        // hotplug callback calls this under the hotplug lock).
+        let ring = self.rings.get(cpu).ok_or(ENOMEM)?;
         let mut counters = KVec::with_capacity(events.len(), GFP_KERNEL)?;
         let flags = self.config.raw.flags;
         let pid = self.config.filter_tgid;
+        let pid_start = self.config.filter_start;
         for (i, ev) in events.iter().enumerate() {
             let attr = CounterAttr {
                 kind: ev.kind,
@@ -463,6 +492,7 @@ impl Session {
                 max_kernel: self.config.raw.max_kernel_frames,
                 max_user: self.config.raw.max_user_frames,
                 pid,
+                pid_start,
                 follow: self.follow.as_ref().map_or(core::ptr::null_mut(), Follow::as_ptr),
                 kick_at: ring.capacity() / 2,
             };
@@ -508,6 +538,11 @@ impl Session {
     /// any more); drains everything and writes STOP.  Process context, no
     /// lock held.
     pub(crate) fn finish(&self) {
+        // Exits of the followed processes no longer change the stopped
+        // session's set (nor cost the exiting tasks a walk for it).
+        if let Some(f) = &self.follow {
+            f.retract();
+        }
         {
             // Under the drain lock, and `pending` before the phase: no
             // reader may see Stopped without STOP pending (it would take
@@ -670,13 +705,16 @@ impl Session {
         self.evbuf.clone()
     }
 
-    /// Fills `cpus` (as many as fit) and returns the totals, drains and
-    /// wakeups.
     /// The call-chain counters (zero without chains), and the RESET
     /// records written.
     pub(crate) fn chain_stats(&self) -> (rprof_chain_stats, u64) {
         let d = self.drain.lock();
         (d.chain_stats, d.resets)
+    }
+
+    /// The bytes of rings and event buffer charged to the owner.
+    pub(crate) fn locked_bytes(&self) -> u64 {
+        self.charge.bytes()
     }
 
     /// Orphans the descendants filter follows, and those it had no room
@@ -685,9 +723,13 @@ impl Session {
         self.follow.as_ref().map_or((0, 0), Follow::orphans)
     }
 
-    pub(crate) fn stats(&self, cpus: &mut [rprof_cpu_stats]) -> (rprof_cpu_stats, u64, u64) {
+    /// Fills `cpus` (as many as fit) and returns the totals, drains,
+    /// wakeups and samples lost for a busy `mmap_lock` (which
+    /// `rprof_cpu_stats` has no field for).
+    pub(crate) fn stats(&self, cpus: &mut [rprof_cpu_stats]) -> (rprof_cpu_stats, u64, u64, u64) {
         let d = self.drain.lock();
         let mut total = rprof_cpu_stats::default();
+        let mut mm_busy = 0;
         for (cpu, ring) in self.rings.iter() {
             let (delivered, lost, throttled) = d.cpu_counts(cpu);
             let s = rprof_cpu_stats {
@@ -710,11 +752,12 @@ impl Session {
             total.lost_no_mm += s.lost_no_mm;
             total.lost_no_mapping += s.lost_no_mapping;
             total.lost_no_cookie += s.lost_no_cookie;
+            mm_busy += lost[lost::MM_BUSY];
             if let Some(out) = cpus.get_mut(cpu) {
                 *out = s;
             }
         }
-        (total, d.drains, d.wakeups)
+        (total, d.drains, d.wakeups, mm_busy)
     }
 }
 
@@ -731,6 +774,7 @@ impl Session {
             max_kernel: self.config.raw.max_kernel_frames,
             max_user: self.config.raw.max_user_frames,
             pid: -1,
+            pid_start: 0,
             follow: core::ptr::null_mut(),
             kick_at: u64::MAX,
         })
@@ -747,6 +791,11 @@ impl Session {
         self.start_request.store(now(), Ordering::Release);
         self.pending.store(true, Ordering::Relaxed);
         self.set_phase(Phase::Running);
+    }
+
+    /// Whether `cpu` has a ring.
+    pub(crate) fn test_has_ring(&self, cpu: usize) -> bool {
+        self.rings.get(cpu).is_some()
     }
 
     /// Whether STOP has been written.

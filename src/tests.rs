@@ -515,7 +515,7 @@ fn pipeline_stress_exact_counts(t: &mut Test) {
     let attempts = stress.attempts.load(Ordering::Relaxed);
     let mut cpus = KVec::new();
     let _ = cpus.extend_with(nr, rprof_cpu_stats::default(), GFP_KERNEL);
-    let (total, drains, _) = session.stats(&mut cpus);
+    let (total, drains, _, _) = session.stats(&mut cpus);
     pr_info!(
         "pipeline stress: {} written, {} delivered, {} lost in ring, {} lost in buffer, {} drains\n",
         attempts,
@@ -570,7 +570,7 @@ fn write_then_read(session: &Session, n: u64, batch: u64) -> (Seen, rprof_cpu_st
         }
     }
     let seen = finish_and_read(session);
-    let (total, _, _) = session.stats(&mut []);
+    let (total, _, _, _) = session.stats(&mut []);
     (seen, total)
 }
 
@@ -656,9 +656,9 @@ fn long_pass_wakes_the_reader_on_the_way(t: &mut Test) {
         // SAFETY: The context belongs to the live session.
         unsafe { sampler::rprof_on_sample(&ctx as *const HandlerCtx as *mut c_void, &sample, core::ptr::null_mut()) };
     }
-    let (_, _, before) = session.stats(&mut []);
+    let (_, _, before, _) = session.stats(&mut []);
     session.drain_now();
-    let (total, _, after) = session.stats(&mut []);
+    let (total, _, after, _) = session.stats(&mut []);
     kassert_eq!(t, total.delivered, n);
     kassert_eq!(t, after - before, 2);
     let seen = finish_and_read(&session);
@@ -731,7 +731,7 @@ fn module_going_after_stop_writes_nothing(t: &mut Test) {
     let mut after = 0u64;
     session.evbuf().consume_with(|_| after += 1);
     kassert_eq!(t, after, 0);
-    let (total, _, _) = session.stats(&mut []);
+    let (total, _, _, _) = session.stats(&mut []);
     kassert_eq!(t, total.delivered, 20);
 }
 
@@ -749,7 +749,7 @@ fn module_unload_waits_for_room(t: &mut Test) {
     session.drain_now();
     // Its LOST record too.
     session.drain_now();
-    let (total, _, _) = session.stats(&mut []);
+    let (total, _, _, _) = session.stats(&mut []);
     kassert!(t, total.lost_buffer > 0, "the buffer did not fill");
     let before = session.evbuf().available();
     session.module_going(m.id);
@@ -778,7 +778,7 @@ fn pid_filter_follows_descendants(t: &mut Test) {
     let cases = [(2, true, 1u64), (2, false, 0), (1, true, 0), (own, true, 1)];
     for (i, &(pid, descendants, kept)) in cases.iter().enumerate() {
         let follow = if descendants {
-            match Follow::new(pid) {
+            match Follow::new(pid, group_start(pid)) {
                 Ok(f) => Some(f),
                 Err(_) => {
                     kassert!(t, false, "no followed set");
@@ -790,12 +790,12 @@ fn pid_filter_follows_descendants(t: &mut Test) {
         };
         ctx.pid = pid;
         ctx.follow = follow.as_ref().map_or(core::ptr::null_mut(), Follow::as_ptr);
-        let (before, _, _) = session.stats(&mut []);
+        let (before, _, _, _) = session.stats(&mut []);
         // Not the filter's own thread group: only descent can keep it.
         let sample = RawSample { time_ns: i as u64, ip: checksum(0, 0, i as u64), pid: 0x7fff_fff0, cpu: 0, ..Default::default() };
         // SAFETY: The context belongs to the live session.
         unsafe { sampler::rprof_on_sample(&ctx as *const HandlerCtx as *mut c_void, &sample, core::ptr::null_mut()) };
-        let (after, _, _) = session.stats(&mut []);
+        let (after, _, _, _) = session.stats(&mut []);
         let got = after.samples - before.samples;
         kassert!(t, got == kept, "pid {} descendants {}: {} samples kept, expected {}", pid, descendants, got, kept);
     }
@@ -803,7 +803,7 @@ fn pid_filter_follows_descendants(t: &mut Test) {
     // a kthread), this kthread is followed once its thread group is in
     // the table, and not while only another process of its number (other
     // start time) is.
-    let Ok(follow) = Follow::new(1) else {
+    let Ok(follow) = Follow::new(1, group_start(1)) else {
         kassert!(t, false, "no followed set");
         return;
     };
@@ -814,15 +814,123 @@ fn pid_filter_follows_descendants(t: &mut Test) {
             // SAFETY: The set is live; process context.
             unsafe { helpers::rprof_test_follow_add_current(follow.as_ptr(), skew) };
         }
-        let (before, _, _) = session.stats(&mut []);
+        let (before, _, _, _) = session.stats(&mut []);
         let sample = RawSample { time_ns: 10 + i as u64, ip: checksum(0, 0, i as u64), pid: 0x7fff_fff0, cpu: 0, ..Default::default() };
         // SAFETY: The context belongs to the live session; `follow` lives
         // across the call.
         unsafe { sampler::rprof_on_sample(&ctx as *const HandlerCtx as *mut c_void, &sample, core::ptr::null_mut()) };
-        let (after, _, _) = session.stats(&mut []);
+        let (after, _, _, _) = session.stats(&mut []);
         kassert_eq!(t, after.samples - before.samples, kept);
     }
     kassert_eq!(t, follow.orphans(), (2, 0));
+    session.finish();
+}
+
+/// The start time of thread group `tgid` (this kthread's pid namespace is
+/// the initial one), or 0 if there is none.
+fn group_start(tgid: i32) -> u64 {
+    let mut start = 0;
+    // SAFETY: Process context.
+    unsafe { helpers::rprof_global_tgid(tgid, &mut start) };
+    start
+}
+
+/// Samples through the handler with `ctx`, with the sampled task's thread
+/// group `pid`: how many the session kept.
+fn kept_samples(session: &Session, ctx: &HandlerCtx, pid: u32) -> u64 {
+    let (before, _, _, _) = session.stats(&mut []);
+    let sample = RawSample { time_ns: 1, ip: checksum(0, 0, 1), pid, cpu: 0, ..Default::default() };
+    // SAFETY: The context belongs to the live session.
+    unsafe { sampler::rprof_on_sample(ctx as *const HandlerCtx as *mut c_void, &sample, core::ptr::null_mut()) };
+    let (after, _, _, _) = session.stats(&mut []);
+    after.samples - before.samples
+}
+
+/// The pid filter names a process, not a number (issue 29, item 4): the
+/// sampled task (this kthread) has the filter's number, but a filter made
+/// for a process of that number that started at another time (an earlier
+/// process, gone, whose number was given again) keeps none of its samples,
+/// neither as the filter's process nor through the descendants' set.
+fn pid_filter_names_a_process(t: &mut Test) {
+    let Ok(session) = test_session(4096, 16) else {
+        kassert!(t, false, "session allocation failed");
+        return;
+    };
+    let Ok(mut ctx) = session.handler_ctx(0) else {
+        kassert!(t, false, "no handler context");
+        return;
+    };
+    // SAFETY: Reads current's thread group id.
+    let own = unsafe { helpers::rprof_test_current_tgid() };
+    let start = group_start(own);
+    kassert!(t, start != 0, "no start time for thread group {}", own);
+    ctx.pid = own;
+    for (skew, kept) in [(0u64, 1u64), (1, 0)] {
+        ctx.pid_start = start + skew;
+        let got = kept_samples(&session, &ctx, own as u32);
+        kassert!(t, got == kept, "filter ({}, start {:+}): {} kept, expected {}", own, skew, got, kept);
+        let Ok(follow) = Follow::new(own, start + skew) else {
+            kassert!(t, false, "no followed set");
+            return;
+        };
+        ctx.follow = follow.as_ptr();
+        // Another thread group's number in the sample: only the set can
+        // keep it, as the filter's process (start time and all).
+        let got = kept_samples(&session, &ctx, 0x7fff_fff0);
+        kassert!(t, got == kept, "descendants of ({}, start {:+}): {} kept, expected {}", own, skew, got, kept);
+        ctx.follow = core::ptr::null_mut();
+    }
+    session.finish();
+}
+
+/// STOP retracts the followed set (issue 29, item 5): exits no longer
+/// update a stopped session's orphans.
+fn stop_retracts_the_followed_set(t: &mut Test) {
+    let Ok(session) = test_session(4096, 16) else {
+        kassert!(t, false, "session allocation failed");
+        return;
+    };
+    let Ok(follow) = Follow::new(1, group_start(1)) else {
+        kassert!(t, false, "no followed set");
+        return;
+    };
+    follow.publish();
+    // SAFETY: Reads the published pointer.
+    kassert!(t, unsafe { helpers::rprof_test_follow_published(follow.as_ptr()) }, "START publishes the set");
+    follow.retract();
+    // SAFETY: As above.
+    kassert!(t, !unsafe { helpers::rprof_test_follow_published(follow.as_ptr()) }, "STOP retracts the set");
+    session.finish();
+}
+
+/// Rings are made at SET_CONFIG for every possible CPU (issue 29, item
+/// 6): a CPU that was offline then finds its ring when it comes online,
+/// and the hotplug callback, under the hotplug lock, allocates nothing.
+fn rings_for_cpus_not_yet_online(t: &mut Test) {
+    let cpu = 1u32;
+    // SAFETY: Reads the possible and online masks.
+    if !unsafe { helpers::rprof_cpu_possible(cpu) } {
+        kassert!(t, false, "needs a second possible CPU (the guest has -smp 2)");
+        return;
+    }
+    // SAFETY: As above.
+    let was_online = unsafe { helpers::rprof_cpu_online(cpu) };
+    // SAFETY: Process context, no lock held; the CPU comes back below.
+    if was_online && unsafe { helpers::rprof_test_cpu_set(cpu, false) } != 0 {
+        kassert!(t, false, "could not take CPU {} offline", cpu);
+        return;
+    }
+    let session = test_session(4096, 16);
+    // SAFETY: As above.
+    let back = if was_online { unsafe { helpers::rprof_test_cpu_set(cpu, true) } } else { 0 };
+    kassert_eq!(t, back, 0);
+    let Ok(session) = session else {
+        kassert!(t, false, "session allocation failed");
+        return;
+    };
+    kassert!(t, session.test_has_ring(cpu as usize), "no ring for CPU {}, offline at SET_CONFIG", cpu);
+    // Opening its counters takes the ring made then, allocating none.
+    kassert!(t, session.open_cpu(cpu as usize).is_ok(), "no counters on CPU {}", cpu);
     session.finish();
 }
 
@@ -831,6 +939,9 @@ kunit_suite!(
     "rprof-pipeline",
     [
         pid_filter_follows_descendants,
+        pid_filter_names_a_process,
+        stop_retracts_the_followed_set,
+        rings_for_cpus_not_yet_online,
         ring_stress_all_contexts,
         pipeline_stress_exact_counts,
         exact_count_no_loss,
@@ -1436,6 +1547,7 @@ fn chain_sequence_is_read_before_the_walk(t: &mut Test) {
         max_kernel: 0,
         max_user: 127,
         pid: -1,
+        pid_start: 0,
         follow: core::ptr::null_mut(),
         kick_at: u64::MAX,
     };
@@ -1528,7 +1640,7 @@ fn drain_drops_references_per_pass(t: &mut Test) {
     // SAFETY: We hold a reference on `mm`.
     let users = || unsafe { helpers::rprof_test_mm_users(mm) };
     let before = users();
-    let made = EventBuffer::new(4).and_then(|b| Ok((Drain::new(b.producer(), 1, 16, false)?, b)));
+    let made = test_evbuf(4).and_then(|b| Ok((Drain::new(b.producer(), 1, 16, false)?, b)));
     let Ok((mut d, buf)) = made else {
         kassert!(t, false, "allocation failed");
         // SAFETY: Our reference.
@@ -1653,7 +1765,7 @@ fn unresolved_counts_only_delivered_chains(t: &mut Test) {
     }
     session.finish();
     session.drain_now();
-    let (total, _, _) = session.stats(&mut []);
+    let (total, _, _, _) = session.stats(&mut []);
     let (c, _) = session.chain_stats();
     pr_info!("unresolved: {} delivered, {} lost, {} chains, {} unresolved\n", total.delivered, total.lost_buffer, c.chains, c.unresolved);
     kassert!(t, total.lost_buffer > 0, "nothing was lost");
@@ -1733,3 +1845,10 @@ fn injected_failure(t: &mut Test) {
 
 #[cfg(rprof_inject_kunit_fail)]
 kunit_suite!(INJECT_SUITE, "rprof-injected", [injected_failure]);
+
+/// An event buffer of `data_pages` for a test, charged to the test's
+/// thread as a session's would be.
+fn test_evbuf(data_pages: usize) -> Result<EventBuffer> {
+    let bytes = EventBuffer::bytes(data_pages).ok_or(EINVAL)? as u64;
+    EventBuffer::new(data_pages, crate::charge::Charge::new(bytes)?)
+}

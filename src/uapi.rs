@@ -40,7 +40,7 @@ pub(crate) const IOC_LOOKUP_COOKIE: u32 = _IOWR::<rprof_cookie_lookup>(MAGIC, RP
 pub(crate) const IOC_RESET_COOKIES: u32 = _IO(MAGIC, RPROF_IOC_NR_RESET_COOKIES);
 
 const _: () = assert!(core::mem::size_of::<rprof_config>() == RPROF_CONFIG_SIZE_VER1 as usize);
-const _: () = assert!(core::mem::size_of::<rprof_stats>() == RPROF_STATS_SIZE_VER1 as usize);
+const _: () = assert!(core::mem::size_of::<rprof_stats>() == RPROF_STATS_SIZE_VER2 as usize);
 
 // SAFETY: These uapi structures are `#[repr(C)]`, made of fixed-width
 // integers (and arrays and structures of them) with no padding, as the

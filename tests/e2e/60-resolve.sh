@@ -41,7 +41,7 @@ stop_record() {
 	wait "$dump"
 }
 
-plan 12
+plan 14
 unload
 load
 
@@ -149,6 +149,35 @@ fi
 
 # 5. LOOKUP_COOKIE.
 check "LOOKUP_COOKIE: paths as in the stream, ENOENT, ENAMETOOLONG, EINVAL, EBUSY" rprof-e2e lookup-cookie
+
+# 6. A full cookie table does not cost samples (issue 29, item 7): with
+# room for 16 cookies, 40 programs in 40 files run one after another.
+# Nobody asks for a reset; the module resets by itself (RESET records with
+# RPROF_RESET_AUTO in the stream) and names the new files anew.
+unload
+load max_cookies=16
+i=0
+while [ $i -lt 40 ]; do
+	mkdir -p "/tmp/c$i"
+	cp /tests/bin/short "/tmp/c$i/short"
+	i=$((i + 1))
+done
+record c
+i=0
+while [ $i -lt 40 ]; do
+	"/tmp/c$i/short"
+	i=$((i + 1))
+done
+stop_record
+no_cookie=$(sed -n 's/.*"no_cookie":\([0-9]*\).*/\1/p' /tmp/c.json)
+resets=$(sed -n 's/.*"resets":\([0-9]*\).*/\1/p' /tmp/c.json)
+if [ "${no_cookie:-x}" = 0 ] && [ "${resets:-0}" -gt 0 ]; then
+	ok "40 files, 16 cookies: none lost for want of a cookie, $resets RESETs of the module's own"
+else
+	not_ok "40 files, 16 cookies: no_cookie ${no_cookie:-?} (expected 0), resets ${resets:-?} (expected > 0)"
+	diag "$(cat /tmp/c.json)"
+fi
+check "... exact accounting" invariant /tmp/c.json
 
 check "the module unloads cleanly after all that" rmmod rprof
 done_testing

@@ -55,7 +55,8 @@ cp "$RPROF_TOP"/tests/harness/bench-guest.sh "$root/tests/bench.sh"
 # Workload programs, their shared libraries and the busy test module.
 "$RPROF_TOP/scripts/workloads.sh" install "$root"
 # The busy test module built for RPROF_VM_KERNEL (make check-distro).
-[ -z "${RPROF_VM_BUSY_MODULE:-}" ] || cp "$RPROF_VM_BUSY_MODULE" "$root/lib/rprof_busy.ko"
+# The busy module's directory has the mmap_lock holder beside it.
+[ -z "${RPROF_VM_BUSY_MODULE:-}" ] || cp "$RPROF_VM_BUSY_MODULE" "$(dirname "$RPROF_VM_BUSY_MODULE")/rprof_mmhold.ko" "$root/lib/"
 echo 'root:x:0:0:root:/:/bin/sh' >"$root/etc/passwd"
 echo 'nobody:x:65534:65534:nobody:/:/bin/sh' >>"$root/etc/passwd"
 chmod +x "$root/init"

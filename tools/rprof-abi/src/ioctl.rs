@@ -174,7 +174,7 @@ mod tests {
                 RPROF_IOC_GET_STATS,
                 IOC_READ | IOC_WRITE,
                 RPROF_IOC_NR_GET_STATS,
-                RPROF_STATS_SIZE_VER1,
+                RPROF_STATS_SIZE_VER2,
             ),
             (
                 RPROF_IOC_LOOKUP_COOKIE,

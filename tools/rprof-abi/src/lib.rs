@@ -164,8 +164,8 @@ mod tests {
             "sizeof(struct rprof_config) differs from RPROF_CONFIG_SIZE_VER1"
         );
         assert_eq!(
-            RPROF_STATS_SIZE, RPROF_STATS_SIZE_VER1,
-            "sizeof(struct rprof_stats) differs from RPROF_STATS_SIZE_VER1"
+            RPROF_STATS_SIZE, RPROF_STATS_SIZE_VER2,
+            "sizeof(struct rprof_stats) differs from RPROF_STATS_SIZE_VER2"
         );
         assert_eq!(size_of::<rprof_record_header>(), 8);
         assert_eq!(size_of::<rprof_mmap_page>(), 256);
