@@ -40,6 +40,16 @@ struct Cli {
 enum Command {
     /// Sample the system (or one process, or while a command runs) into
     /// an rprof.data file.
+    ///
+    /// While the recording runs, the module holds a reference on every
+    /// file it sampled: a file system whose programs were sampled cannot
+    /// be unmounted (EBUSY) and a deleted sampled file keeps its space
+    /// until the recording ends (a long-running reader lets go of them
+    /// with RPROF_IOC_RESET_COOKIES, as rprofd does).  The event buffer
+    /// (-m) and the rings (--ring-records) count against your
+    /// locked-memory limit (ulimit -l, beyond the module's mlock_kb)
+    /// unless you have CAP_IPC_LOCK.
+    #[command(verbatim_doc_comment)]
     Record(cmd::record::RecordArgs),
     /// Show where the samples of a recording are: overhead per command,
     /// shared object and symbol.
@@ -390,6 +400,15 @@ mod tests {
         ] {
             let err = Cli::try_parse_from(["rprof", sub, "--help"]).unwrap_err();
             assert_eq!(err.kind(), clap::error::ErrorKind::DisplayHelp, "{sub}");
+        }
+    }
+
+    #[test]
+    fn record_help_says_what_a_session_holds() {
+        let err = Cli::try_parse_from(["rprof", "record", "--help"]).unwrap_err();
+        let help = err.to_string();
+        for what in ["EBUSY", "RESET_COOKIES", "ulimit -l", "CAP_IPC_LOCK"] {
+            assert!(help.contains(what), "record --help does not say {what}:\n{help}");
         }
     }
 
