@@ -48,6 +48,7 @@
 #include <asm/uaccess.h>
 #include <asm/nmi.h>
 #include <linux/cpu.h>
+#include <linux/delay.h>
 #include <linux/cpuhotplug.h>
 #include <linux/hrtimer.h>
 #include <linux/kthread.h>
@@ -1072,19 +1073,40 @@ static int rprof_resolve_locked(struct mm_struct *mm, u64 ip, u32 seq,
 }
 
 /*
- * The drain only ever try-locks a sampled process's mmap_lock: that process
+ * The drain never blocks on a sampled process's mmap_lock: that process
  * may hold it for seconds (a fault on a slow file, a long mlock() or
  * MAP_POPULATE) or queue a writer behind such a holder, and the drain's
  * lock is waited for by STOP, close, GET_STATS and the module notifier.
- * A busy lock makes the lookup RPROF_RESOLVE_BUSY (counted, never waited).
+ * It try-locks, and tries again after sleeps of 50 to 100 us, at most
+ * RPROF_MM_TRIES of them for one lookup and as many as *@sleeps allows
+ * (the drain's budget for its pass, decremented here): that covers the
+ * short write sections of mmap(), mprotect() and exec that a busy program
+ * takes all the time, and bounds what a held lock costs a pass.  A lock
+ * still busy makes the lookup RPROF_RESOLVE_BUSY (counted).
  */
+#define RPROF_MM_TRIES 12
+
+static bool rprof_mmap_read_trylock_wait(struct mm_struct *mm, u32 *sleeps)
+{
+	int i;
+
+	for (i = 0;; i++) {
+		if (mmap_read_trylock(mm))
+			return true;
+		if (i == RPROF_MM_TRIES || !*sleeps)
+			return false;
+		(*sleeps)--;
+		usleep_range(50, 100);
+	}
+}
+
 int rprof_resolve_user(struct mm_struct *mm, u64 ip, u32 seq,
 		       struct path *path, u64 *offset,
-		       struct rprof_vma_range *range)
+		       struct rprof_vma_range *range, u32 *sleeps)
 {
 	int ret;
 
-	if (!mmap_read_trylock(mm))
+	if (!rprof_mmap_read_trylock_wait(mm, sleeps))
 		return RPROF_RESOLVE_BUSY;
 	ret = rprof_resolve_locked(mm, ip, seq, path, offset, range);
 	mmap_read_unlock(mm);
@@ -1092,11 +1114,11 @@ int rprof_resolve_user(struct mm_struct *mm, u64 ip, u32 seq,
 }
 
 void rprof_resolve_user_frames(struct mm_struct *mm, u32 seq, const u64 *ips,
-			       u32 n, struct rprof_frame_res *out)
+			       u32 n, struct rprof_frame_res *out, u32 *sleeps)
 {
 	u32 i;
 
-	if (!mmap_read_trylock(mm)) {
+	if (!rprof_mmap_read_trylock_wait(mm, sleeps)) {
 		for (i = 0; i < n; i++)
 			out[i].how = RPROF_RESOLVE_BUSY;
 		return;

@@ -210,8 +210,16 @@ extern "C" {
         path: *mut bindings::path,
         offset: *mut u64,
         range: *mut VmaRange,
+        sleeps: *mut u32,
     ) -> c_int;
-    pub(crate) fn rprof_resolve_user_frames(mm: *mut MmStruct, seq: u32, ips: *const u64, n: u32, out: *mut FrameRes);
+    pub(crate) fn rprof_resolve_user_frames(
+        mm: *mut MmStruct,
+        seq: u32,
+        ips: *const u64,
+        n: u32,
+        out: *mut FrameRes,
+        sleeps: *mut u32,
+    );
     pub(crate) fn rprof_mm_grab(mm: *mut MmStruct);
     pub(crate) fn rprof_module_generation() -> u32;
     pub(crate) fn rprof_mm_drop(mm: *mut MmStruct);

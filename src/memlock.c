@@ -27,6 +27,7 @@
 #include <linux/sched/signal.h>
 #include <linux/sched/user.h>
 #include <linux/slab.h>
+#include <linux/vmalloc.h>
 
 #include "rprof_helpers.h"
 
@@ -116,7 +117,9 @@ void *rprof_vmalloc_account(unsigned long size)
 }
 
 /* Each mapping of the buffer holds the charge, so that a replaced session's
- * pages stay charged until the last process unmaps them. */
+ * pages stay charged until the last process unmaps them.  A VMA copied by
+ * fork(), split by a partial munmap() or moved by mremap() gets ->open(),
+ * every VMA that goes gets ->close(): one reference each. */
 static void rprof_vm_open(struct vm_area_struct *vma)
 {
 	rprof_charge_get(vma->vm_private_data);
@@ -127,16 +130,9 @@ static void rprof_vm_close(struct vm_area_struct *vma)
 	rprof_charge_put(vma->vm_private_data);
 }
 
-/* A split would make two VMAs that share one reference. */
-static int rprof_vm_may_split(struct vm_area_struct *vma, unsigned long addr)
-{
-	return -EINVAL;
-}
-
 static const struct vm_operations_struct rprof_vm_ops = {
 	.open = rprof_vm_open,
 	.close = rprof_vm_close,
-	.may_split = rprof_vm_may_split,
 };
 
 /*
@@ -146,8 +142,7 @@ static const struct vm_operations_struct rprof_vm_ops = {
  * it reads back: src/evbuf.rs).  data_area true: offset
  * PAGE_SIZE, exactly the data pages, read-only for good: no VM_WRITE, and
  * VM_MAYWRITE/VM_MAYEXEC cleared so mprotect() cannot add them later.
- * Both refuse to grow (VM_DONTEXPAND), are not dumped, not copied into a
- * child by fork() (VM_DONTCOPY, as perf's) and not split.
+ * Both refuse to grow (VM_DONTEXPAND) and are not dumped.
  */
 int rprof_mmap_buffer(struct vm_area_struct *vma, void *buf,
 		      unsigned long buf_pages, bool data_area, void *charge)
@@ -172,7 +167,7 @@ int rprof_mmap_buffer(struct vm_area_struct *vma, void *buf,
 			return -EPERM;
 		vm_flags_clear(vma, VM_MAYEXEC);
 	}
-	vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP | VM_DONTCOPY);
+	vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
 	for (i = 0; i < pages; i++) {
 		void *kaddr = buf + ((pgoff + i) << PAGE_SHIFT);
 

@@ -386,7 +386,7 @@ impl Core {
 
     fn drain_locked(&self, d: &mut Drain) {
         let buf = &self.evbuf;
-        d.drains += 1;
+        d.begin_pass();
         let requested = self.start_request.swap(0, Ordering::AcqRel);
         if requested != 0 {
             d.start_pending = Some(requested);

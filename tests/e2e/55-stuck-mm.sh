@@ -43,11 +43,18 @@ sleep 2
 timed "GET_STATS with a sampled process's mmap_lock held" 3 rprof stat
 timed "a module unload (the notifier drains) with the lock held" 3 sh -c \
 	'insmod /lib/rprof_busy.ko spin_ms=20 && rmmod rprof_busy'
-stop_dump() {
-	kill -TERM "$dump"
-	wait "$dump"
-}
-timed "STOP and the end of the session with the lock held" 3 stop_dump
+# STOP (rprof dump's SIGTERM): the dump is this shell's child, so it is
+# timed here rather than in timed's subshell.
+t0=$(now)
+kill -TERM "$dump"
+wait "$dump"
+rc=$?
+took=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }')
+if [ $rc -eq 0 ] && awk -v t="$took" 'BEGIN { exit !(t < 3) }'; then
+	ok "STOP and the end of the session with the lock held: ${took} s"
+else
+	not_ok "STOP and the end of the session with the lock held: ${took} s (limit 3 s, exit $rc)"
+fi
 
 wait "$hold"
 check "the holder let go (insmod returned 0)" [ $? -eq 0 ]
