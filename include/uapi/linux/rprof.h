@@ -177,9 +177,19 @@ struct rprof_stats {
 	__u64 reserved[1]; /* in: zero */
 	struct rprof_cpu_stats total;
 	struct rprof_chain_stats chains; /* since RPROF_STATS_SIZE_VER1 */
+	/* Since RPROF_STATS_SIZE_VER2.  User samples not resolved because the
+	 * sampled process's mmap_lock was taken (RPROF_LOST_MM_BUSY), summed
+	 * over CPUs (per CPU: the LOST records of the stream).  Counted in no
+	 * field of struct rprof_cpu_stats: total.samples == total.delivered +
+	 * every total.lost_* + lost_mm_busy (+ what the rings still hold). */
+	__u64 lost_mm_busy;
+	/* Memory the session's event buffer and rings take, in bytes, charged
+	 * to its owner's locked memory (docs/design.md, "Memory"). */
+	__u64 locked_bytes;
 };
 #define RPROF_STATS_SIZE_VER0 136
 #define RPROF_STATS_SIZE_VER1 232
+#define RPROF_STATS_SIZE_VER2 248
 
 /* ------------------------------------------------------------------------ */
 /* ioctls                                                                    */
@@ -451,7 +461,10 @@ enum rprof_lost_stage {
 	RPROF_LOST_BUFFER = 2,     /* the event buffer was full */
 	RPROF_LOST_NO_MM = 3,      /* user sample, task without an mm */
 	RPROF_LOST_NO_MAPPING = 4, /* user ip in no mapping, or changed since */
-	RPROF_LOST_NO_COOKIE = 5   /* the session's cookie table was full */
+	RPROF_LOST_NO_COOKIE = 5,  /* the session's cookie table was full */
+	RPROF_LOST_MM_BUSY = 6     /* user ip not resolved: the sampled
+				    * process held its mmap_lock (or a writer
+				    * waited for it), and the drain never waits */
 };
 
 /* Records dropped, reported in-band once space returns.  Exact. */
