@@ -125,7 +125,7 @@ enum Command {
     /// sample.
     LostInvariant {
         /// Also expect losses at this stage (ring, buffer, no_mm,
-        /// no_mapping, no_cookie), so that exactness is tested where
+        /// no_mapping, no_cookie, mm_busy), so that exactness is tested where
         /// records were dropped; repeatable.
         #[arg(long = "require-loss", value_name = "STAGE")]
         require_loss: Vec<String>,
