@@ -167,7 +167,7 @@ pub(crate) fn module_param(name: &str, fallback: u32) -> u32 {
 
 /// CPUs online now: the module samples each (this process's affinity
 /// or CPU quota says nothing about that).
-fn online_cpus() -> u64 {
+pub fn online_cpus() -> u64 {
     // SAFETY: sysconf() has no preconditions.
     let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
     u64::try_from(n).unwrap_or(1).max(1)

@@ -9,7 +9,7 @@
 //! both, `RPROF_IOC_SET_CONFIG` fails with EPERM, and [`Refusal`] says
 //! how large the session was, what the limit is, and what to change.
 
-use crate::events::{module_param, DEFAULT_BUFFER_PAGES, DEFAULT_RING_RECORDS};
+use crate::events::{module_param, online_cpus, DEFAULT_BUFFER_PAGES, DEFAULT_RING_RECORDS};
 use rprof_abi::rprof_config;
 use std::fmt;
 
@@ -100,7 +100,7 @@ impl Refusal {
         Refusal {
             memory: SessionMemory::on_this_system(config),
             rlimit: memlock_rlimit(),
-            mlock_kb: module_param("mlock_kb", DEFAULT_MLOCK_KB),
+            mlock_kb: mlock_kb(),
         }
     }
 }
@@ -130,6 +130,20 @@ impl fmt::Display for Refusal {
             self.mlock_kb
         )
     }
+}
+
+/// The module's `mlock_kb` parameter (its default where it cannot be
+/// read).
+pub fn mlock_kb() -> u32 {
+    module_param("mlock_kb", DEFAULT_MLOCK_KB)
+}
+
+/// What a user may lock in sessions before `RLIMIT_MEMLOCK` counts:
+/// `mlock_kb` KiB per online CPU, in bytes.
+pub fn user_allowance() -> u64 {
+    u64::from(mlock_kb())
+        .saturating_mul(1024)
+        .saturating_mul(online_cpus())
 }
 
 /// The page size (4096 if `sysconf` cannot say).
