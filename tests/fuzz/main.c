@@ -384,8 +384,9 @@ static void health(void)
 	}
 	{
 		const struct rprof_cpu_stats *t = &st.total;
+		/* lost_mm_busy: a total only, beside st.total (VER2). */
 		uint64_t losses = t->lost_ring + t->lost_buffer + t->lost_no_mm + t->lost_no_mapping +
-				  t->lost_no_cookie;
+				  t->lost_no_cookie + st.lost_mm_busy;
 
 		if (t->samples != t->delivered + losses || samples != t->delivered || lost != losses ||
 		    starts != 1 || stops != 1)

@@ -135,7 +135,9 @@ mod tests {
                 RPROF_IOC_RESET_COOKIES,
                 0x0000_b907,
             ),
-            ("RPROF_IOC_GET_STATS", RPROF_IOC_GET_STATS, 0xc0e8_b905),
+            // 3 << 30 | 248 << 16 | 0xB9 << 8 | 5: the size is VER2's (the
+            // module matches GET_STATS without its size field).
+            ("RPROF_IOC_GET_STATS", RPROF_IOC_GET_STATS, 0xc0f8_b905),
             // 3 << 30 | 40 << 16 | 0xB9 << 8 | 6.
             (
                 "RPROF_IOC_LOOKUP_COOKIE",

@@ -181,7 +181,13 @@ mod tests {
     #[test]
     fn new_sets_size() {
         assert_eq!(rprof_config::new().size, 168);
-        assert_eq!(rprof_stats::new().size, 232);
+        assert_eq!(rprof_stats::new().size, 248);
+        // The VER2 tail: lost_mm_busy, then locked_bytes.
+        assert_eq!(
+            core::mem::offset_of!(rprof_stats, lost_mm_busy),
+            RPROF_STATS_SIZE_VER1 as usize
+        );
+        assert_eq!(core::mem::offset_of!(rprof_stats, locked_bytes), 240);
     }
 
     /// The record sizes of the compact stream (the header's comments).

@@ -46,7 +46,7 @@
 //! | 4 | KALLSYMS | `/proc/kallsyms` as text |
 //! | 5 | MODULES | `/proc/modules` as text |
 //! | 6 | FILES | u32 count, then count [`FileInfo`] entries (see [`FileInfo`]) |
-//! | 7 | STATS | u32 count, then count u64 ([`Stats`], in its field order) |
+//! | 7 | STATS | u32 count, then count u64 ([`Stats`], in its field order; counters a file lacks read as 0, those a reader does not know are ignored) |
 //! | 255 | END | empty: the file is complete |
 //!
 //! Section flag [`SECTION_GZIP`] says the payload is gzip'd (the writer does
@@ -196,10 +196,19 @@ pub struct Stats {
     pub drains: u64,
     /// Reader wakeups issued.
     pub wakeups: u64,
+    /// User samples not resolved for a busy `mmap_lock`, all CPUs
+    /// (`lost_mm_busy`; 0 in files written before it was kept, or from a
+    /// module older than `RPROF_STATS_SIZE_VER2`).
+    pub lost_mm_busy: u64,
+    /// Bytes of the session's buffers charged to its owner's locked
+    /// memory (`locked_bytes`; 0 as `lost_mm_busy`).
+    pub locked_bytes: u64,
 }
 
 impl Stats {
-    const FIELDS: usize = 11;
+    /// Counters in a STATS section: 11 in files written before
+    /// `lost_mm_busy` and `locked_bytes` were kept.
+    const FIELDS: usize = 13;
 
     fn to_array(self) -> [u64; Self::FIELDS] {
         [
@@ -214,6 +223,8 @@ impl Stats {
             self.ring_high_water,
             self.drains,
             self.wakeups,
+            self.lost_mm_busy,
+            self.locked_bytes,
         ]
     }
 
@@ -231,6 +242,8 @@ impl Stats {
             ring_high_water: at(8),
             drains: at(9),
             wakeups: at(10),
+            lost_mm_busy: at(11),
+            locked_bytes: at(12),
         }
     }
 }
@@ -1133,9 +1146,45 @@ mod tests {
             delivered: 9,
             lost_ring: 1,
             wakeups: 3,
+            lost_mm_busy: 4,
+            locked_bytes: 1 << 20,
             ..Stats::default()
         });
         f
+    }
+
+    /// A file written before `lost_mm_busy` and `locked_bytes` were kept
+    /// has 11 counters in its STATS section: it still reads, the two as 0;
+    /// a later one's extra counters are ignored.
+    #[test]
+    fn stats_sections_of_other_versions() {
+        let mut f = example();
+        let stats = f.stats.take().unwrap();
+        let bytes = f.to_bytes();
+        let (body, end) = bytes.split_at(bytes.len() - SECTION_HEADER);
+        for n in [11usize, 15] {
+            let mut counters: Vec<u64> = stats.to_array().to_vec();
+            counters.resize(n, 99);
+            let mut payload = (n as u32).to_le_bytes().to_vec();
+            for v in &counters {
+                payload.extend_from_slice(&v.to_le_bytes());
+            }
+            let mut file = body.to_vec();
+            put_section(&mut file, section::STATS, 0, &payload).unwrap();
+            file.extend_from_slice(end);
+            let back = DataFile::parse(&file).unwrap();
+            let want = if n == 11 {
+                Stats {
+                    lost_mm_busy: 0,
+                    locked_bytes: 0,
+                    ..stats
+                }
+            } else {
+                stats
+            };
+            assert_eq!(back.stats, Some(want), "{n} counters");
+            assert!(back.cut.is_none(), "{n} counters: {:?}", back.cut);
+        }
     }
 
     #[test]

@@ -54,7 +54,7 @@ pub use decode::{decode_all, decode_record, Decoder};
 pub use error::{DecodeError, DecodeErrorKind};
 pub use record::Record;
 pub use resolve::{resolve_all, CookieName, ResolvedSample, Resolver, Stack, TaskContext};
-pub use totals::{LostTotals, SessionSpan};
+pub use totals::{lost_stage_name, LostTotals, SessionSpan, LOST_STAGE_NAMES};
 
 /// Re-exported so that users of [`Record::Start`] need not depend on the ABI
 /// crate for the configuration type.

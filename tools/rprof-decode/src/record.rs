@@ -44,7 +44,7 @@ pub enum Record {
     /// `RPROF_RECORD_LOST`, `struct rprof_lost`: records dropped.
     Lost {
         /// `enum rprof_lost_stage`: `RPROF_LOST_RING`, `_BUFFER`, `_NO_MM`,
-        /// `_NO_MAPPING` or `_NO_COOKIE`.
+        /// `_NO_MAPPING`, `_NO_COOKIE` or `_MM_BUSY`.
         stage: u32,
         /// CPU whose samples were lost.
         cpu: u32,

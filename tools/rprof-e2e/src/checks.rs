@@ -86,6 +86,34 @@ pub fn expect_errno<T>(what: &str, result: io::Result<T>, expected: &[i32]) -> R
     }
 }
 
+/// Waits for child `pid` (retrying on EINTR) and returns its wait status.
+pub fn wait_child(pid: libc::pid_t) -> io::Result<libc::c_int> {
+    let mut status = 0;
+    loop {
+        // SAFETY: waits for our own child; `status` is a valid c_int.
+        let ret = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if ret == pid {
+            return Ok(status);
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINTR) {
+            return Err(e);
+        }
+    }
+}
+
+/// A wait status that is not `exit 0`, in words: `exit status 3`, `death
+/// by signal 9`.
+pub fn wait_status_text(status: libc::c_int) -> String {
+    if libc::WIFEXITED(status) {
+        format!("exit status {}", libc::WEXITSTATUS(status))
+    } else if libc::WIFSIGNALED(status) {
+        format!("death by signal {}", libc::WTERMSIG(status))
+    } else {
+        format!("wait status {status:#x}")
+    }
+}
+
 /// `open-as-uid`: drops root, then opens the device.
 pub fn open_as_uid(uid: u32, expect_ok: bool) -> Outcome {
     become_uid(uid)?;

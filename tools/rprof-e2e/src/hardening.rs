@@ -10,7 +10,9 @@
 //! mappings.  The first violation is reported.  Finally a new file runs a
 //! good session: the module survived all of it and released the old one.
 
-use crate::checks::{error_name, expect_errno, good_config, open, run_session, Outcome};
+use crate::checks::{
+    error_name, expect_errno, good_config, open, run_session, wait_child, wait_status_text, Outcome,
+};
 use crate::mapping::{page_size, Map, DATA_HEAD};
 use crate::same_stream::{busy_session, map_buffer};
 use rprof::errno::{errno_name, io_error_name};
@@ -271,32 +273,12 @@ fn check_fork(c: &Ctx) -> Result<(), String> {
         // SAFETY: _exit ends the child at once; it has no preconditions.
         unsafe { libc::_exit(code) };
     }
-    let mut status = 0;
-    loop {
-        // SAFETY: waits for our own child; `status` is a valid c_int.
-        let ret = unsafe { libc::waitpid(pid, &mut status, 0) };
-        if ret == pid {
-            break;
-        }
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EINTR) {
-            return Err(format!(
-                "{}: waitpid failed with {}",
-                c.phase,
-                io_error_name(&e)
-            ));
-        }
-    }
-    let got = if libc::WIFEXITED(status) {
-        match libc::WEXITSTATUS(status) {
-            0 => return Ok(()),
-            2 => "exit status 2 (it read other values than the parent)".to_string(),
-            n => format!("exit status {n}"),
-        }
-    } else if libc::WIFSIGNALED(status) {
-        format!("death by signal {}", libc::WTERMSIG(status))
-    } else {
-        format!("wait status {status:#x}")
+    let status = wait_child(pid)
+        .map_err(|e| format!("{}: waitpid failed with {}", c.phase, io_error_name(&e)))?;
+    let got = match (libc::WIFEXITED(status), libc::WEXITSTATUS(status)) {
+        (true, 0) => return Ok(()),
+        (true, 2) => "exit status 2 (it read other values than the parent)".to_string(),
+        _ => wait_status_text(status),
     };
     Err(format!(
         "{}: expected a forked child to read data_head {head} and the data area through \

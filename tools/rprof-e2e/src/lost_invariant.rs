@@ -3,11 +3,14 @@
 //!
 //! The header promises, at STOP, for every CPU and in total:
 //! `samples == delivered + lost_ring + lost_buffer + lost_no_mm +
-//! lost_no_mapping + lost_no_cookie`.  The stream must agree with the
-//! module's counters: every delivered sample is a SAMPLE record (in total,
-//! and per CPU by the TASK record before it), and the LOST records add up
-//! to the counters of each stage.  A complete stream has exactly one START
-//! and one STOP, and no sample before a TASK record.
+//! lost_no_mapping + lost_no_cookie + lost_mm_busy`.  `lost_mm_busy` is a
+//! total of `struct rprof_stats` only: a CPU's share is what the stream's
+//! LOST records of stage `RPROF_LOST_MM_BUSY` say for that CPU.  The
+//! stream must agree with the module's counters: every delivered sample
+//! is a SAMPLE record (in total, and per CPU by the TASK record before
+//! it), and the LOST records add up to the counters of each stage.  A
+//! complete stream has exactly one START and one STOP, and no sample
+//! before a TASK record.
 
 use crate::checks::Outcome;
 use crate::json::{lookup, parse};
@@ -29,6 +32,16 @@ fn array<'a>(root: &'a Value, path: &str) -> Result<&'a [Value], String> {
         .ok_or_else(|| format!("expected an array at '{path}', got {v}"))
 }
 
+/// Entry `cpu` of the array `list` (at `name`), or 0 past its end.
+fn entry(list: &[Value], name: &str, cpu: usize) -> Result<u64, String> {
+    match list.get(cpu) {
+        Some(v) => v
+            .as_u64()
+            .ok_or_else(|| format!("expected an unsigned integer at '{name}.{cpu}', got {v}")),
+        None => Ok(0),
+    }
+}
+
 /// One CPU's (or the total) counters of `stats`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Counters {
@@ -39,23 +52,70 @@ struct Counters {
     lost_no_mm: u64,
     lost_no_mapping: u64,
     lost_no_cookie: u64,
+    /// Not in `struct rprof_cpu_stats`: `stats.lost_mm_busy` in total, the
+    /// stream's LOST records on one CPU.
+    lost_mm_busy: u64,
 }
 
-/// A loss counter: its name in `struct rprof_cpu_stats`, its
-/// `lost_by_stage` key in the stream's summary, and its accessor.
-type Loss = (&'static str, &'static str, fn(&Counters) -> u64);
+/// A loss counter: its `lost_by_stage` key in the stream's summary
+/// (`STAGE`; the counter is `lost_STAGE`), whether the module's total of
+/// it is in `stats.total` (else it is `stats.lost_STAGE`: a counter
+/// `struct rprof_cpu_stats` does not have), and its accessor.
+struct Loss {
+    stage: &'static str,
+    in_total: bool,
+    get: fn(&Counters) -> u64,
+}
+
+impl Loss {
+    /// A counter of `struct rprof_cpu_stats`.
+    const fn per_cpu(stage: &'static str, get: fn(&Counters) -> u64) -> Loss {
+        Loss {
+            stage,
+            in_total: true,
+            get,
+        }
+    }
+
+    /// A counter the module keeps in total only.
+    const fn total_only(stage: &'static str, get: fn(&Counters) -> u64) -> Loss {
+        Loss {
+            stage,
+            in_total: false,
+            get,
+        }
+    }
+
+    /// The counter's name, `lost_STAGE`.
+    fn field(&self) -> String {
+        format!("lost_{}", self.stage)
+    }
+
+    /// Where the summary has the module's total of it.
+    fn stats_path(&self) -> String {
+        let at = if self.in_total {
+            "stats.total"
+        } else {
+            "stats"
+        };
+        format!("{at}.{}", self.field())
+    }
+}
 
 /// The loss counters.
-const LOSSES: [Loss; 5] = [
-    ("lost_ring", "ring", |c| c.lost_ring),
-    ("lost_buffer", "buffer", |c| c.lost_buffer),
-    ("lost_no_mm", "no_mm", |c| c.lost_no_mm),
-    ("lost_no_mapping", "no_mapping", |c| c.lost_no_mapping),
-    ("lost_no_cookie", "no_cookie", |c| c.lost_no_cookie),
+const LOSSES: [Loss; 6] = [
+    Loss::per_cpu("ring", |c| c.lost_ring),
+    Loss::per_cpu("buffer", |c| c.lost_buffer),
+    Loss::per_cpu("no_mm", |c| c.lost_no_mm),
+    Loss::per_cpu("no_mapping", |c| c.lost_no_mapping),
+    Loss::per_cpu("no_cookie", |c| c.lost_no_cookie),
+    Loss::total_only("mm_busy", |c| c.lost_mm_busy),
 ];
 
 impl Counters {
-    fn from_json(v: &Value, path: &str) -> Result<Counters, String> {
+    /// The counters of `struct rprof_cpu_stats` at `v` (`path` names it),
+    /// with `lost_mm_busy` as given.
+    fn from_json(v: &Value, path: &str, lost_mm_busy: u64) -> Result<Counters, String> {
         let field = |name: &str| uint(v, name).map_err(|e| format!("{path}: {e}"));
         Ok(Counters {
             samples: field("samples")?,
@@ -65,19 +125,18 @@ impl Counters {
             lost_no_mm: field("lost_no_mm")?,
             lost_no_mapping: field("lost_no_mapping")?,
             lost_no_cookie: field("lost_no_cookie")?,
+            lost_mm_busy,
         })
     }
 
-    /// The six terms of the identity, in its order.
-    fn terms(&self) -> [u64; 6] {
-        [
-            self.delivered,
-            self.lost_ring,
-            self.lost_buffer,
-            self.lost_no_mm,
-            self.lost_no_mapping,
-            self.lost_no_cookie,
-        ]
+    /// The terms of the identity, in its order: `delivered`, then every
+    /// loss of [`LOSSES`].
+    fn terms(&self) -> [u64; 1 + LOSSES.len()] {
+        let mut t = [self.delivered; 1 + LOSSES.len()];
+        for (t, loss) in t[1..].iter_mut().zip(&LOSSES) {
+            *t = (loss.get)(self);
+        }
+        t
     }
 
     /// Adds `other` field by field.
@@ -90,13 +149,14 @@ impl Counters {
             (&mut self.lost_no_mm, other.lost_no_mm),
             (&mut self.lost_no_mapping, other.lost_no_mapping),
             (&mut self.lost_no_cookie, other.lost_no_cookie),
+            (&mut self.lost_mm_busy, other.lost_mm_busy),
         ] {
             *s = s.saturating_add(x);
         }
     }
 
     /// Checks `samples == delivered + lost_ring + lost_buffer + lost_no_mm
-    /// + lost_no_mapping + lost_no_cookie`.
+    /// + lost_no_mapping + lost_no_cookie + lost_mm_busy`.
     fn check(&self, what: &str) -> Result<(), String> {
         let sum = self.terms().iter().try_fold(0u64, |a, &b| a.checked_add(b));
         if sum == Some(self.samples) {
@@ -106,7 +166,7 @@ impl Counters {
         let terms: Vec<String> = self.terms().iter().map(u64::to_string).collect();
         Err(format!(
             "expected {what}: samples == delivered + lost_ring + lost_buffer + lost_no_mm + \
-             lost_no_mapping + lost_no_cookie, got {} != {} = {sum}",
+             lost_no_mapping + lost_no_cookie + lost_mm_busy, got {} != {} = {sum}",
             self.samples,
             terms.join(" + ")
         ))
@@ -118,39 +178,41 @@ impl Counters {
 /// losses at each stage of `require_loss` (`ring`, `buffer`, ...).
 pub fn check(text: &str, require_loss: &[String]) -> Outcome {
     let root = parse(text)?;
-    let total = Counters::from_json(lookup(&root, "stats.total")?, "stats.total")?;
+    let total = Counters::from_json(
+        lookup(&root, "stats.total")?,
+        "stats.total",
+        uint(&root, "stats.lost_mm_busy")?,
+    )?;
     total.check("in stats.total")?;
     if total.samples == 0 {
         return Err("expected samples > 0 in stats.total: an empty session proves nothing".into());
     }
     for stage in require_loss {
-        let Some((field, _, get)) = LOSSES.iter().find(|(_, s, _)| s == stage) else {
-            let known: Vec<&str> = LOSSES.iter().map(|(_, s, _)| *s).collect();
+        let Some(loss) = LOSSES.iter().find(|l| l.stage == stage) else {
+            let known: Vec<&str> = LOSSES.iter().map(|l| l.stage).collect();
             return Err(format!(
                 "unknown loss stage '{stage}' (known: {})",
                 known.join(", ")
             ));
         };
-        if get(&total) == 0 {
+        if (loss.get)(&total) == 0 {
             return Err(format!(
-                "expected stats.total.{field} > 0: the check is meant to test exactness with \
-                 records dropped at that stage, and none were"
+                "expected {} > 0: the check is meant to test exactness with \
+                 records dropped at that stage, and none were",
+                loss.stats_path()
             ));
         }
     }
 
     let per_cpu = array(&root, "stats.per_cpu")?;
     let stream_per_cpu = array(&root, "samples_per_cpu")?;
+    let mm_busy_per_cpu = array(&root, "lost_mm_busy_per_cpu")?;
     let mut sum = Counters::default();
     for (cpu, v) in per_cpu.iter().enumerate() {
-        let c = Counters::from_json(v, &format!("stats.per_cpu.{cpu}"))?;
+        let mm_busy = entry(mm_busy_per_cpu, "lost_mm_busy_per_cpu", cpu)?;
+        let c = Counters::from_json(v, &format!("stats.per_cpu.{cpu}"), mm_busy)?;
         c.check(&format!("on CPU {cpu}"))?;
-        let stream = match stream_per_cpu.get(cpu) {
-            Some(v) => v.as_u64().ok_or_else(|| {
-                format!("expected an unsigned integer at 'samples_per_cpu.{cpu}', got {v}")
-            })?,
-            None => 0,
-        };
+        let stream = entry(stream_per_cpu, "samples_per_cpu", cpu)?;
         if stream != c.delivered {
             return Err(format!(
                 "expected the stream's samples on CPU {cpu} == stats.per_cpu.{cpu}.delivered, \
@@ -165,18 +227,23 @@ pub fn check(text: &str, require_loss: &[String]) -> Outcome {
             "expected stats.total to be the sum of stats.per_cpu, got total {total:?}, sum {sum:?}"
         ));
     }
-    if let Some(extra) = stream_per_cpu
-        .iter()
-        .enumerate()
-        .skip(per_cpu.len())
-        .find(|(_, v)| v.as_u64() != Some(0))
-    {
-        return Err(format!(
-            "expected no samples from CPUs without statistics ({} CPUs), got samples_per_cpu.{} = {}",
-            per_cpu.len(),
-            extra.0,
-            extra.1
-        ));
+    for (what, list, name) in [
+        ("samples", stream_per_cpu, "samples_per_cpu"),
+        ("LOST mm_busy", mm_busy_per_cpu, "lost_mm_busy_per_cpu"),
+    ] {
+        if let Some(extra) = list
+            .iter()
+            .enumerate()
+            .skip(per_cpu.len())
+            .find(|(_, v)| v.as_u64() != Some(0))
+        {
+            return Err(format!(
+                "expected no {what} from CPUs without statistics ({} CPUs), got {name}.{} = {}",
+                per_cpu.len(),
+                extra.0,
+                extra.1
+            ));
+        }
     }
 
     let equal = |stream_path: &str, stats_path: &str| -> Result<u64, String> {
@@ -191,12 +258,9 @@ pub fn check(text: &str, require_loss: &[String]) -> Outcome {
     };
     let samples = equal("samples", "stats.total.delivered")?;
     let mut lost = Vec::new();
-    for (field, stage, _) in LOSSES {
-        let n = equal(
-            &format!("lost_by_stage.{stage}"),
-            &format!("stats.total.{field}"),
-        )?;
-        lost.push(format!("{stage} {n}"));
+    for loss in &LOSSES {
+        let n = equal(&format!("lost_by_stage.{}", loss.stage), &loss.stats_path())?;
+        lost.push(format!("{} {n}", loss.stage));
     }
     let no_task = uint(&root, "samples_no_task")?;
     if no_task != 0 {
@@ -215,10 +279,11 @@ pub fn check(text: &str, require_loss: &[String]) -> Outcome {
     }
     let terms: Vec<String> = LOSSES
         .iter()
-        .map(|(field, _, get)| format!("{field} {}", get(&total)))
+        .map(|loss| format!("{} {}", loss.field(), (loss.get)(&total)))
         .collect();
     Ok(format!(
-        "samples {} = delivered {} + {} (in total and on each of {} CPUs); \
+        "samples {} = delivered {} + {} (in total and on each of {} CPUs, lost_mm_busy \
+         per CPU from the stream's LOST records); \
          the stream has {samples} samples, LOST {}, one START, one STOP",
         total.samples,
         total.delivered,
@@ -245,8 +310,8 @@ mod tests {
     use rprof_decode::Record;
 
     /// A summary line as `rprof dump` prints it: 2 CPUs, CPU 0 lost 2 to
-    /// the ring and 1 to NO_MM, CPU 1 lost 3 to the buffer, 4 to
-    /// NO_MAPPING and 5 to NO_COOKIE.
+    /// the ring, 1 to NO_MM and 7 to MM_BUSY, CPU 1 lost 3 to the buffer,
+    /// 4 to NO_MAPPING and 5 to NO_COOKIE.
     fn good() -> String {
         let mut s = Summary::default();
         s.add(&Record::Start {
@@ -275,6 +340,7 @@ mod tests {
             (RPROF_LOST_NO_MM, 0, 1),
             (RPROF_LOST_NO_MAPPING, 1, 4),
             (RPROF_LOST_NO_COOKIE, 1, 5),
+            (RPROF_LOST_MM_BUSY, 0, 7),
         ] {
             s.add(&Record::Lost { stage, cpu, count });
         }
@@ -284,7 +350,7 @@ mod tests {
         });
         let cpus = [
             rprof_cpu_stats {
-                samples: 5,
+                samples: 12,
                 lost_ring: 2,
                 lost_no_mm: 1,
                 delivered: 2,
@@ -301,8 +367,9 @@ mod tests {
         ];
         let mut stats = rprof_stats::new();
         stats.nr_cpus = 2;
+        stats.lost_mm_busy = 7;
         stats.total = rprof_cpu_stats {
-            samples: 21,
+            samples: 28,
             lost_ring: 2,
             lost_buffer: 3,
             delivered: 6,
@@ -319,14 +386,14 @@ mod tests {
         let msg = check(&good(), &[]).unwrap();
         assert!(
             msg.contains(
-                "samples 21 = delivered 6 + lost_ring 2 + lost_buffer 3 + lost_no_mm 1 + \
-                 lost_no_mapping 4 + lost_no_cookie 5"
+                "samples 28 = delivered 6 + lost_ring 2 + lost_buffer 3 + lost_no_mm 1 + \
+                 lost_no_mapping 4 + lost_no_cookie 5 + lost_mm_busy 7"
             ),
             "{msg}"
         );
         assert!(msg.contains("on each of 2 CPUs"), "{msg}");
         assert!(
-            msg.contains("LOST ring 2, buffer 3, no_mm 1, no_mapping 4, no_cookie 5"),
+            msg.contains("LOST ring 2, buffer 3, no_mm 1, no_mapping 4, no_cookie 5, mm_busy 7"),
             "{msg}"
         );
         // As printed, with a newline.
@@ -345,17 +412,17 @@ mod tests {
         for (from, to, says) in [
             // Total identity.
             (
-                "\"total\":{\"samples\":21",
-                "\"total\":{\"samples\":22",
+                "\"total\":{\"samples\":28",
+                "\"total\":{\"samples\":29",
                 "in stats.total: samples == delivered + lost_ring + lost_buffer + lost_no_mm + \
-                 lost_no_mapping + lost_no_cookie, got 22 != 6 + 2 + 3 + 1 + 4 + 5 = 21",
+                 lost_no_mapping + lost_no_cookie + lost_mm_busy, got 29 != 6 + 2 + 3 + 1 + 4 + 5 + 7 = 28",
             ),
             // A CPU's identity (the total still adds up).
             (
-                "\"per_cpu\":[{\"samples\":5,\"lost_ring\":2",
-                "\"per_cpu\":[{\"samples\":5,\"lost_ring\":1",
+                "\"per_cpu\":[{\"samples\":12,\"lost_ring\":2",
+                "\"per_cpu\":[{\"samples\":12,\"lost_ring\":1",
                 "on CPU 0: samples == delivered + lost_ring + lost_buffer + lost_no_mm + \
-                 lost_no_mapping + lost_no_cookie, got 5 != 2 + 1 + 0 + 1 + 0 + 0 = 4",
+                 lost_no_mapping + lost_no_cookie + lost_mm_busy, got 12 != 2 + 1 + 0 + 1 + 0 + 0 + 7 = 11",
             ),
             (
                 "\"lost_no_mapping\":4,\"lost_no_cookie\":5}]",
@@ -373,6 +440,34 @@ mod tests {
                 "\"samples\":6,",
                 "\"samples\":5,",
                 "the stream's samples == stats.total.delivered, got 5 != 6",
+            ),
+            // A CPU's MM_BUSY losses come from the stream: moved to the
+            // other CPU, both CPUs' identities break (the totals hold).
+            (
+                "\"lost_mm_busy_per_cpu\":[7,0]",
+                "\"lost_mm_busy_per_cpu\":[0,7]",
+                "lost_mm_busy, got 12 != 2 + 2 + 0 + 1 + 0 + 0 + 0 = 5",
+            ),
+            (
+                "\"lost_mm_busy_per_cpu\":[7,0]",
+                "\"lost_mm_busy_per_cpu\":[7,0,2]",
+                "no LOST mm_busy from CPUs without statistics (2 CPUs), got lost_mm_busy_per_cpu.2 = 2",
+            ),
+            // The module's total of MM_BUSY vs the stream's.
+            (
+                "\"lost_mm_busy\":7,",
+                "\"lost_mm_busy\":8,",
+                "in stats.total: samples == delivered",
+            ),
+            (
+                "\"mm_busy\":7,",
+                "\"mm_busy\":6,",
+                "lost_by_stage.mm_busy == stats.lost_mm_busy, got 6 != 7",
+            ),
+            (
+                "\"lost_mm_busy_per_cpu\":[7,0]",
+                "\"per_cpu_mm_busy\":[7,0]",
+                "no 'lost_mm_busy_per_cpu' at the top level",
             ),
             // LOST records vs counters.
             (
@@ -417,7 +512,7 @@ mod tests {
             (
                 "\"samples_per_cpu\":[2,4]",
                 "\"samples_per_cpu\":[2,4,1]",
-                "samples_per_cpu.2 = 1",
+                "no samples from CPUs without statistics (2 CPUs), got samples_per_cpu.2 = 1",
             ),
             // Malformed or missing figures.
             (
@@ -443,8 +538,8 @@ mod tests {
     fn total_must_be_the_sum_of_the_cpus() {
         // Both identities hold, but the total is not the sum.
         let j = broken(
-            "\"total\":{\"samples\":21,\"lost_ring\":2,\"lost_buffer\":3,\"delivered\":6",
-            "\"total\":{\"samples\":22,\"lost_ring\":3,\"lost_buffer\":3,\"delivered\":6",
+            "\"total\":{\"samples\":28,\"lost_ring\":2,\"lost_buffer\":3,\"delivered\":6",
+            "\"total\":{\"samples\":29,\"lost_ring\":3,\"lost_buffer\":3,\"delivered\":6",
         );
         let j = j.replacen("\"ring\":2", "\"ring\":3", 1);
         match check(&j, &[]) {
@@ -478,7 +573,11 @@ mod tests {
 
     #[test]
     fn required_losses() {
-        let ring = ["ring".to_string(), "buffer".to_string()];
+        let ring = [
+            "ring".to_string(),
+            "buffer".to_string(),
+            "mm_busy".to_string(),
+        ];
         assert!(check(&good(), &ring).is_ok());
         let no_ring = broken("\"lost_ring\":2", "\"lost_ring\":0");
         // (The identity breaks too; require_loss must not be what passes.)

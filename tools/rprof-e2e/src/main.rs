@@ -31,6 +31,7 @@
 //! rprof-e2e eof-after-stop [ROUNDS]         a blocked reader sees STOP before EOF
 //! rprof-e2e ref-samples HZ SECONDS          the kernel's own cpu-clock sampler's count
 //! rprof-e2e tick [USEC]                     the kernel's tick length (adjtimex ADJ_TICK)
+//! rprof-e2e memlock                         buffers count as locked memory (EPERM past it)
 //! ```
 //!
 //! The checks on a raw stream (`rprof dump --raw RAW`) print one JSON line
@@ -46,6 +47,7 @@ mod json;
 mod lookup_cookie;
 mod lost_invariant;
 mod mapping;
+mod memlock;
 mod module_samples;
 mod refrate;
 mod resolved_fraction;
@@ -125,7 +127,7 @@ enum Command {
     /// sample.
     LostInvariant {
         /// Also expect losses at this stage (ring, buffer, no_mm,
-        /// no_mapping, no_cookie), so that exactness is tested where
+        /// no_mapping, no_cookie, mm_busy), so that exactness is tested where
         /// records were dropped; repeatable.
         #[arg(long = "require-loss", value_name = "STAGE")]
         require_loss: Vec<String>,
@@ -201,6 +203,11 @@ enum Command {
     /// system call: glibc's adjtimex() is clock_adjtime(), which a kernel
     /// without POSIX timers lacks.
     Tick { usec: Option<i64> },
+    /// As uid 65534 with only CAP_PERFMON and RLIMIT_MEMLOCK 4 MiB, pins
+    /// 4 MiB buffers (mapped, file closed) until SET_CONFIG says EPERM,
+    /// then expects it to succeed once they are unmapped; as root
+    /// (CAP_IPC_LOCK), 6 buffers of 2 MiB must all be accepted.
+    Memlock,
 }
 
 fn main() -> ExitCode {
@@ -240,6 +247,7 @@ fn main() -> ExitCode {
         Command::EofAfterStop { rounds } => hostile::eof_after_stop(rounds),
         Command::RefSamples { hz, seconds } => refrate::run(hz, seconds),
         Command::Tick { usec } => checks::tick(usec),
+        Command::Memlock => memlock::run(),
     };
     match outcome {
         Ok(msg) => {
@@ -284,6 +292,7 @@ mod tests {
             &["rprof-e2e", "perf-beside", "3"],
             &["rprof-e2e", "stats-size"],
             &["rprof-e2e", "eof-after-stop", "5"],
+            &["rprof-e2e", "memlock"],
             &[
                 "rprof-e2e",
                 "attribution",

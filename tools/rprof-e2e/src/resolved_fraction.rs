@@ -10,7 +10,10 @@
 //! cookie never named); with `--symbol`, at least `--min-symbol-fraction`
 //! of PATH's samples inside SYMBOL; and the stream's LOST no_mm +
 //! no_mapping below `--max-lost-fraction` of COMM's user samples (the
-//! stream's totals, of every task: LOST records name no task).
+//! stream's totals, of every task: LOST records name no task).  Samples
+//! lost because the sampled process held its `mmap_lock` (`mm_busy`: the
+//! drain never waits for it) are printed, not bounded: they say how busy
+//! the processes were, not whether resolution works.
 
 use crate::checks::{ratio, Outcome};
 use crate::elf::Function;
@@ -115,6 +118,7 @@ pub fn check(stream: &Stream, opts: &Options) -> Outcome {
         "lost_no_mm": stream.lost.no_mm,
         "lost_no_mapping": stream.lost.no_mapping,
         "lost_no_cookie": stream.lost.no_cookie,
+        "lost_mm_busy": stream.lost.mm_busy,
         "lost_no_mm_mapping_fraction": lost_fraction,
         "lost": stream.lost_json(),
     });
@@ -125,14 +129,15 @@ pub fn check(stream: &Stream, opts: &Options) -> Outcome {
     };
     let summary = format!(
         "{in_path} of {user} user samples of {} ({:.1}%, {tasks} processes) in {}{in_sym}, \
-         {:.1}% in files; LOST no_mm {} + no_mapping {} = {:.1}% of them",
+         {:.1}% in files; LOST no_mm {} + no_mapping {} = {:.1}% of them, mm_busy {}",
         opts.comm,
         100.0 * path_fraction,
         opts.path,
         100.0 * file_fraction,
         stream.lost.no_mm,
         stream.lost.no_mapping,
-        100.0 * lost_fraction
+        100.0 * lost_fraction,
+        stream.lost.mm_busy
     );
     if opts.no_check {
         return Ok(summary);
@@ -268,6 +273,16 @@ mod tests {
         let mut o = options();
         o.no_check = true;
         assert!(check(&stream(0, 0, 9), &o).is_ok());
+
+        // LOST mm_busy is said, not held against the fraction.
+        let mut records = stream(90, 10, 4).records;
+        records.push(Record::Lost {
+            stage: RPROF_LOST_MM_BUSY,
+            cpu: 1,
+            count: 30,
+        });
+        let ok = check(&Stream::of_records(&records), &options()).unwrap();
+        assert!(ok.ends_with("= 4.0% of them, mm_busy 30"), "{ok}");
     }
 
     #[test]

@@ -64,17 +64,17 @@ impl Stream {
         Self::decode(&bytes)
     }
 
-    /// The LOST records' totals as a JSON object.
+    /// The LOST records' totals as a JSON object: every stage by its
+    /// short name, and `other`.
     pub fn lost_json(&self) -> serde_json::Value {
-        let l = &self.lost;
-        serde_json::json!({
-            "ring": l.ring,
-            "buffer": l.buffer,
-            "no_mm": l.no_mm,
-            "no_mapping": l.no_mapping,
-            "no_cookie": l.no_cookie,
-            "other": l.other,
-        })
+        let mut m: serde_json::Map<String, serde_json::Value> = self
+            .lost
+            .by_stage()
+            .iter()
+            .map(|&(name, n)| (name.to_string(), n.into()))
+            .collect();
+        m.insert("other".into(), self.lost.other.into());
+        serde_json::Value::Object(m)
     }
 
     /// The user samples of tasks whose comm is `comm` (all user samples if
@@ -147,6 +147,11 @@ mod tests {
                 cpu: 1,
                 count: 1,
             },
+            Record::Lost {
+                stage: RPROF_LOST_MM_BUSY,
+                cpu: 1,
+                count: 4,
+            },
             Record::Task {
                 cpu: 1,
                 pid: 6,
@@ -173,7 +178,7 @@ mod tests {
         }
         b.extend_from_slice(&[9, 0, 0, 0, 64, 0, 0, 0]); // a cut record
         let s = Stream::decode(&b).unwrap();
-        assert_eq!(s.records.len(), 10);
+        assert_eq!(s.records.len(), 11);
         assert_eq!(s.samples.len(), 3);
         assert_eq!(s.trailing, 8);
         assert_eq!((s.lost.no_mm, s.lost.no_mapping, s.lost.other), (2, 3, 1));
@@ -182,6 +187,8 @@ mod tests {
         assert_eq!(s.user_samples(Some("z")).count(), 0);
         assert_eq!(s.resolver.path(16), Some("/bin/x"));
         assert_eq!(s.lost_json()["no_mapping"], 3);
+        assert_eq!(s.lost_json()["mm_busy"], 4);
+        assert_eq!(s.lost_json()["other"], 1);
 
         let mut bad = b[..b.len() - 8].to_vec();
         bad.extend_from_slice(&[1, 0, 0, 0, 12, 0, 0, 0]);

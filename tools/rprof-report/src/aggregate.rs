@@ -1,7 +1,7 @@
 //! Counting samples of a stream by (event, task, cookie, offset).
 
 use rprof_abi::*;
-use rprof_decode::{Decoder, Record, ResolvedSample, Resolver, SessionSpan, Stack};
+use rprof_decode::{Decoder, LostTotals, Record, ResolvedSample, Resolver, SessionSpan, Stack};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -214,9 +214,6 @@ impl Filter {
     }
 }
 
-/// The names of `enum rprof_lost_stage` 1..=5, in that order.
-pub const LOST_STAGES: [&str; 5] = ["ring", "buffer", "no_mm", "no_mapping", "no_cookie"];
-
 /// A stream's samples, counted, and what it said about losses.
 #[derive(Debug, Clone, Default)]
 pub struct Aggregate {
@@ -225,10 +222,8 @@ pub struct Aggregate {
     counts: HashMap<Key, Counts>,
     /// Samples counted.
     pub samples: u64,
-    /// LOST counts by stage (index `stage - 1`, see [`LOST_STAGES`]).
-    pub lost: [u64; 5],
-    /// LOST counts of stages this program does not know.
-    pub lost_other: u64,
+    /// LOST counts by stage (`other`: stages this program does not know).
+    pub lost: LostTotals,
     /// THROTTLE records.
     pub throttles: u64,
     /// START and STOP records.
@@ -284,13 +279,7 @@ impl Aggregate {
     /// Takes the next record of the stream.
     pub fn feed(&mut self, record: &Record) {
         match record {
-            Record::Lost { stage, count, .. } => match stage {
-                1..=5 => {
-                    let l = &mut self.lost[*stage as usize - 1];
-                    *l = l.saturating_add(*count);
-                }
-                _ => self.lost_other = self.lost_other.saturating_add(*count),
-            },
+            Record::Lost { stage, count, .. } => self.lost.add(*stage, *count),
             Record::Throttle { .. } => self.throttles += 1,
             Record::Start { time_ns, .. } => {
                 self.span.add(record);
@@ -389,7 +378,6 @@ impl Aggregate {
             counts: std::mem::take(&mut self.counts),
             samples: self.samples,
             lost: self.lost,
-            lost_other: self.lost_other,
             throttles: self.throttles,
             span: self.span,
             late: self.late,
@@ -414,8 +402,7 @@ impl Aggregate {
             .unwrap_or_default();
         self.counts = counts;
         self.samples = samples;
-        self.lost = [0; 5];
-        self.lost_other = 0;
+        self.lost = LostTotals::default();
         self.throttles = 0;
         self.late = 0;
         self.filtered_out = 0;
@@ -495,8 +482,7 @@ impl Aggregate {
     pub fn clear_counts(&mut self) {
         self.counts.clear();
         self.samples = 0;
-        self.lost = [0; 5];
-        self.lost_other = 0;
+        self.lost = LostTotals::default();
         self.throttles = 0;
         self.late = 0;
         self.filtered_out = 0;
@@ -504,23 +490,13 @@ impl Aggregate {
 
     /// All lost samples.
     pub fn lost_total(&self) -> u64 {
-        // Counts come from the stream: saturate rather than wrap.
-        self.lost
-            .iter()
-            .fold(self.lost_other, |a, b| a.saturating_add(*b))
+        // Counts come from the stream: LostTotals saturates.
+        self.lost.total()
     }
 
-    /// "ring 0, buffer 0, no_mm 1, ..." for a header.
+    /// "ring 0, buffer 0, no_mm 1, ..., mm_busy 0" for a header.
     pub fn lost_line(&self) -> String {
-        let mut parts: Vec<String> = LOST_STAGES
-            .iter()
-            .zip(self.lost)
-            .map(|(n, c)| format!("{n} {c}"))
-            .collect();
-        if self.lost_other > 0 {
-            parts.push(format!("other {}", self.lost_other));
-        }
-        parts.join(", ")
+        self.lost.to_string()
     }
 }
 
@@ -688,10 +664,21 @@ mod tests {
         let mut agg = Aggregate::new();
         agg.feed_stream(&stream).unwrap();
         assert_eq!(agg.samples, testdata::SAMPLES);
-        assert_eq!(agg.lost[RPROF_LOST_NO_MAPPING as usize - 1], 3);
+        assert_eq!(agg.lost.no_mapping, 3);
         assert_eq!(agg.lost_total(), 3);
         assert_eq!((agg.span.starts, agg.span.stops), (1, 1));
         assert!(agg.lost_line().contains("no_mapping 3"));
+        agg.feed(&Record::Lost {
+            stage: RPROF_LOST_MM_BUSY,
+            cpu: 1,
+            count: 2,
+        });
+        assert_eq!(agg.lost_total(), 5);
+        assert!(
+            agg.lost_line().ends_with("no_cookie 0, mm_busy 2"),
+            "{}",
+            agg.lost_line()
+        );
         let f = Filter {
             comm: Some("attr_main".into()),
             ..Filter::default()
@@ -979,7 +966,7 @@ mod tests {
         ] {
             agg.feed(&r);
         }
-        assert_eq!(agg.lost[0], u64::MAX);
+        assert_eq!(agg.lost.ring, u64::MAX);
         assert_eq!(agg.lost_total(), u64::MAX);
         let mut sym = crate::Symbolizer::new(crate::testdata::KALLSYMS, &[], None);
         let rows = crate::rows(&agg, &mut sym, &Filter::default());

@@ -231,7 +231,9 @@ mod tests {
         assert!(text.contains("# events: cpu-clock@999 (pid 100)"), "{text}");
         assert!(text.contains("# samples: 50\n"), "{text}");
         assert!(
-            text.contains("# lost: 3 (ring 0, buffer 0, no_mm 0, no_mapping 3, no_cookie 0)"),
+            text.contains(
+                "# lost: 3 (ring 0, buffer 0, no_mm 0, no_mapping 3, no_cookie 0, mm_busy 0)"
+            ),
             "{text}"
         );
         assert!(

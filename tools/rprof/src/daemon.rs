@@ -2083,7 +2083,7 @@ mod tests {
         assert_eq!(
             summary(Path::new("/d/rprof-1-000001.pb.gz"), &agg),
             "/d/rprof-1-000001.pb.gz: 0 samples, 12 lost \
-             (ring 2, buffer 6, no_mm 0, no_mapping 0, no_cookie 0, other 4)"
+             (ring 2, buffer 6, no_mm 0, no_mapping 0, no_cookie 0, mm_busy 0, other 4)"
         );
         agg.late = 3;
         assert!(summary(Path::new("/d/p"), &agg).ends_with("other 4), 3 of them late"));

@@ -1,6 +1,7 @@
 //! Errors of the device layer, worded for the person running `rprof`.
 
 use crate::errno::errno_name;
+use crate::memlock::Refusal;
 use std::fmt;
 use std::io;
 use std::path::PathBuf;
@@ -52,6 +53,9 @@ pub enum Error {
         /// Its error.
         source: io::Error,
     },
+    /// `RPROF_IOC_SET_CONFIG` said EPERM: the session's buffers pass the
+    /// caller's locked-memory limit.
+    LockedMemory(Refusal),
     /// The module speaks another ABI version.
     VersionMismatch {
         /// `RPROF_IOC_GET_VERSION` of the module.
@@ -87,6 +91,7 @@ impl Error {
             | Error::Open { source, .. }
             | Error::Ioctl { source, .. }
             | Error::Io { source, .. } => source.raw_os_error(),
+            Error::LockedMemory(_) => Some(libc::EPERM),
             Error::VersionMismatch { .. } | Error::Protocol(_) | Error::Usage(_) => None,
         }
     }
@@ -101,6 +106,10 @@ impl Error {
             ("RPROF_IOC_SET_CONFIG", libc::ESRCH) => {
                 Some("the pid to follow names no process (in this pid namespace)")
             }
+            ("RPROF_IOC_SET_CONFIG", libc::EPERM) => Some(
+                "the session's buffers pass your locked-memory limit (ulimit -l), \
+                 beyond the module's mlock_kb allowance; CAP_IPC_LOCK lifts it",
+            ),
             ("RPROF_IOC_SET_CONFIG", libc::E2BIG) => {
                 Some("the configuration has fields this module does not know")
             }
@@ -198,6 +207,7 @@ impl fmt::Display for Error {
                 Ok(())
             }
             Error::Io { what, source } => write!(f, "rprof: {what} failed: {}", describe(source)),
+            Error::LockedMemory(refusal) => write!(f, "rprof: {refusal}"),
             Error::VersionMismatch { module, expected } => write!(
                 f,
                 "rprof: ABI version mismatch: module has {module}, this rprof expects {expected}"
@@ -260,6 +270,41 @@ mod tests {
             "got {e}"
         );
         assert_eq!(e.raw_os_error(), Some(libc::EBUSY));
+        // A bare SET_CONFIG (not through a Session) still says why.
+        let e = Error::ioctl(
+            "RPROF_IOC_SET_CONFIG",
+            io::Error::from_raw_os_error(libc::EPERM),
+        );
+        assert!(
+            e.to_string().ends_with(
+                "EPERM (Operation not permitted): the session's buffers pass your \
+                 locked-memory limit (ulimit -l), beyond the module's mlock_kb allowance; \
+                 CAP_IPC_LOCK lifts it"
+            ),
+            "got {e}"
+        );
+        // EPERM at SET_CONFIG is the locked-memory limit, not the
+        // capability (that is EPERM at open).
+        let refusal = crate::memlock::Refusal {
+            memory: crate::memlock::SessionMemory {
+                buffer_bytes: 1025 * 4096,
+                ring_bytes: 80 * 4096,
+                cpus: 2,
+            },
+            rlimit: Some(4 << 20),
+            mlock_kb: 2048,
+        };
+        let e = Error::LockedMemory(refusal);
+        assert_eq!(e.raw_os_error(), Some(libc::EPERM));
+        let text = e.to_string();
+        assert!(
+            text.starts_with(
+                "rprof: the session's buffers (4740 KiB: event buffer 4100 KiB, rings 640 KiB \
+                 for 2 CPUs) pass your locked-memory limit (RLIMIT_MEMLOCK 4096 KiB,"
+            ) && text.ends_with("or run with CAP_IPC_LOCK")
+                && !text.contains('\n'),
+            "got {text}"
+        );
         let e = Error::Usage("-p PID and a command cannot be combined".into());
         assert_eq!(
             e.to_string(),

@@ -148,9 +148,17 @@ pub fn parse_buffer_pages(s: &str) -> Result<u32, String> {
     Ok(n)
 }
 
+/// The module's `ring_records` parameter's default: slots of each CPU's
+/// ring.
+pub const DEFAULT_RING_RECORDS: u32 = 4096;
+
+/// The module's `buffer_pages` parameter's default: data pages of the
+/// event buffer.
+pub const DEFAULT_BUFFER_PAGES: u32 = 256;
+
 /// The module's parameter `name` (a size it uses by default), or
 /// `fallback`, its default at load, where it cannot be read.
-fn module_param(name: &str, fallback: u32) -> u32 {
+pub(crate) fn module_param(name: &str, fallback: u32) -> u32 {
     std::fs::read_to_string(format!("/sys/module/rprof/parameters/{name}"))
         .ok()
         .and_then(|s| s.trim().parse().ok())
@@ -159,7 +167,7 @@ fn module_param(name: &str, fallback: u32) -> u32 {
 
 /// CPUs online now: the module samples each (this process's affinity
 /// or CPU quota says nothing about that).
-fn online_cpus() -> u64 {
+pub fn online_cpus() -> u64 {
     // SAFETY: sysconf() has no preconditions.
     let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
     u64::try_from(n).unwrap_or(1).max(1)
@@ -365,7 +373,7 @@ impl SessionOptions {
             0 => {
                 let hz = sampled_hz(&c.events[..c.nr_events as usize]);
                 hz.map_or(0, |hz| {
-                    ring_for_rate(hz, module_param("ring_records", 4096))
+                    ring_for_rate(hz, module_param("ring_records", DEFAULT_RING_RECORDS))
                 })
             }
             n => n,
@@ -375,7 +383,12 @@ impl SessionOptions {
                 let hz = sampled_hz(&c.events[..c.nr_events as usize]);
                 let chains = self.callchain.is_some();
                 hz.map_or(0, |hz| {
-                    buffer_for_rate(hz, online_cpus(), chains, module_param("buffer_pages", 256))
+                    buffer_for_rate(
+                        hz,
+                        online_cpus(),
+                        chains,
+                        module_param("buffer_pages", DEFAULT_BUFFER_PAGES),
+                    )
                 })
             }
             n => n,

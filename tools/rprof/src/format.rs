@@ -8,15 +8,30 @@ use std::fmt;
 use std::io::{self, Write};
 
 /// The name of a `RPROF_LOST_*` stage: `ring`, `buffer`, `no_mm`,
-/// `no_mapping`, `no_cookie`, or `stageN`.
+/// `no_mapping`, `no_cookie`, `mm_busy`, or `stageN`.
 pub fn lost_stage_name(stage: u32) -> Cow<'static, str> {
-    match stage {
-        RPROF_LOST_RING => Cow::Borrowed("ring"),
-        RPROF_LOST_BUFFER => Cow::Borrowed("buffer"),
-        RPROF_LOST_NO_MM => Cow::Borrowed("no_mm"),
-        RPROF_LOST_NO_MAPPING => Cow::Borrowed("no_mapping"),
-        RPROF_LOST_NO_COOKIE => Cow::Borrowed("no_cookie"),
-        other => Cow::Owned(format!("stage{other}")),
+    match rprof_decode::lost_stage_name(stage) {
+        Some(name) => Cow::Borrowed(name),
+        None => Cow::Owned(format!("stage{stage}")),
+    }
+}
+
+/// A size in bytes for people: `512 B`, `4.0 KiB`, `1.3 MiB`, `2.0 GiB`
+/// (binary units, one decimal).
+pub struct Size(pub u64);
+
+impl fmt::Display for Size {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut unit = 0;
+        let mut scaled = self.0 as f64;
+        while scaled >= 1024.0 && unit < 4 {
+            scaled /= 1024.0;
+            unit += 1;
+        }
+        match unit {
+            0 => write!(f, "{} B", self.0),
+            _ => write!(f, "{scaled:.1} {}", ["", "KiB", "MiB", "GiB", "TiB"][unit]),
+        }
     }
 }
 
@@ -312,8 +327,10 @@ pub fn chain_line(c: &rprof_chain_stats) -> String {
 }
 
 /// Writes the module's statistics as a table, total first, then a line
-/// per CPU, then the drain and wakeup counts, the orphans a descendants
-/// filter follows (if any), and the call-chain counters
+/// per CPU, then the drain and wakeup counts, the samples lost to a busy
+/// `mmap_lock` (a total: no CPU's counters have it) and the memory the
+/// session charges to its owner's locked memory, the orphans a
+/// descendants filter follows (if any), and the call-chain counters
 /// when the session took chains:
 ///
 /// ```text
@@ -321,6 +338,7 @@ pub fn chain_line(c: &rprof_chain_stats) -> String {
 /// total      2000         0           0      2000              12         0          0               0              0
 /// 0          1000         0           0      1000              12         0          0               0              0
 /// drains: 200 wakeups: 10
+/// lost_mm_busy: 0 (all CPUs) locked_bytes: 1388544 (1.3 MiB)
 /// chains: 2000, kernel frames: 8000, user frames: 12000, ...
 /// ```
 pub fn write_stats(
@@ -348,6 +366,13 @@ pub fn write_stats(
         w,
         "drains: {} wakeups: {} cpus: {}",
         stats.drains, stats.wakeups, stats.nr_cpus
+    )?;
+    writeln!(
+        w,
+        "lost_mm_busy: {} (all CPUs) locked_bytes: {} ({})",
+        stats.lost_mm_busy,
+        stats.locked_bytes,
+        Size(stats.locked_bytes)
     )?;
     if stats.resets > 0 {
         writeln!(w, "cookie table resets: {}", stats.resets)?;
@@ -467,6 +492,7 @@ mod tests {
             (RPROF_LOST_NO_MM, "no_mm"),
             (RPROF_LOST_NO_MAPPING, "no_mapping"),
             (RPROF_LOST_NO_COOKIE, "no_cookie"),
+            (RPROF_LOST_MM_BUSY, "mm_busy"),
         ] {
             assert_eq!(lost_stage_name(stage), name);
         }
@@ -530,11 +556,28 @@ mod tests {
     }
 
     #[test]
+    fn sizes_for_people() {
+        for (bytes, text) in [
+            (0, "0 B"),
+            (1023, "1023 B"),
+            (1024, "1.0 KiB"),
+            (4096 + 512, "4.5 KiB"),
+            (1_388_544, "1.3 MiB"),
+            (2 << 30, "2.0 GiB"),
+            (u64::MAX, "16777216.0 TiB"),
+        ] {
+            assert_eq!(Size(bytes).to_string(), text, "{bytes} bytes");
+        }
+    }
+
+    #[test]
     fn stats_table() {
         let mut stats = rprof_stats::new();
         stats.nr_cpus = 2;
         stats.drains = 4;
         stats.total.samples = 30;
+        stats.lost_mm_busy = 6;
+        stats.locked_bytes = 1_388_544;
         let cpus = [
             rprof_cpu_stats {
                 samples: 10,
@@ -551,7 +594,7 @@ mod tests {
         write_stats(&mut out, &stats, &cpus).unwrap();
         let text = String::from_utf8(out).unwrap();
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines.len(), 5, "{text}");
+        assert_eq!(lines.len(), 6, "{text}");
         assert!(lines[0].starts_with("cpu") && lines[0].contains("ring_high_water"));
         assert!(lines[0].ends_with("lost_no_mm lost_no_mapping lost_no_cookie"));
         assert_eq!(lines[3].split_whitespace().last(), Some("4"));
@@ -564,6 +607,10 @@ mod tests {
             ["1", "20", "2"]
         );
         assert_eq!(lines[4], "drains: 4 wakeups: 0 cpus: 2");
+        assert_eq!(
+            lines[5],
+            "lost_mm_busy: 6 (all CPUs) locked_bytes: 1388544 (1.3 MiB)"
+        );
 
         // A session with chains adds their counters, each under its name.
         stats.chains.chains = 25;

@@ -11,6 +11,8 @@
 //!   building a `struct rprof_config` from them.
 //! - [`format`](mod@format) and [`summary`]: the text and JSON output of `rprof dump`
 //!   and `rprof stat`.
+//! - [`memlock`]: the locked memory a session charges to its owner, and
+//!   the message when the module refuses a session for it.
 //! - [`signal`]: SIGINT/SIGTERM end a session cleanly.
 //! - [`session`]: configure, start, pump and drain a session, shared by
 //!   every command that samples; [`sampling`]: their common options.
@@ -19,8 +21,8 @@
 //! - [`daemon`]: `rprof daemon` / `rprofd`, continuous profiling into
 //!   rotating pprof files.
 //!
-//! [`device`], [`mmap`], [`signal`], [`launch`] and [`pidfd`] contain the
-//! `unsafe` code (system calls).
+//! [`device`], [`mmap`], [`signal`], [`launch`], [`pidfd`] and [`memlock`]
+//! contain the `unsafe` code (system calls).
 
 pub mod daemon;
 pub mod device;
@@ -30,6 +32,7 @@ pub mod events;
 pub mod format;
 pub mod launch;
 pub mod live;
+pub mod memlock;
 pub mod mmap;
 pub mod output;
 pub mod pidfd;

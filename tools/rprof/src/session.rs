@@ -10,6 +10,7 @@
 //! [`Framer`] cuts the chunks a sink receives into records: chunks need
 //! not end on record boundaries.
 
+use crate::memlock::Refusal;
 use crate::{Device, Error, MmapReader};
 use rprof_abi::rprof_config;
 use rprof_decode::{Decoder, Record};
@@ -43,6 +44,10 @@ pub struct Session<'dev> {
 impl<'dev> Session<'dev> {
     /// Checks the module's ABI version, configures the session and maps
     /// the event buffer (unless `use_read`: then records come by `read()`).
+    ///
+    /// A session whose buffers pass the caller's locked-memory limit
+    /// (SET_CONFIG's EPERM) is [`Error::LockedMemory`], which says how
+    /// large it was and what to change.
     pub fn new(dev: &'dev Device, config: &rprof_config, use_read: bool) -> Result<Self, Error> {
         dev.check_version()?;
         match dev.set_config(config) {
@@ -55,6 +60,11 @@ impl<'dev> Session<'dev> {
                      than these tools takes none (see dmesg; -m sets the size)",
                     config.buffer_pages
                 )))
+            }
+            Err(Error::Ioctl { source, .. }) if source.raw_os_error() == Some(libc::EPERM) => {
+                // The capability was checked at open(): EPERM here is
+                // the locked-memory limit (crate::memlock).
+                return Err(Error::LockedMemory(Refusal::now(config)));
             }
             r => r?,
         }

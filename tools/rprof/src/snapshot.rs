@@ -86,6 +86,8 @@ pub fn stats_of(s: &rprof_abi::rprof_stats) -> Stats {
         ring_high_water: t.ring_high_water,
         drains: s.drains,
         wakeups: s.wakeups,
+        lost_mm_busy: s.lost_mm_busy,
+        locked_bytes: s.locked_bytes,
     }
 }
 

@@ -37,6 +37,10 @@ pub struct Summary {
     pub lost_records: u64,
     /// Sums of `count` of LOST records, by stage.
     pub lost_by_stage: LostTotals,
+    /// Sums of `count` of `RPROF_LOST_MM_BUSY` records, indexed by their
+    /// CPU: the only per-CPU figure of that stage (the module's per-CPU
+    /// counters have no field for it).
+    pub lost_mm_busy_per_cpu: Vec<u64>,
     /// START and STOP records.
     pub span: SessionSpan,
     /// THROTTLE records.
@@ -58,11 +62,20 @@ pub struct Summary {
 /// Adds 1 at `index`, growing `v` as needed (indices come from the module
 /// and are small: CPU numbers and event indices).
 fn bump(v: &mut Vec<u64>, index: usize) {
+    add_at(v, index, 1);
+}
+
+/// Adds `n` at `index` (saturating), growing `v` as needed.
+fn add_at(v: &mut Vec<u64>, index: usize, n: u64) {
     if index >= v.len() {
         v.resize(index + 1, 0);
     }
-    v[index] += 1;
+    v[index] = v[index].saturating_add(n);
 }
+
+/// CPU numbers a corrupt stream may hold are not indices: above this, a
+/// count goes into no CPU's entry.
+const MAX_CPU: u32 = 65536;
 
 impl Summary {
     /// Counts `record`.
@@ -81,7 +94,7 @@ impl Summary {
                 }
                 match self.current_cpu {
                     // Guard against absurd CPU numbers of a corrupt stream.
-                    Some(cpu) if cpu < 65536 => bump(&mut self.samples_per_cpu, cpu as usize),
+                    Some(cpu) if cpu < MAX_CPU => bump(&mut self.samples_per_cpu, cpu as usize),
                     _ => self.samples_no_task += 1,
                 }
                 bump(&mut self.samples_per_event, sample_event(*flags) as usize);
@@ -93,9 +106,12 @@ impl Summary {
             Record::Switch { .. } => self.switches += 1,
             Record::Cookie { .. } => self.cookies += 1,
             Record::Module { .. } => self.modules += 1,
-            Record::Lost { stage, count, .. } => {
+            Record::Lost { stage, cpu, count } => {
                 self.lost_records += 1;
                 self.lost_by_stage.add(*stage, *count);
+                if *stage == RPROF_LOST_MM_BUSY && *cpu < MAX_CPU {
+                    add_at(&mut self.lost_mm_busy_per_cpu, *cpu as usize, *count);
+                }
             }
             Record::Start { .. } | Record::Stop { .. } => self.span.add(record),
             Record::Throttle { .. } => self.throttles += 1,
@@ -130,23 +146,37 @@ impl Summary {
     ///           "cookie":C,"task":T,"switch":W,"module":M,"unknown":0},
     ///  "samples_user":U,"samples_kernel":K,
     ///  "samples_per_cpu":[..],"samples_no_task":0,"samples_per_event":[..],
-    ///  "lost_by_stage":{"ring":R,"buffer":B,"no_mm":..,"no_mapping":..,"no_cookie":..,"other":0},
+    ///  "lost_by_stage":{"ring":R,"buffer":B,"no_mm":..,"no_mapping":..,"no_cookie":..,
+    ///                   "mm_busy":..,"other":0},
+    ///  "lost_mm_busy_per_cpu":[..],
     ///  "session_ns":NS,
     ///  "stats":{"nr_cpus":2,"drains":D,"wakeups":W,"orphans":O,"orphans_lost":L,
+    ///           "lost_mm_busy":M,"locked_bytes":B,
     ///           "total":{"samples":..,"lost_ring":..,...},
     ///           "per_cpu":[{"samples":..,...},...]}}
     /// ```
     ///
-    /// `samples_per_cpu` has at least `stats.nr_cpus` entries.
+    /// `samples_per_cpu` and `lost_mm_busy_per_cpu` have at least
+    /// `stats.nr_cpus` entries.
     pub fn to_json(&self, stats: Option<(&rprof_stats, &[rprof_cpu_stats])>) -> String {
         let mut j = String::new();
         let mut per_cpu = self.samples_per_cpu.clone();
+        let mut mm_busy_per_cpu = self.lost_mm_busy_per_cpu.clone();
         if let Some((s, _)) = stats {
-            let n = (s.nr_cpus as usize).min(65536);
-            if per_cpu.len() < n {
-                per_cpu.resize(n, 0);
+            let n = (s.nr_cpus as usize).min(MAX_CPU as usize);
+            for v in [&mut per_cpu, &mut mm_busy_per_cpu] {
+                if v.len() < n {
+                    v.resize(n, 0);
+                }
             }
         }
+        let lost_by_stage: Vec<String> = self
+            .lost_by_stage
+            .by_stage()
+            .iter()
+            .map(|(name, n)| format!("\"{name}\":{n}"))
+            .chain([format!("\"other\":{}", self.lost_by_stage.other)])
+            .collect();
         let list = |v: &[u64]| {
             let items: Vec<String> = v.iter().map(u64::to_string).collect();
             format!("[{}]", items.join(","))
@@ -160,8 +190,7 @@ impl Summary {
              \"switch\":{},\"module\":{},\"unknown\":{}}},\
              \"samples_user\":{},\"samples_kernel\":{},\
              \"samples_per_cpu\":{},\"samples_no_task\":{},\"samples_per_event\":{},\
-             \"lost_by_stage\":{{\"ring\":{},\"buffer\":{},\"no_mm\":{},\
-             \"no_mapping\":{},\"no_cookie\":{},\"other\":{}}},\
+             \"lost_by_stage\":{{{}}},\"lost_mm_busy_per_cpu\":{},\
              \"session_ns\":{},\"start_ns\":{},\"stop_ns\":{},\"stacks\":{},\"samples_with_stack\":{},\"samples_chain_cut\":{},\"resets\":{}",
             self.records,
             self.samples,
@@ -182,12 +211,8 @@ impl Summary {
             list(&per_cpu),
             self.samples_no_task,
             list(&self.samples_per_event),
-            self.lost_by_stage.ring,
-            self.lost_by_stage.buffer,
-            self.lost_by_stage.no_mm,
-            self.lost_by_stage.no_mapping,
-            self.lost_by_stage.no_cookie,
-            self.lost_by_stage.other,
+            lost_by_stage.join(","),
+            list(&mm_busy_per_cpu),
             self.span.duration_ns().unwrap_or(0),
             self.span.start_ns.unwrap_or(0),
             self.span.stop_ns.unwrap_or(0),
@@ -212,12 +237,15 @@ impl Summary {
             let chains = format!("{{{}}}", chains.join(","));
             let _ = write!(
                 j,
-                ",\"stats\":{{\"nr_cpus\":{},\"drains\":{},\"wakeups\":{},\"orphans\":{},\"orphans_lost\":{},\"total\":{},\"per_cpu\":[{}],\"chains\":{}}}",
+                ",\"stats\":{{\"nr_cpus\":{},\"drains\":{},\"wakeups\":{},\"orphans\":{},\"orphans_lost\":{},\
+                 \"lost_mm_busy\":{},\"locked_bytes\":{},\"total\":{},\"per_cpu\":[{}],\"chains\":{}}}",
                 s.nr_cpus,
                 s.drains,
                 s.wakeups,
                 s.orphans,
                 s.orphans_lost,
+                s.lost_mm_busy,
+                s.locked_bytes,
                 counters(&s.total),
                 per_cpu.join(","),
                 chains
@@ -288,6 +316,21 @@ mod tests {
                 cpu: 0,
                 count: 6,
             },
+            Record::Lost {
+                stage: RPROF_LOST_MM_BUSY,
+                cpu: 2,
+                count: 7,
+            },
+            Record::Lost {
+                stage: RPROF_LOST_MM_BUSY,
+                cpu: 2,
+                count: 1,
+            },
+            Record::Lost {
+                stage: RPROF_LOST_MM_BUSY,
+                cpu: 70000,
+                count: 1,
+            },
             Record::Start {
                 time_ns: 0,
                 config: rprof_config::new(),
@@ -309,7 +352,7 @@ mod tests {
         ] {
             s.add(&r);
         }
-        assert_eq!(s.line(), "records: 15 samples: 4 lost: 20");
+        assert_eq!(s.line(), "records: 18 samples: 4 lost: 29");
         assert_eq!(s.samples_per_cpu, [1, 2]);
         assert_eq!(s.samples_no_task, 1);
         assert_eq!(s.samples_per_event, [3, 1]);
@@ -317,6 +360,9 @@ mod tests {
         let lost = s.lost_by_stage;
         assert_eq!((lost.ring, lost.buffer, s.span.starts), (5, 2, 1));
         assert_eq!((lost.no_mm, lost.no_mapping, lost.no_cookie), (4, 3, 6));
+        assert_eq!(lost.mm_busy, 9);
+        // Per CPU, of the CPUs that can be: not the corrupt 70000.
+        assert_eq!(s.lost_mm_busy_per_cpu, [0, 0, 8]);
         assert_eq!((s.tasks, s.switches, s.cookies, s.modules), (2, 1, 1, 1));
     }
 
@@ -330,24 +376,35 @@ mod tests {
         stats.drains = 9;
         stats.total.samples = 1;
         stats.total.delivered = 1;
+        stats.lost_mm_busy = 5;
+        stats.locked_bytes = 4096;
+        s.add(&Record::Lost {
+            stage: RPROF_LOST_MM_BUSY,
+            cpu: 1,
+            count: 5,
+        });
         let cpus = [rprof_cpu_stats::default(); 3];
         let j = s.to_json(Some((&stats, &cpus)));
         assert!(
-            j.starts_with("{\"records\":2,\"samples\":1,\"lost\":0,"),
+            j.starts_with("{\"records\":3,\"samples\":1,\"lost\":5,"),
             "{j}"
         );
         assert!(j.contains("\"samples_per_cpu\":[0,1,0]"), "{j}");
-        assert!(j.contains("\"types\":{\"sample\":1,\"lost\":0,"), "{j}");
+        assert!(j.contains("\"types\":{\"sample\":1,\"lost\":1,"), "{j}");
         assert!(
             j.contains(
                 "\"lost_by_stage\":{\"ring\":0,\"buffer\":0,\"no_mm\":0,\"no_mapping\":0,\
-                 \"no_cookie\":0,\"other\":0}"
+                 \"no_cookie\":0,\"mm_busy\":5,\"other\":0},\"lost_mm_busy_per_cpu\":[0,5,0],"
             ),
             "{j}"
         );
         assert!(
+            j.contains("\"orphans_lost\":0,\"lost_mm_busy\":5,\"locked_bytes\":4096,"),
+            "{j}"
+        );
+        assert!(
             j.contains(
-                "\"types\":{\"sample\":1,\"lost\":0,\"start\":0,\"stop\":0,\"throttle\":0,\
+                "\"types\":{\"sample\":1,\"lost\":1,\"start\":0,\"stop\":0,\"throttle\":0,\
                  \"unthrottle\":0,\"cookie\":0,\"task\":1,\"switch\":0,\"module\":0,\"unknown\":0}"
             ),
             "{j}"

@@ -27,6 +27,7 @@ use rprof::scan::Scan;
 use rprof::session::{Session, Sink};
 use rprof::{signal, snapshot, Device, Error};
 use rprof_data::{meta, Writer};
+use rprof_decode::LostTotals;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::BufWriter;
@@ -367,17 +368,12 @@ fn record(
         bytes,
         snap.files.len()
     );
-    let t = &stats.total;
+    let lost = LostTotals::of_stats(&stats);
     eprintln!(
-        "rprof: module: samples {}, delivered {}, lost {} (ring {}, buffer {}, no_mm {}, no_mapping {}, no_cookie {}); stream: lost {}",
-        t.samples,
-        t.delivered,
-        t.lost_ring + t.lost_buffer + t.lost_no_mm + t.lost_no_mapping + t.lost_no_cookie,
-        t.lost_ring,
-        t.lost_buffer,
-        t.lost_no_mm,
-        t.lost_no_mapping,
-        t.lost_no_cookie,
+        "rprof: module: samples {}, delivered {}, lost {} ({lost}); stream: lost {}",
+        stats.total.samples,
+        stats.total.delivered,
+        lost.total(),
         scan.lost
     );
     if stats.chains.chains > 0 {
