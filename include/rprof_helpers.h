@@ -95,7 +95,7 @@ struct rprof_vma_range {
 };
 int rprof_resolve_user(struct mm_struct *mm, __u64 ip, __u32 seq,
 		       struct path *path, __u64 *offset,
-		       struct rprof_vma_range *range, __u32 *sleeps);
+		       struct rprof_vma_range *range, __u64 *wait_ns);
 /* Several ips of one sample's chain, under one mmap_lock round: out[i]
  * is what rprof_resolve_user() would give for ips[i] (how: RPROF_RESOLVE_*,
  * path referenced with RPROF_RESOLVE_FILE). */
@@ -108,7 +108,7 @@ struct rprof_frame_res {
 };
 void rprof_resolve_user_frames(struct mm_struct *mm, __u32 seq,
 			       const __u64 *ips, __u32 n,
-			       struct rprof_frame_res *out, __u32 *sleeps);
+			       struct rprof_frame_res *out, __u64 *wait_ns);
 /* mm_count references (the mm_struct stays, not its mappings). */
 /* current's mm_lock_seq now, 0 without an mm; NMI-safe. */
 __u32 rprof_current_mm_seq(void);

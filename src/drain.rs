@@ -115,10 +115,11 @@ const NO_MAPPING: usize = 2;
 const NO_COOKIE: usize = 3;
 const MM_BUSY: usize = 4;
 
-/// Sleeps one pass may spend waiting for sampled processes' `mmap_lock`s
-/// (each 50 to 100 us): at most about 6 ms a pass, 12 % of the default
-/// 50 ms drain interval, however long a process holds its lock.
-const LOCK_SLEEPS: u32 = 64;
+/// The time one pass may spend waiting for sampled processes'
+/// `mmap_lock`s (at most 1 ms for one lookup, in the helper): 5 ms, a
+/// tenth of the default 50 ms drain interval, however long a process
+/// holds its lock (one sleep of 50 to 100 us may go past it).
+const LOCK_WAIT_NS: u64 = 5_000_000;
 
 /// The drain's bookkeeping of one CPU.
 #[derive(Default, Clone, Copy)]
@@ -150,10 +151,9 @@ pub(crate) struct Drain {
     unloads_done: usize,
     pub(crate) drains: u64,
     pub(crate) wakeups: u64,
-    /// Sleeps this pass may still spend waiting for a sampled process's
-    /// `mmap_lock` (`rprof_resolve_user`): a held lock costs a pass at
-    /// most [`LOCK_SLEEPS`] sleeps of 50 to 100 us.
-    lock_sleeps: u32,
+    /// Nanoseconds this pass may still spend waiting for sampled
+    /// processes' `mmap_lock`s (`rprof_resolve_user`).
+    lock_wait_ns: u64,
     /// RESET records written, those of [`Drain::auto_reset`] too.
     pub(crate) resets: u64,
     /// What the last automatic RESET forgot, until the drain lock is let go.
@@ -251,7 +251,7 @@ impl Drain {
             drains: 0,
             wakeups: 0,
             resets: 0,
-            lock_sleeps: LOCK_SLEEPS,
+            lock_wait_ns: LOCK_WAIT_NS,
             forgotten: None,
             cookies: CookieTable::new(max_cookies)?,
             task: None,
@@ -279,10 +279,10 @@ impl Drain {
             .any(|(cpu, st)| st.pending.iter().any(|&n| n > 0) || ring_lost(cpu) > st.ring_lost_reported)
     }
 
-    /// A new pass: a new budget of sleeps for busy `mmap_lock`s.
+    /// A new pass: a new budget of time for busy `mmap_lock`s.
     pub(crate) fn begin_pass(&mut self) {
         self.drains += 1;
-        self.lock_sleeps = LOCK_SLEEPS;
+        self.lock_wait_ns = LOCK_WAIT_NS;
     }
 
     /// Writes the LOST records owed for `cpu`, as far as they fit.
@@ -448,7 +448,7 @@ impl Drain {
                     &mut path,
                     &mut offset,
                     &mut range,
-                    &mut self.lock_sleeps,
+                    &mut self.lock_wait_ns,
                 )
             };
             let target = match how {
@@ -678,7 +678,7 @@ impl Drain {
                     ch.miss_ips.as_ptr(),
                     n as u32,
                     ch.miss_res.as_mut_ptr(),
-                    &mut self.lock_sleeps,
+                    &mut self.lock_wait_ns,
                 )
             };
             for k in 0..n {

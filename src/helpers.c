@@ -1077,36 +1077,41 @@ static int rprof_resolve_locked(struct mm_struct *mm, u64 ip, u32 seq,
  * may hold it for seconds (a fault on a slow file, a long mlock() or
  * MAP_POPULATE) or queue a writer behind such a holder, and the drain's
  * lock is waited for by STOP, close, GET_STATS and the module notifier.
- * It try-locks, and tries again after sleeps of 50 to 100 us, at most
- * RPROF_MM_TRIES of them for one lookup and as many as *@sleeps allows
- * (the drain's budget for its pass, decremented here): that covers the
- * short write sections of mmap(), mprotect() and exec that a busy program
- * takes all the time, and bounds what a held lock costs a pass.  A lock
- * still busy makes the lookup RPROF_RESOLVE_BUSY (counted).
+ * It try-locks, and tries again after sleeps of 50 to 100 us for up to
+ * RPROF_MM_WAIT_NS of the clock for one lookup, and no longer than *@wait_ns
+ * allows (the drain's budget for its pass, reduced here by the time spent):
+ * that covers the short write sections of mmap(), mprotect() and exec that
+ * a busy program takes all the time, and bounds what a held lock costs a
+ * pass.  A lock still busy makes the lookup RPROF_RESOLVE_BUSY (counted).
  */
-#define RPROF_MM_TRIES 12
+#define RPROF_MM_WAIT_NS (1000 * NSEC_PER_USEC)
 
-static bool rprof_mmap_read_trylock_wait(struct mm_struct *mm, u32 *sleeps)
+static bool rprof_mmap_read_trylock_wait(struct mm_struct *mm, u64 *wait_ns)
 {
-	int i;
+	u64 start = ktime_get_mono_fast_ns();
+	u64 limit = min_t(u64, *wait_ns, RPROF_MM_WAIT_NS);
+	bool locked;
 
-	for (i = 0;; i++) {
-		if (mmap_read_trylock(mm))
-			return true;
-		if (i == RPROF_MM_TRIES || !*sleeps)
-			return false;
-		(*sleeps)--;
+	for (;;) {
+		u64 spent;
+
+		locked = mmap_read_trylock(mm);
+		spent = ktime_get_mono_fast_ns() - start;
+		if (locked || spent >= limit) {
+			*wait_ns -= min(spent, *wait_ns);
+			return locked;
+		}
 		usleep_range(50, 100);
 	}
 }
 
 int rprof_resolve_user(struct mm_struct *mm, u64 ip, u32 seq,
 		       struct path *path, u64 *offset,
-		       struct rprof_vma_range *range, u32 *sleeps)
+		       struct rprof_vma_range *range, u64 *wait_ns)
 {
 	int ret;
 
-	if (!rprof_mmap_read_trylock_wait(mm, sleeps))
+	if (!rprof_mmap_read_trylock_wait(mm, wait_ns))
 		return RPROF_RESOLVE_BUSY;
 	ret = rprof_resolve_locked(mm, ip, seq, path, offset, range);
 	mmap_read_unlock(mm);
@@ -1114,11 +1119,11 @@ int rprof_resolve_user(struct mm_struct *mm, u64 ip, u32 seq,
 }
 
 void rprof_resolve_user_frames(struct mm_struct *mm, u32 seq, const u64 *ips,
-			       u32 n, struct rprof_frame_res *out, u32 *sleeps)
+			       u32 n, struct rprof_frame_res *out, u64 *wait_ns)
 {
 	u32 i;
 
-	if (!rprof_mmap_read_trylock_wait(mm, sleeps)) {
+	if (!rprof_mmap_read_trylock_wait(mm, wait_ns)) {
 		for (i = 0; i < n; i++)
 			out[i].how = RPROF_RESOLVE_BUSY;
 		return;

@@ -210,7 +210,7 @@ extern "C" {
         path: *mut bindings::path,
         offset: *mut u64,
         range: *mut VmaRange,
-        sleeps: *mut u32,
+        wait_ns: *mut u64,
     ) -> c_int;
     pub(crate) fn rprof_resolve_user_frames(
         mm: *mut MmStruct,
@@ -218,7 +218,7 @@ extern "C" {
         ips: *const u64,
         n: u32,
         out: *mut FrameRes,
-        sleeps: *mut u32,
+        wait_ns: *mut u64,
     );
     pub(crate) fn rprof_mm_grab(mm: *mut MmStruct);
     pub(crate) fn rprof_module_generation() -> u32;

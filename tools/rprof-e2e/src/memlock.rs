@@ -5,14 +5,17 @@
 //! `mlock_kb` KiB per online CPU, then the caller's `RLIMIT_MEMLOCK`,
 //! unless it has CAP_IPC_LOCK; past both, SET_CONFIG fails with EPERM.  A
 //! buffer that is still mapped outlives its session (closing the file
-//! ends the session, not the mapping), and so does its charge.
+//! or replacing the session ends it, not the mapping), and so does its
+//! charge.
 //!
 //! A child becomes uid and gid 65534 keeping only CAP_PERFMON, with an
 //! `RLIMIT_MEMLOCK` of 4 MiB, and pins 4 MiB buffers one after the other
-//! (open, SET_CONFIG, map the control page and the data area, close):
+//! on one file (SET_CONFIG, which replaces the file's last session, then
+//! map the control page and the data area and keep them mapped):
 //! SET_CONFIG must fail with EPERM once the mapped buffers fill the
 //! allowance and the limit (by round 4 with up to 5 online CPUs), and
-//! succeed again once they are unmapped (the charge was given back);
+//! succeed again on a new file once they are unmapped and the first file
+//! is closed (the charge was given back);
 //! GET_STATS's `locked_bytes` then covers the buffer.  Root (CAP_IPC_LOCK)
 //! pins 6 buffers of 2 MiB without a refusal.
 //!
@@ -97,7 +100,7 @@ fn os_error(what: &str) -> String {
     )
 }
 
-/// Buffers of sessions whose files were closed, still mapped.
+/// Buffers of replaced sessions, still mapped.
 #[derive(Default)]
 struct Pinned {
     maps: Vec<(Map, Map)>,
@@ -109,18 +112,17 @@ struct Pinned {
 enum Round {
     /// The session was configured and its buffer stays mapped.
     Pinned,
-    /// SET_CONFIG said EPERM; the file, still open, without a session.
-    Refused(Device),
+    /// SET_CONFIG said EPERM.
+    Refused,
 }
 
 impl Pinned {
-    /// Opens the device, configures `config`, maps its buffer and closes
-    /// the file, keeping the mappings.
-    fn pin(&mut self, config: &rprof_config, page: u64) -> Result<Round, String> {
-        let dev = Device::open(DEFAULT_PATH).map_err(|e| e.to_string())?;
+    /// Configures `config` on `dev` (replacing its last session) and maps
+    /// its buffer, keeping the mappings.
+    fn pin(&mut self, dev: &Device, config: &rprof_config, page: u64) -> Result<Round, String> {
         match dev.set_config(config) {
             Ok(()) => {}
-            Err(e) if e.raw_os_error() == Some(libc::EPERM) => return Ok(Round::Refused(dev)),
+            Err(e) if e.raw_os_error() == Some(libc::EPERM) => return Ok(Round::Refused),
             Err(e) => {
                 return Err(format!(
                     "expected SET_CONFIG to succeed or fail with EPERM, got {}",
@@ -128,7 +130,7 @@ impl Pinned {
                 ))
             }
         }
-        let (ctrl, data, data_size) = map_buffer(&dev)?;
+        let (ctrl, data, data_size) = map_buffer(dev)?;
         self.bytes += page + data_size as u64;
         self.maps.push((ctrl, data));
         Ok(Round::Pinned)
@@ -224,11 +226,12 @@ fn nobody_pins(page: u64) -> Outcome {
     let latest = latest_refusal(limit, memory.buffer_bytes);
     let mut pinned = Pinned::default();
     let mut refusal = None;
+    let dev = Device::open(DEFAULT_PATH).map_err(|e| e.to_string())?;
     for round in 1..=CHILD_ROUNDS {
-        match pinned.pin(&config, page) {
+        match pinned.pin(&dev, &config, page) {
             Ok(Round::Pinned) => {}
-            Ok(Round::Refused(dev)) => {
-                refusal = Some((u64::from(round), dev));
+            Ok(Round::Refused) => {
+                refusal = Some(u64::from(round));
                 break;
             }
             Err(e) => return Err(format!("round {round}: {e}")),
@@ -242,7 +245,7 @@ fn nobody_pins(page: u64) -> Outcome {
         mlock_kb(),
         CHILD_RLIMIT / 1024
     );
-    let Some((round, dev)) = refusal else {
+    let Some(round) = refusal else {
         return Err(format!(
             "expected SET_CONFIG to fail with EPERM by round {latest}, got {CHILD_ROUNDS} \
              sessions with {} bytes pinned ({figures})",
@@ -263,6 +266,10 @@ fn nobody_pins(page: u64) -> Outcome {
         ));
     }
     pinned.unmap_all()?;
+    // The file's last session (round 1's, still its own: EPERM replaced
+    // nothing) holds its charge until the file is closed.
+    drop(dev);
+    let dev = Device::open(DEFAULT_PATH).map_err(|e| e.to_string())?;
     dev.set_config(&config).map_err(|e| {
         format!(
             "expected SET_CONFIG to succeed once the {at_refusal} pinned bytes were unmapped, \
@@ -292,10 +299,11 @@ fn nobody_pins(page: u64) -> Outcome {
 fn root_pins(page: u64) -> Outcome {
     let config = config_of(ROOT_BUFFER_PAGES);
     let mut pinned = Pinned::default();
+    let dev = Device::open(DEFAULT_PATH).map_err(|e| e.to_string())?;
     for round in 1..=ROOT_ROUNDS {
-        match pinned.pin(&config, page) {
+        match pinned.pin(&dev, &config, page) {
             Ok(Round::Pinned) => {}
-            Ok(Round::Refused(_)) => {
+            Ok(Round::Refused) => {
                 return Err(format!(
                     "expected root (CAP_IPC_LOCK) to configure session {round} of {ROOT_ROUNDS} \
                      with {} bytes pinned, got EPERM",
