@@ -44,11 +44,13 @@ run_host_tests() {
 	host_logs=(--cargo "$OUT/host-cargo.log" --unittest "$OUT/host-harness.log")
 }
 
-# summarize JSON ARGS...: the verdict of the steps so far and the logs in
-# ARGS, checked against the list of suites that must run.
+# summarize RUN JSON ARGS...: the verdict of the steps so far and the logs
+# in ARGS, checked against the list of suites that must run; RUN (check,
+# host-test) names the run in README.md's list of allowed skips.
 summarize() {
-	local json=$1
-	shift
+	local run=$1 json=$2
+	shift 2
 	python3 "$RPROF_TOP/tests/harness/summarize.py" "${steps[@]}" "$@" \
-		--expected "$RPROF_TOP/tests/harness/expected-suites.txt" --json "$json"
+		--expected "$RPROF_TOP/tests/harness/expected-suites.txt" \
+		--allowed-skips "$RPROF_TOP/README.md" --run "$run" --json "$json"
 }

@@ -18,6 +18,10 @@ Inputs (any may be repeated):
                    check-distro: the KUnit suites, the checkers), counted
                    as one skipped test with its reason, so that what was
                    not tested shows in the summary
+  --allowed-skips FILE --run RUN
+                   the list of allowed skips in FILE (README.md, between
+                   its allowed-skips markers): the suites `make RUN` may
+                   skip whole
 
 Every test that ran counts once, as passed, failed or skipped.  Besides
 the tests themselves, these count as failures:
@@ -31,6 +35,9 @@ the tests themselves, these count as failures:
   non-zero;
 - a suite of the expected list that did not run or ran no test, and a
   suite that ran but is not on the list;
+- a suite whose every test was skipped (`1..0 # SKIP`, each result
+  `# SKIP`, each cargo test ignored, a --skip), unless the list of
+  allowed skips names it for this run;
 - any kernel WARN, BUG, oops, lockdep, KASAN, hung-task, soft-lockup or
   workqueue-lockup report in the console, and a missing KASAN or lockdep
   start-up line when --require-boot asks for it.
@@ -41,6 +48,7 @@ failed and something passed.
 """
 
 import argparse
+import fnmatch
 import json
 import re
 import sys
@@ -494,6 +502,53 @@ def check_expected(summary, expected, kinds):
                 summary.fail(name, "ran but is not in tests/harness/expected-suites.txt (add a line)")
 
 
+# README.md's list of allowed skips sits between these two lines; each
+# entry is `- `make RUN`: `PATTERN`, `PATTERN`: why`, PATTERN a suite name
+# with shell wildcards, continued on indented lines.
+ALLOWED_BEGIN = "<!-- allowed-skips:begin -->"
+ALLOWED_END = "<!-- allowed-skips:end -->"
+ALLOWED_ENTRY = re.compile(r"^- `make ([\w-]+)`: ((?:`[^`]+`, )*`[^`]+`): \S")
+
+
+def read_allowed_skips(text, run):
+    """The suite patterns that the list of allowed skips in `text` (the
+    README) lets `make RUN` skip whole.  Raises ValueError when the list
+    is missing or has a line that is not an entry: a typo must not go
+    unnoticed."""
+    if text.count(ALLOWED_BEGIN) != 1 or text.count(ALLOWED_END) != 1:
+        raise ValueError(f"no single '{ALLOWED_BEGIN}' ... '{ALLOWED_END}' block")
+    block = text.split(ALLOWED_BEGIN)[1].split(ALLOWED_END)[0]
+    entries = []
+    for line in block.splitlines():
+        if not line.strip():
+            continue
+        if line.startswith("- "):
+            entries.append(line.strip())
+        elif line[0].isspace() and entries:
+            entries[-1] += " " + line.strip()
+        else:
+            raise ValueError(f"not an entry of the list: {line!r}")
+    patterns = []
+    for e in entries:
+        m = ALLOWED_ENTRY.match(e)
+        if not m:
+            raise ValueError(f"not '- `make RUN`: `SUITE`, ...: why': {e!r}")
+        if m.group(1) == run:
+            patterns += re.findall(r"`([^`]+)`", m.group(2))
+    return patterns
+
+
+def check_skips(summary, allowed):
+    """Fails each suite that reported results, every one of them a skip,
+    unless a pattern of `allowed` names it: a suite reduced to skips (its
+    plan `1..0 # SKIP`, a requirement it always lacks) tests nothing."""
+    for name, s in list(summary.suites.items()):
+        if s.results and s.skipped == s.results and s.failed == 0 and \
+                not any(fnmatch.fnmatchcase(name, p) for p in allowed):
+            summary.fail(name, f"all {s.results} of its tests skipped, and README.md's"
+                         " list of allowed skips does not name it for this run")
+
+
 def describe_status(rc):
     if rc == "124":
         return "exit status 124 (timed out)"
@@ -523,8 +578,13 @@ def main(argv=None):
     ap.add_argument("--no-kunit", action="store_true")
     ap.add_argument("--skip", action="append", default=[],
                     help="NAME=WHY: a suite not run on this kernel, and why")
+    ap.add_argument("--allowed-skips", metavar="FILE",
+                    help="README.md: its list of the suites a run may skip whole")
+    ap.add_argument("--run", help="the run (check, check-distro, ...) for --allowed-skips")
     ap.add_argument("--json")
     args = ap.parse_args(argv)
+    if bool(args.allowed_skips) != bool(args.run):
+        ap.error("--allowed-skips and --run go together")
 
     s = Summary()
     for step in args.step:
@@ -558,6 +618,13 @@ def main(argv=None):
             s.fail("expected", f"cannot read {args.expected}: {e}")
         else:
             check_expected(s, expected, kinds)
+    allowed = []
+    if args.allowed_skips:
+        try:
+            allowed = read_allowed_skips(read(args.allowed_skips) or "", args.run)
+        except ValueError as e:
+            s.fail("allowed-skips", f"{args.allowed_skips}: {e}")
+    check_skips(s, allowed)
 
     for name, v in s.shown().items():
         status = "ok" if v.failed == 0 else "FAIL"
