@@ -28,7 +28,8 @@ the tests themselves, these count as failures:
 - a step that exited non-zero (a crashed cargo or unittest run, QEMU
   timing out or dying);
 - a cargo test binary that printed no result line (it died: abort, signal,
-  stack overflow, process::exit);
+  stack overflow, process::exit, or ran past RPROF_HOST_TEST_TIMEOUT and
+  was killed by tests/harness/timeout.sh);
 - a KTAP or TAP plan that does not match the results, at either level of
   KTAP (KUnit's top-level plan counts suites), results out of sequence, a
   missing end marker (the guest died or timed out), a script that exited
@@ -183,6 +184,9 @@ CARGO_DOC = re.compile(r"^\s*Doc-tests (\S+)")
 CARGO_RESULT = re.compile(r"^test result: (\w+)\. (\d+) passed; (\d+) failed; (\d+) ignored")
 CARGO_DIED = re.compile(r"process didn't exit successfully: `([^`]*)` \((.*)\)")
 CARGO_RERUN = re.compile(r"`((?:-p \S+ )?--(?:lib|bins?|test|doc)\b[^`]*)`")
+# tests/harness/timeout.sh, which runs each test binary: the binary ran
+# past RPROF_HOST_TEST_TIMEOUT and was killed.
+TIMEOUT = re.compile(r"^RPROF-TIMEOUT: .* ran longer than (\d+) s")
 
 
 def cargo_kind(source):
@@ -272,11 +276,16 @@ def parse_cargo(text, summary):
         if m and current is not None:
             summary.suite(current).notes.append("FAILED " + m.group(1))
             continue
+        m = TIMEOUT.match(line)
+        if m and current is not None:
+            why = f"killed after {m.group(1)} s: RPROF_HOST_TEST_TIMEOUT"
+            summary.suite(current).notes.append(line.strip())
+            continue
         m = CARGO_DIED.search(line)
         if m:
             name = by_path.get(cargo_stem(m.group(1)))
             if name == current and not has_result:
-                why = m.group(2)
+                why = why or m.group(2)
             elif name is not None and "exit status: 101" not in m.group(2):
                 # After its result line: a crash in teardown.
                 summary.fail(name, f"exited with {m.group(2)} after its result line")
@@ -293,8 +302,12 @@ def parse_cargo(text, summary):
 def parse_unittest(text, summary, name="python:harness"):
     """`python3 -m unittest -v`: its closing lines count everything."""
     ran = re.search(r"^Ran (\d+) tests?", text, re.M)
+    timeout = re.search(TIMEOUT.pattern + ".*", text, re.M)
+    if timeout:
+        summary.fail(name, timeout.group(0))
     if not ran:
-        summary.fail(name, "python unittest did not report (it died or did not start)")
+        if not timeout:
+            summary.fail(name, "python unittest did not report (it died or did not start)")
         return
     total = int(ran.group(1))
     counts = {}

@@ -10,8 +10,10 @@ import glob
 import io
 import json
 import os
+import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -444,6 +446,74 @@ class CargoTests(unittest.TestCase):
                "  process didn't exit successfully: `/w/target/debug/deps/a-3110576fc3c3c96d` (exit status: 101)\n")
         (p, f, _), s = run(cargo=log)
         self.assertEqual((p, f), (1, 1))
+
+
+# A test binary that hung, killed by tests/harness/timeout.sh (cargo's
+# target runner), as a run with a temporary sleep-forever test gave it.
+CARGO_TIMEOUT = """\
+     Running tests/hang.rs (target/release/deps/hang-980bcf3af54e4851)
+
+running 1 test
+test sleeps_forever has been running for over 60 seconds
+RPROF-TIMEOUT: /w/tools/target/release/deps/hang-980bcf3af54e4851 ran longer than 90 s (RPROF_HOST_TEST_TIMEOUT); killed
+error: test failed, to rerun pass `-p rprof-e2e --test hang`
+
+Caused by:
+  process didn't exit successfully: `/w/tests/harness/timeout.sh /w/tools/target/release/deps/hang-980bcf3af54e4851` (exit status: 124)
+note: test exited abnormally; to see the full output pass --no-capture to the harness.
+     Running tests/inject.rs (target/release/deps/inject-7f9795d18375f694)
+
+running 1 test
+test injected ... ok
+
+test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s
+"""
+
+
+class TimeoutTests(unittest.TestCase):
+    """A hung host test fails by name instead of stalling the run."""
+
+    def run_limited(self, limit, *cmd):
+        env = dict(os.environ, RPROF_HOST_TEST_TIMEOUT=str(limit))
+        t0 = time.monotonic()
+        p = subprocess.run([os.path.join(HERE, "timeout.sh"), *cmd], env=env,
+                           capture_output=True, text=True, timeout=60)
+        return p, time.monotonic() - t0
+
+    def test_hung_command_is_killed_and_named(self):
+        p, took = self.run_limited(1, "sleep", "30")
+        self.assertEqual(p.returncode, 124, p.stderr)
+        self.assertLess(took, 15)
+        self.assertIn("RPROF-TIMEOUT: sleep 30 ran longer than 1 s", p.stderr)
+
+    def test_status_passes_through(self):
+        p, _ = self.run_limited(30, "sh", "-c", "exit 3")
+        self.assertEqual(p.returncode, 3)
+        self.assertNotIn("RPROF-TIMEOUT", p.stderr)
+
+    def test_host_steps_run_under_it(self):
+        with open(os.path.join(HERE, "steps.sh")) as f:
+            steps = f.read()
+        cargo = steps.split("cargo_tests() (")[1].split("\n)")[0]
+        python = steps.split("python_tests() (")[1].split("\n)")[0]
+        self.assertRegex(cargo, r"runner = \['[^']*/timeout\.sh'\]")
+        self.assertIn("./timeout.sh python3", python)
+
+    def test_timed_out_binary_fails_and_is_named(self):
+        (p, f, _), s = run(cargo=CARGO_TIMEOUT)
+        self.assertEqual((p, f), (1, 1))
+        v = s.suites["cargo:test:hang"]
+        self.assertEqual(v.failed, 1)
+        self.assertIn("killed after 90 s: RPROF_HOST_TEST_TIMEOUT", "\n".join(v.notes))
+        self.assertIn("rerun: cargo test -p rprof-e2e --test hang", "\n".join(v.notes))
+
+    def test_timed_out_unittest_run_fails_and_says_so(self):
+        log = ("test_a (m.T.test_a) ... ok\n"
+               "RPROF-TIMEOUT: python3 -m unittest discover -v -p test_*.py ran longer than"
+               " 600 s (RPROF_HOST_TEST_TIMEOUT); killed\n")
+        (_, f, _), s = run(unittest=log)
+        self.assertEqual(f, 1)
+        self.assertIn("ran longer than 600 s", notes(s))
 
 
 class UnittestTests(unittest.TestCase):
