@@ -272,6 +272,17 @@ static int32_t pick_pid(uint64_t sel)
 	}
 }
 
+/* Whether the module would take `pages` as rprof_config.buffer_pages and
+ * give the session an event buffer of another size than data_size. */
+static int other_valid_size(uint32_t pages)
+{
+	size_t max = module_pages * 16 < 65536 ? module_pages * 16 : 65536;
+
+	if (!pages)
+		return module_pages * page_size != data_size;
+	return !(pages & (pages - 1)) && pages <= max && pages * page_size != data_size;
+}
+
 /*
  * Builds a configuration from `seed` into `buf` (CONFIG_BUF bytes) and
  * returns how many bytes to hand over.  Unless `valid`, a quarter of them
@@ -301,7 +312,7 @@ static size_t build_config(uint64_t seed, int valid, unsigned char *buf, int *mu
 		} else {
 			/* For the clocks a period is in ns; perf takes
 			 * 10 us as the shortest. */
-			e->period = chance(r, 90) ? 200000 + rn(r, 10000000) : PICK(r, 1, 10000, ~0ULL);
+			e->period = chance(r, 90) ? 200000 + rn(r, 10000000) : PICK(r, 1, 10000, ~0ULL >> 1);
 		}
 	}
 	if (chance(r, 15))
@@ -411,6 +422,10 @@ static size_t build_config(uint64_t seed, int valid, unsigned char *buf, int *mu
 			break;
 		}
 	}
+	/* A flipped bit may leave another valid size, whose data area the
+	 * mmap oracle would not know: make it no power of 2. */
+	if (other_valid_size(c->buffer_pages))
+		c->buffer_pages |= 3;
 	if (c->size < RPROF_CONFIG_SIZE_VER0)
 		return sizeof(*c);
 	return c->size < CONFIG_BUF ? c->size : CONFIG_BUF;
@@ -424,13 +439,45 @@ static void gen_set_config(struct rng *r, uint64_t *a)
 	a[3] = 0; /* 1: never mutate */
 }
 
+/*
+ * The oracle of a valid configuration (not mutated, from a good buffer):
+ * the module must take it, or refuse it for what the call cannot know in
+ * advance: no file in the slot (EBADF), another file's or a running
+ * session (EBUSY), memory (ENOMEM), a pid filter's process gone (ESRCH).
+ * Counts the ones with a non-default event buffer and with call chains
+ * in rows of their own.
+ */
+static void judge_valid_config(const struct rprof_config *c, int res)
+{
+	if (c->buffer_pages && c->buffer_pages != module_pages)
+		reach_add(ROW_SET_CONFIG_PAGES, res);
+	if (c->flags & RPROF_CONFIG_CALLCHAIN)
+		reach_add(ROW_SET_CONFIG_CHAINS, res);
+	if (res == RES_OK || res == EBADF || res == EBUSY || res == ENOMEM ||
+	    (res == ESRCH && (c->flags & RPROF_CONFIG_PID_FILTER)))
+		return;
+	oracle_fail("SET_CONFIG of a valid configuration (flags %#x, buffer_pages %u, chains %u/%u, "
+		    "ring_records %u, %u events, first kind %u period %llu flags %#x) failed with %s",
+		    c->flags, c->buffer_pages, c->max_kernel_frames, c->max_user_frames, c->ring_records,
+		    c->nr_events, c->events[0].kind, (unsigned long long)c->events[0].period,
+		    c->events[0].flags, strerrorname_np(res));
+}
+
 static int run_set_config(const uint64_t *a)
 {
 	static __thread unsigned char buf[CONFIG_BUF];
-	int mutated;
+	int mutated, res, fd = fd_of(a[0]), own;
 	size_t len = build_config(a[1], a[3] & 1, buf, &mutated);
 
-	return RET(ioctl(fd_of(a[0]), RPROF_IOC_SET_CONFIG, place(a[2], buf, len)));
+	/* Through a duplicate, as run_ioctl: the oracle judges only what
+	 * rprof's own files answer. */
+	own = dup(fd);
+	res = RET(ioctl(own >= 0 ? own : fd, RPROF_IOC_SET_CONFIG, place(a[2], buf, len)));
+	if (!mutated && a[2] % 100 < 80 && own >= 0 && is_rprof_file(own))
+		judge_valid_config((const struct rprof_config *)buf, res);
+	if (own >= 0)
+		close(own);
+	return res;
 }
 
 static int row_set_config(const uint64_t *a)

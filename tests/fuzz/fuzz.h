@@ -157,9 +157,12 @@ extern struct state S;
 extern struct options opt;
 extern size_t page_size;
 extern size_t data_size; /* bytes of the event buffer's data area */
-/* rprof_config.buffer_pages of every valid SET_CONFIG of this run (0: the
- * module's parameter), chosen from the seed; data_size is its size. */
+/* rprof_config.buffer_pages of every valid SET_CONFIG of the program
+ * running (0: the module's parameter), chosen from its seed; data_size is
+ * its size. */
 extern uint32_t session_pages;
+/* The module's buffer_pages parameter: the default event buffer. */
+extern size_t module_pages;
 extern int in_child;     /* inside a forked child: no locks, no threads */
 
 void state_lock(void);
@@ -177,6 +180,10 @@ enum {
 	ROW_IOCTL_FOREIGN = 0x200,
 	ROW_SET_CONFIG_MUTATED,
 	ROW_SET_CONFIG_BADPTR,
+	/* Valid configurations (also counted in set_config) with an event
+	 * buffer of another size than the module's, with call chains. */
+	ROW_SET_CONFIG_PAGES,
+	ROW_SET_CONFIG_CHAINS,
 	ROW_HEALTH,
 	ROW_PERF_OPEN,
 	ROW_PERF_IOC_ID,

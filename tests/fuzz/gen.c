@@ -189,12 +189,17 @@ int prog_parse(FILE *in, struct prog *p, unsigned long index, int *lineno)
 		if (!strncmp(line, "# reach", 7))
 			return p->n > 0;
 		if (!strncmp(line, "# prog", 6) || line[strspn(line, " \t\r\n")] == 0) {
+			unsigned long long seed;
+
 			if (p->n > 0) {
 				/* The start of the next one: read it again. */
 				fseek(in, pos, SEEK_SET);
 				(*lineno)--;
 				return 1;
 			}
+			/* The program's seed chooses its event buffer size. */
+			if (sscanf(line, "# prog %*u seed %llx", &seed) == 1)
+				p->seed = seed;
 			continue;
 		}
 		s = strchr(line, '#');

@@ -45,6 +45,7 @@ struct options opt = { .calls = -1, .device = "/dev/rprof", .health_every = 50 }
 size_t page_size;
 size_t data_size;
 uint32_t session_pages;
+size_t module_pages;
 int in_child;
 
 /* Shared with forked children, so that their results count too. */
@@ -174,6 +175,10 @@ const char *row_name(int row, char *buf, size_t n)
 		return "set_config:mutated";
 	case ROW_SET_CONFIG_BADPTR:
 		return "set_config:badptr";
+	case ROW_SET_CONFIG_PAGES:
+		return "set_config:pages";
+	case ROW_SET_CONFIG_CHAINS:
+		return "set_config:chains";
 	case ROW_HEALTH:
 		return "health";
 	case ROW_PERF_OPEN:
@@ -540,7 +545,7 @@ static void options(int argc, char **argv)
 }
 
 /* The module's buffer_pages parameter. */
-static size_t module_pages(void)
+static size_t read_module_pages(void)
 {
 	FILE *f = fopen("/sys/module/rprof/parameters/buffer_pages", "r");
 	unsigned long pages = 0;
@@ -551,6 +556,30 @@ static size_t module_pages(void)
 		fclose(f);
 	}
 	return pages ? pages : 256;
+}
+
+
+/*
+ * The event buffer of program `p`'s valid SET_CONFIGs, from its seed: the
+ * module's (asked for with 0 or spelt out), half, twice, four or sixteen
+ * times it (the most a session may ask for).  Nothing of the program
+ * before is left (cleanup closes every file and mapping, and no session
+ * outlives its files), so the mmap and control-page oracles know the size
+ * of every data area the program can map.
+ */
+static void choose_buffer(const struct prog *p)
+{
+	size_t pages = module_pages;
+
+	switch (mix64(p->seed ^ 0x6275666665722e) % 6) {
+	case 0: session_pages = 0; break;
+	case 1: session_pages = pages; break;
+	case 2: session_pages = pages > 1 ? pages / 2 : pages; break;
+	case 3: session_pages = pages * 2; break;
+	case 4: session_pages = pages * 4; break;
+	default: session_pages = pages * 16 < 65536 ? pages * 16 : 65536; break;
+	}
+	data_size = (session_pages ? session_pages : pages) * page_size;
 }
 
 static void kmsg(const struct prog *p, long first)
@@ -577,22 +606,8 @@ int main(int argc, char **argv)
 	options(argc, argv);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	page_size = sysconf(_SC_PAGESIZE);
-	/* One event-buffer size a run, from the seed: the module's (asked for
-	 * with 0 or spelt out), half of it, twice or four times it (the
-	 * module allows up to 16 times).  The mmap and control-page oracles
-	 * know the one size. */
-	{
-		size_t pages = module_pages();
-
-		switch (opt.seed % 5) {
-		case 0: session_pages = 0; break;
-		case 1: session_pages = pages; break;
-		case 2: session_pages = pages > 1 ? pages / 2 : pages; break;
-		case 3: session_pages = pages * 2; break;
-		default: session_pages = pages * 4; break;
-		}
-		data_size = (session_pages ? session_pages : pages) * page_size;
-	}
+	module_pages = read_module_pages();
+	data_size = module_pages * page_size;
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (sh == MAP_FAILED) {
 		perror("rprof-fuzz: mmap");
@@ -632,9 +647,9 @@ int main(int argc, char **argv)
 			kmsg_fd = open("/dev/kmsg", O_WRONLY | O_CLOEXEC);
 		}
 	}
-	msg("seed %#llx, %s%ld calls, %g s; data area %zu bytes (buffer_pages %u) (replay: rprof-fuzz -s %#llx -n CALLS)",
+	msg("seed %#llx, %s%ld calls, %g s; event buffers of 0, 1/2, 1, 2, 4 and 16 times %zu pages, one a program (replay: rprof-fuzz -s %#llx -n CALLS)",
 	    (unsigned long long)opt.seed, opt.calls < 0 ? "unlimited " : "", opt.calls < 0 ? 0 : opt.calls,
-	    opt.seconds, data_size, session_pages, (unsigned long long)opt.seed);
+	    opt.seconds, module_pages, (unsigned long long)opt.seed);
 	threads_start();
 
 	start = last_note = now_ns();
@@ -667,6 +682,7 @@ int main(int argc, char **argv)
 			continue;
 		}
 		kmsg(&p, done);
+		choose_buffer(&p);
 		for (i = 0; i < p.n; i++) {
 			if (opt.seconds > 0 && now_ns() - start > opt.seconds * 1e9) {
 				stopped = 1;

@@ -16,7 +16,7 @@ mkdir -p "$OUT"
 . "$RPROF_TOP/tests/harness/steps.sh"
 JSON=$RPROF_BUILD/test-results.json
 
-step deps "$RPROF_TOP/scripts/deps.sh" || { summarize "$JSON"; exit 1; }
+step deps "$RPROF_TOP/scripts/deps.sh" || { summarize check "$JSON"; exit 1; }
 
 run_host_tests
 
@@ -38,8 +38,8 @@ if [ $ok = 1 ]; then
 	# The guest's pprof files, read on the host by Go's pprof.
 	step guest-pprof python3 "$RPROF_TOP/tests/harness/guest_pprof.py" \
 		"$OUT/results.log" "$OUT/guest-files" || true
-	summarize "$JSON" "${host_logs[@]}" "${boot[@]}" \
+	summarize check "$JSON" "${host_logs[@]}" "${boot[@]}" \
 		--console "$OUT/console.log" --results "$OUT/results.log"
 else
-	summarize "$JSON" "${host_logs[@]}"
+	summarize check "$JSON" "${host_logs[@]}"
 fi

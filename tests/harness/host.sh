@@ -10,4 +10,4 @@ mkdir -p "$OUT"
 . "$RPROF_TOP/tests/harness/steps.sh"
 
 run_host_tests
-summarize "$RPROF_BUILD/host-results.json" "${host_logs[@]}"
+summarize host-test "$RPROF_BUILD/host-results.json" "${host_logs[@]}"

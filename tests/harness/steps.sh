@@ -25,15 +25,18 @@ step() {
 
 # The userspace workspace, the ring model and the harness's own tests.
 # --no-fail-fast: a test binary that dies does not stop the ones after it
-# (cargo still exits non-zero, and names it).
+# (cargo still exits non-zero, and names it).  Each test binary (and each
+# doctest) runs under timeout.sh, cargo's target runner: one that hangs
+# is killed after RPROF_HOST_TEST_TIMEOUT seconds (600) and fails by name.
 cargo_tests() (
-	cd "$RPROF_TOP/tools" && cargo test --workspace --release --no-fail-fast
+	cd "$RPROF_TOP/tools" && cargo test --workspace --release --no-fail-fast \
+		--config "target.'cfg(all())'.runner = ['$RPROF_TOP/tests/harness/timeout.sh']"
 )
 # Every tests/harness/test_*.py: a list to keep up by hand had left
-# test_bench_report.py out.
+# test_bench_report.py out.  Under the same limit as a test binary.
 python_tests() (
 	cd "$RPROF_TOP/tests/harness" &&
-		python3 -m unittest discover -v -p 'test_*.py'
+		./timeout.sh python3 -m unittest discover -v -p 'test_*.py'
 )
 
 # run_host_tests: both host steps; their logs go to the summary through
@@ -44,11 +47,13 @@ run_host_tests() {
 	host_logs=(--cargo "$OUT/host-cargo.log" --unittest "$OUT/host-harness.log")
 }
 
-# summarize JSON ARGS...: the verdict of the steps so far and the logs in
-# ARGS, checked against the list of suites that must run.
+# summarize RUN JSON ARGS...: the verdict of the steps so far and the logs
+# in ARGS, checked against the list of suites that must run; RUN (check,
+# host-test) names the run in README.md's list of allowed skips.
 summarize() {
-	local json=$1
-	shift
+	local run=$1 json=$2
+	shift 2
 	python3 "$RPROF_TOP/tests/harness/summarize.py" "${steps[@]}" "$@" \
-		--expected "$RPROF_TOP/tests/harness/expected-suites.txt" --json "$json"
+		--expected "$RPROF_TOP/tests/harness/expected-suites.txt" \
+		--allowed-skips "$RPROF_TOP/README.md" --run "$run" --json "$json"
 }

@@ -18,19 +18,27 @@ Inputs (any may be repeated):
                    check-distro: the KUnit suites, the checkers), counted
                    as one skipped test with its reason, so that what was
                    not tested shows in the summary
+  --allowed-skips FILE --run RUN
+                   the list of allowed skips in FILE (README.md, between
+                   its allowed-skips markers): the suites `make RUN` may
+                   skip whole
 
 Every test that ran counts once, as passed, failed or skipped.  Besides
 the tests themselves, these count as failures:
 - a step that exited non-zero (a crashed cargo or unittest run, QEMU
   timing out or dying);
 - a cargo test binary that printed no result line (it died: abort, signal,
-  stack overflow, process::exit);
+  stack overflow, process::exit, or ran past RPROF_HOST_TEST_TIMEOUT and
+  was killed by tests/harness/timeout.sh);
 - a KTAP or TAP plan that does not match the results, at either level of
   KTAP (KUnit's top-level plan counts suites), results out of sequence, a
   missing end marker (the guest died or timed out), a script that exited
   non-zero;
 - a suite of the expected list that did not run or ran no test, and a
   suite that ran but is not on the list;
+- a suite whose every test was skipped (`1..0 # SKIP`, each result
+  `# SKIP`, each cargo test ignored, a --skip), unless the list of
+  allowed skips names it for this run;
 - any kernel WARN, BUG, oops, lockdep, KASAN, hung-task, soft-lockup or
   workqueue-lockup report in the console, and a missing KASAN or lockdep
   start-up line when --require-boot asks for it.
@@ -41,6 +49,7 @@ failed and something passed.
 """
 
 import argparse
+import fnmatch
 import json
 import re
 import sys
@@ -175,6 +184,9 @@ CARGO_DOC = re.compile(r"^\s*Doc-tests (\S+)")
 CARGO_RESULT = re.compile(r"^test result: (\w+)\. (\d+) passed; (\d+) failed; (\d+) ignored")
 CARGO_DIED = re.compile(r"process didn't exit successfully: `([^`]*)` \((.*)\)")
 CARGO_RERUN = re.compile(r"`((?:-p \S+ )?--(?:lib|bins?|test|doc)\b[^`]*)`")
+# tests/harness/timeout.sh, which runs each test binary: the binary ran
+# past RPROF_HOST_TEST_TIMEOUT and was killed.
+TIMEOUT = re.compile(r"^RPROF-TIMEOUT: .* ran longer than (\d+) s")
 
 
 def cargo_kind(source):
@@ -264,11 +276,16 @@ def parse_cargo(text, summary):
         if m and current is not None:
             summary.suite(current).notes.append("FAILED " + m.group(1))
             continue
+        m = TIMEOUT.match(line)
+        if m and current is not None:
+            why = f"killed after {m.group(1)} s: RPROF_HOST_TEST_TIMEOUT"
+            summary.suite(current).notes.append(line.strip())
+            continue
         m = CARGO_DIED.search(line)
         if m:
             name = by_path.get(cargo_stem(m.group(1)))
             if name == current and not has_result:
-                why = m.group(2)
+                why = why or m.group(2)
             elif name is not None and "exit status: 101" not in m.group(2):
                 # After its result line: a crash in teardown.
                 summary.fail(name, f"exited with {m.group(2)} after its result line")
@@ -285,8 +302,12 @@ def parse_cargo(text, summary):
 def parse_unittest(text, summary, name="python:harness"):
     """`python3 -m unittest -v`: its closing lines count everything."""
     ran = re.search(r"^Ran (\d+) tests?", text, re.M)
+    timeout = re.search(TIMEOUT.pattern + ".*", text, re.M)
+    if timeout:
+        summary.fail(name, timeout.group(0))
     if not ran:
-        summary.fail(name, "python unittest did not report (it died or did not start)")
+        if not timeout:
+            summary.fail(name, "python unittest did not report (it died or did not start)")
         return
     total = int(ran.group(1))
     counts = {}
@@ -494,6 +515,53 @@ def check_expected(summary, expected, kinds):
                 summary.fail(name, "ran but is not in tests/harness/expected-suites.txt (add a line)")
 
 
+# README.md's list of allowed skips sits between these two lines; each
+# entry is `- `make RUN`: `PATTERN`, `PATTERN`: why`, PATTERN a suite name
+# with shell wildcards, continued on indented lines.
+ALLOWED_BEGIN = "<!-- allowed-skips:begin -->"
+ALLOWED_END = "<!-- allowed-skips:end -->"
+ALLOWED_ENTRY = re.compile(r"^- `make ([\w-]+)`: ((?:`[^`]+`, )*`[^`]+`): \S")
+
+
+def read_allowed_skips(text, run):
+    """The suite patterns that the list of allowed skips in `text` (the
+    README) lets `make RUN` skip whole.  Raises ValueError when the list
+    is missing or has a line that is not an entry: a typo must not go
+    unnoticed."""
+    if text.count(ALLOWED_BEGIN) != 1 or text.count(ALLOWED_END) != 1:
+        raise ValueError(f"no single '{ALLOWED_BEGIN}' ... '{ALLOWED_END}' block")
+    block = text.split(ALLOWED_BEGIN)[1].split(ALLOWED_END)[0]
+    entries = []
+    for line in block.splitlines():
+        if not line.strip():
+            continue
+        if line.startswith("- "):
+            entries.append(line.strip())
+        elif line[0].isspace() and entries:
+            entries[-1] += " " + line.strip()
+        else:
+            raise ValueError(f"not an entry of the list: {line!r}")
+    patterns = []
+    for e in entries:
+        m = ALLOWED_ENTRY.match(e)
+        if not m:
+            raise ValueError(f"not '- `make RUN`: `SUITE`, ...: why': {e!r}")
+        if m.group(1) == run:
+            patterns += re.findall(r"`([^`]+)`", m.group(2))
+    return patterns
+
+
+def check_skips(summary, allowed):
+    """Fails each suite that reported results, every one of them a skip,
+    unless a pattern of `allowed` names it: a suite reduced to skips (its
+    plan `1..0 # SKIP`, a requirement it always lacks) tests nothing."""
+    for name, s in list(summary.suites.items()):
+        if s.results and s.skipped == s.results and s.failed == 0 and \
+                not any(fnmatch.fnmatchcase(name, p) for p in allowed):
+            summary.fail(name, f"all {s.results} of its tests skipped, and README.md's"
+                         " list of allowed skips does not name it for this run")
+
+
 def describe_status(rc):
     if rc == "124":
         return "exit status 124 (timed out)"
@@ -523,8 +591,13 @@ def main(argv=None):
     ap.add_argument("--no-kunit", action="store_true")
     ap.add_argument("--skip", action="append", default=[],
                     help="NAME=WHY: a suite not run on this kernel, and why")
+    ap.add_argument("--allowed-skips", metavar="FILE",
+                    help="README.md: its list of the suites a run may skip whole")
+    ap.add_argument("--run", help="the run (check, check-distro, ...) for --allowed-skips")
     ap.add_argument("--json")
     args = ap.parse_args(argv)
+    if bool(args.allowed_skips) != bool(args.run):
+        ap.error("--allowed-skips and --run go together")
 
     s = Summary()
     for step in args.step:
@@ -558,6 +631,13 @@ def main(argv=None):
             s.fail("expected", f"cannot read {args.expected}: {e}")
         else:
             check_expected(s, expected, kinds)
+    allowed = []
+    if args.allowed_skips:
+        try:
+            allowed = read_allowed_skips(read(args.allowed_skips) or "", args.run)
+        except ValueError as e:
+            s.fail("allowed-skips", f"{args.allowed_skips}: {e}")
+    check_skips(s, allowed)
 
     for name, v in s.shown().items():
         status = "ok" if v.failed == 0 else "FAIL"

@@ -10,8 +10,10 @@ import glob
 import io
 import json
 import os
+import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -19,6 +21,7 @@ sys.path.insert(0, HERE)
 import summarize  # noqa: E402
 
 EXPECTED_FILE = os.path.join(HERE, "expected-suites.txt")
+README = os.path.join(os.path.dirname(os.path.dirname(HERE)), "README.md")
 
 KTAP_OK = """\
 [    0.500000] kasan: KernelAddressSanitizer initialized
@@ -212,10 +215,13 @@ ok 1 rprof-empty
             console = os.path.join(d, "console.log")
             with open(console, "w") as f:
                 f.write("[ 0.1] Linux version 7.2.13\n")
+            args = ["--console", console, "--no-kunit",
+                    "--skip", "kunit:rprof-ring=no KUnit in this kernel"]
+            # A suite skipped whole needs README.md's allowance.
+            self.assertNotEqual(quiet_main(args), 0)
             out = io.StringIO()
             with contextlib.redirect_stdout(out):
-                rc = summarize.main(["--console", console, "--no-kunit",
-                                     "--skip", "kunit:rprof-ring=no KUnit in this kernel"])
+                rc = summarize.main(args + ["--allowed-skips", README, "--run", "check-distro"])
             self.assertEqual(rc, 0)
             text = out.getvalue()
             self.assertIn("kunit:rprof-ring: 0 passed, 0 failed, 1 skipped", text)
@@ -442,6 +448,74 @@ class CargoTests(unittest.TestCase):
         self.assertEqual((p, f), (1, 1))
 
 
+# A test binary that hung, killed by tests/harness/timeout.sh (cargo's
+# target runner), as a run with a temporary sleep-forever test gave it.
+CARGO_TIMEOUT = """\
+     Running tests/hang.rs (target/release/deps/hang-980bcf3af54e4851)
+
+running 1 test
+test sleeps_forever has been running for over 60 seconds
+RPROF-TIMEOUT: /w/tools/target/release/deps/hang-980bcf3af54e4851 ran longer than 90 s (RPROF_HOST_TEST_TIMEOUT); killed
+error: test failed, to rerun pass `-p rprof-e2e --test hang`
+
+Caused by:
+  process didn't exit successfully: `/w/tests/harness/timeout.sh /w/tools/target/release/deps/hang-980bcf3af54e4851` (exit status: 124)
+note: test exited abnormally; to see the full output pass --no-capture to the harness.
+     Running tests/inject.rs (target/release/deps/inject-7f9795d18375f694)
+
+running 1 test
+test injected ... ok
+
+test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s
+"""
+
+
+class TimeoutTests(unittest.TestCase):
+    """A hung host test fails by name instead of stalling the run."""
+
+    def run_limited(self, limit, *cmd):
+        env = dict(os.environ, RPROF_HOST_TEST_TIMEOUT=str(limit))
+        t0 = time.monotonic()
+        p = subprocess.run([os.path.join(HERE, "timeout.sh"), *cmd], env=env,
+                           capture_output=True, text=True, timeout=60)
+        return p, time.monotonic() - t0
+
+    def test_hung_command_is_killed_and_named(self):
+        p, took = self.run_limited(1, "sleep", "30")
+        self.assertEqual(p.returncode, 124, p.stderr)
+        self.assertLess(took, 15)
+        self.assertIn("RPROF-TIMEOUT: sleep 30 ran longer than 1 s", p.stderr)
+
+    def test_status_passes_through(self):
+        p, _ = self.run_limited(30, "sh", "-c", "exit 3")
+        self.assertEqual(p.returncode, 3)
+        self.assertNotIn("RPROF-TIMEOUT", p.stderr)
+
+    def test_host_steps_run_under_it(self):
+        with open(os.path.join(HERE, "steps.sh")) as f:
+            steps = f.read()
+        cargo = steps.split("cargo_tests() (")[1].split("\n)")[0]
+        python = steps.split("python_tests() (")[1].split("\n)")[0]
+        self.assertRegex(cargo, r"runner = \['[^']*/timeout\.sh'\]")
+        self.assertIn("./timeout.sh python3", python)
+
+    def test_timed_out_binary_fails_and_is_named(self):
+        (p, f, _), s = run(cargo=CARGO_TIMEOUT)
+        self.assertEqual((p, f), (1, 1))
+        v = s.suites["cargo:test:hang"]
+        self.assertEqual(v.failed, 1)
+        self.assertIn("killed after 90 s: RPROF_HOST_TEST_TIMEOUT", "\n".join(v.notes))
+        self.assertIn("rerun: cargo test -p rprof-e2e --test hang", "\n".join(v.notes))
+
+    def test_timed_out_unittest_run_fails_and_says_so(self):
+        log = ("test_a (m.T.test_a) ... ok\n"
+               "RPROF-TIMEOUT: python3 -m unittest discover -v -p test_*.py ran longer than"
+               " 600 s (RPROF_HOST_TEST_TIMEOUT); killed\n")
+        (_, f, _), s = run(unittest=log)
+        self.assertEqual(f, 1)
+        self.assertIn("ran longer than 600 s", notes(s))
+
+
 class UnittestTests(unittest.TestCase):
     def test_ok(self):
         (p, f, k), _ = run(unittest="...\nRan 3 tests in 0.1s\n\nOK (skipped=1)\n")
@@ -501,6 +575,86 @@ class ExpectedTests(unittest.TestCase):
     def test_kinds_without_a_log_are_not_checked(self):
         (_, f, _), _ = self.check(["kunit:a", "e2e:device"], ["e2e"], results=RESULTS_OK)
         self.assertEqual(f, 0)
+
+
+class SkipOnlyTests(unittest.TestCase):
+    """A suite whose every test was skipped tested nothing: it fails unless
+    README.md's list of allowed skips names it for the run."""
+
+    SKIPPED_SCRIPT = ("# RPROF-SUITE device\n1..0 # SKIP no device here\n"
+                      "# RPROF-SUITE-END device rc=0\n# RPROF-DONE\n")
+
+    def main(self, results, *args):
+        with tempfile.TemporaryDirectory() as d:
+            r = os.path.join(d, "results.log")
+            e = os.path.join(d, "expected.txt")
+            with open(r, "w") as f:
+                f.write(results)
+            with open(e, "w") as f:
+                f.write("e2e:device\n")
+            return quiet_main(["--results", r, "--expected", e, *args])
+
+    def test_listed_script_skipped_whole_fails(self):
+        # `1..0 # SKIP` passed make check before.
+        self.assertEqual(self.main(RESULTS_OK), 0)
+        self.assertEqual(self.main(self.SKIPPED_SCRIPT), 1)
+
+    def test_listed_script_skipping_every_test_fails(self):
+        text = RESULTS_OK.replace("ok 1 - version ioctl", "ok 1 - # SKIP a").replace(
+            "ok 2 - unknown ioctl", "ok 2 - # SKIP b")
+        self.assertEqual(self.main(text), 1)
+        (_, _, k), s = run(results=text)
+        summarize.check_skips(s, [])
+        self.assertEqual((k, s.suites["e2e:device"].failed), (2, 1))
+        self.assertIn("all 2 of its tests skipped", notes(s))
+
+    def test_one_test_run_is_enough(self):
+        text = RESULTS_OK.replace("ok 2 - unknown ioctl", "ok 2 - # SKIP b")
+        self.assertEqual(self.main(text), 0)
+
+    def test_cargo_binary_with_every_test_ignored_fails(self):
+        log = ("     Running tests/x.rs (target/release/deps/x-0123456789abcdef)\n"
+               "test result: ok. 0 passed; 0 failed; 3 ignored; 0 measured\n")
+        _, s = run(cargo=log)
+        summarize.check_skips(s, [])
+        self.assertEqual(s.suites["cargo:test:x"].failed, 1)
+
+    def test_a_suite_the_list_names_passes(self):
+        with tempfile.TemporaryDirectory() as d:
+            readme = os.path.join(d, "README.md")
+            with open(readme, "w") as f:
+                f.write("x\n%s\n- `make check`: `e2e:dev*`, `kunit:a`: no device\n"
+                        "  in this guest.\n%s\n" % (summarize.ALLOWED_BEGIN,
+                                                      summarize.ALLOWED_END))
+            self.assertEqual(self.main(self.SKIPPED_SCRIPT, "--allowed-skips", readme,
+                                       "--run", "check"), 0)
+            # For another run only.
+            self.assertEqual(self.main(self.SKIPPED_SCRIPT, "--allowed-skips", readme,
+                                       "--run", "check-distro"), 1)
+
+    def test_a_bad_list_fails(self):
+        for block in ("- make check: `e2e:device`: why\n", "e2e:device\n"):
+            text = summarize.ALLOWED_BEGIN + "\n" + block + summarize.ALLOWED_END
+            with self.assertRaises(ValueError, msg=block):
+                summarize.read_allowed_skips(text, "check")
+        with self.assertRaises(ValueError):
+            summarize.read_allowed_skips("no list here", "check")
+
+    def test_readme_allows_what_check_distro_skips_and_nothing_in_check(self):
+        # check-distro.sh skips every KUnit suite of the expected list and
+        # the two checkers Debian's kernel lacks.
+        with open(README) as f:
+            text = f.read()
+        names = [n for n in summarize.read_expected(EXPECTED_FILE) if n.startswith("kunit:")]
+        names += ["checker:kasan", "checker:lockdep"]
+        distro = summarize.read_allowed_skips(text, "check-distro")
+        for n in names:
+            s = summarize.Summary()
+            s.result(n, "skip", "not run")
+            summarize.check_skips(s, distro)
+            self.assertEqual(s.suites[n].failed, 0, n)
+        for run_name in ("check", "host-test"):
+            self.assertEqual(summarize.read_allowed_skips(text, run_name), [], run_name)
 
 
 class ExpectedFileTests(unittest.TestCase):
