@@ -1,0 +1,768 @@
+//! The daemon's tests; most drive its loop against a fake module.
+
+use super::args::{parse_seconds, DaemonArgs};
+use super::last_line;
+use super::module::{Module, Running};
+use super::profile::{names_in, remove_temporaries, rotate, summary, Interval, PREFIX, SUFFIX};
+use super::reader::{named, Daemon};
+use super::schedule::{
+    profiles_left, session_end, Profiles, StreamClock, POLL_INTERVAL, RETRY_FIRST,
+};
+use super::tally::Tally;
+use super::writer::{writer, Job, Live, Syms, WRITER_BACKLOG};
+use crate::pidfd::Watch;
+use crate::session::Sink;
+use crate::{live, signal, Error};
+use rprof_symbols::Kallsyms;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::Receiver;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The writer keeps one symbolizer per session (not one per
+/// interval), and makes a new one for a new session, a reset of its
+/// cookie table or new kernel symbols.
+#[test]
+fn the_writer_symbolizer_lives_as_long_as_its_session() {
+    let k1 = Arc::new(Kallsyms::parse(""));
+    let k2 = Arc::new(Kallsyms::parse(""));
+    let mut syms = Syms::default();
+    let addr = |s: &mut rprof_report::Symbolizer| s as *const _ as usize;
+    let first = addr(syms.get((1, 0), &k1));
+    let id = |syms: &Syms| syms.current.as_ref().map(|(s, k, _)| (*s, Arc::as_ptr(k)));
+    assert_eq!(addr(syms.get((1, 0), &k1)), first);
+    assert_eq!(id(&syms), Some(((1, 0), Arc::as_ptr(&k1))));
+    // A reset of the cookie table: a new one.
+    syms.get((1, 1), &k1);
+    assert_eq!(id(&syms), Some(((1, 1), Arc::as_ptr(&k1))));
+    syms.get((2, 0), &k1);
+    assert_eq!(id(&syms), Some(((2, 0), Arc::as_ptr(&k1))));
+    syms.get((2, 0), &k2);
+    assert_eq!(id(&syms), Some(((2, 0), Arc::as_ptr(&k2))));
+}
+
+/// A daemon that fell behind (or a renewal) ends a session holding
+/// samples of several intervals: each complete interval gets its own
+/// profile, then the part up to the STOP; none lumps them together.
+#[test]
+fn the_rest_of_a_session_is_written_interval_by_interval() {
+    use clap::Parser;
+    use rprof_decode::Record;
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        d: DaemonArgs,
+    }
+    let dir = std::env::temp_dir().join(format!("rprof-rest-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let args = Cli::parse_from(["d", "--dir", dir.to_str().unwrap(), "--interval", "1"]).d;
+    let config = args.sampling.config(None).unwrap();
+    let mut out = Profiles {
+        args: &args,
+        config: &config,
+        started: Duration::from_secs(1_000_000),
+        first: 0,
+        seq: 0,
+        written: 0,
+        skipped: 0,
+    };
+    let s = 1_000_000_000u64;
+    let mut stream = stream(
+        config,
+        10 * s,
+        &[
+            10 * s + s / 2,
+            11 * s + 1,
+            11 * s + s / 2,
+            12 * s,
+            12 * s + 9 * s / 10,
+            12 * s + 1,
+            12 * s + 2,
+        ],
+    );
+    Record::Stop {
+        time_ns: 13 * s + s / 5,
+        config,
+    }
+    .encode(&mut stream);
+    let mut sink = live::AggregateSink::new();
+    sink.agg.set_interval(Some(s));
+    sink.agg.set_cutoff(Some(11 * s));
+    crate::session::Sink::feed(&mut sink, &stream).unwrap();
+    let mut sym = rprof_report::Symbolizer::new("", &[], None);
+    let until = session_end(&sink, &StreamClock::new());
+    assert_eq!(until, 13 * s + s / 5);
+    // A renewal numbers the next session's profiles with this count
+    // before the writer has written any.
+    let left = profiles_left(&sink.agg, s, until);
+    out.write_rest(&mut sink, &mut sym, s, until);
+    assert_eq!(out.seq, left);
+    let mut names = names_in(&dir, |n| n.ends_with(SUFFIX)).unwrap();
+    names.sort();
+    let counts: Vec<i64> = names
+        .iter()
+        .map(|n| {
+            let p = rprof_report::pprof::read(&std::fs::read(dir.join(n)).unwrap()).unwrap();
+            p.sample.iter().map(|x| x.value[0]).sum()
+        })
+        .collect();
+    assert_eq!(counts, [1, 2, 4, 0], "{names:?}");
+    assert_eq!((out.written, out.skipped), (4, 0));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A session without a STOP record ends "now" in the stream's own
+/// clock: its START time plus what has passed since, whatever the
+/// daemon's CLOCK_MONOTONIC reads (in a time namespace it is offset
+/// from the kernel's; before, the daemon scheduled with its own).
+#[test]
+fn the_stream_clock_runs_from_start() {
+    use rprof_decode::Record;
+    let config = rprof_abi::rprof_config::default();
+    let mut stream = Vec::new();
+    // Five seconds after boot in the kernel's clock.
+    let start = 5_000_000_000u64;
+    Record::Start {
+        time_ns: start,
+        config,
+    }
+    .encode(&mut stream);
+    let mut sink = live::AggregateSink::new();
+    let clock = StreamClock::new();
+    assert_eq!(clock.now(&sink), None, "no START read yet");
+    crate::session::Sink::feed(&mut sink, &stream).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    let end = session_end(&sink, &clock);
+    assert!(
+        (start + 20_000_000..start + 10_000_000_000).contains(&end),
+        "{end}"
+    );
+}
+
+/// A module for the daemon's tests.  Each session configured takes
+/// the next of `streams` (its chunks: one per pump, the rest at the
+/// STOP); the next `fail_configure` configurations and then the next
+/// `fail_start` STARTs fail; the next RESET_COOKIES fail with the
+/// errnos of `reset_errno`, one each, then succeed (the test puts
+/// their RESET records in the stream); `log` is what the daemon
+/// asked, in order.
+#[derive(Default)]
+struct Fake {
+    streams: std::cell::RefCell<std::collections::VecDeque<Vec<Vec<u8>>>>,
+    fail_configure: std::cell::Cell<u32>,
+    fail_start: std::cell::Cell<u32>,
+    reset_errno: std::cell::RefCell<std::collections::VecDeque<i32>>,
+    log: std::cell::RefCell<Vec<&'static str>>,
+}
+
+/// A session of [`Fake`]: the chunks of its stream not read yet.
+struct FakeSession<'f> {
+    module: &'f Fake,
+    chunks: std::collections::VecDeque<Vec<u8>>,
+}
+
+impl Fake {
+    fn with_streams(streams: Vec<Vec<Vec<u8>>>) -> Self {
+        let f = Fake::default();
+        f.streams.replace(streams.into());
+        f
+    }
+
+    fn note(&self, what: &'static str) {
+        self.log.borrow_mut().push(what);
+    }
+
+    fn log(&self) -> Vec<&'static str> {
+        self.log.borrow().clone()
+    }
+
+    /// How many sessions the daemon tried to configure.
+    fn tries(&self) -> usize {
+        self.log
+            .borrow()
+            .iter()
+            .filter(|w| **w == "configure")
+            .count()
+    }
+
+    /// Fails if `counter` says so (and counts it down).
+    fn fails(counter: &std::cell::Cell<u32>, name: &'static str) -> Result<(), Error> {
+        if counter.get() == 0 {
+            return Ok(());
+        }
+        counter.set(counter.get() - 1);
+        Err(Error::Ioctl {
+            name,
+            source: std::io::Error::from_raw_os_error(libc::EBUSY),
+        })
+    }
+}
+
+impl<'f> Module for &'f Fake {
+    type Session = FakeSession<'f>;
+
+    fn configure(&self, _: &rprof_abi::rprof_config) -> Result<FakeSession<'f>, Error> {
+        self.note("configure");
+        Fake::fails(&self.fail_configure, "RPROF_IOC_SET_CONFIG")?;
+        let chunks = self.streams.borrow_mut().pop_front().unwrap_or_default();
+        Ok(FakeSession {
+            module: self,
+            chunks: chunks.into(),
+        })
+    }
+}
+
+impl Running for FakeSession<'_> {
+    fn start(&mut self) -> Result<(), Error> {
+        self.module.note("start");
+        Fake::fails(&self.module.fail_start, "RPROF_IOC_START")
+    }
+
+    fn pump(&mut self, _: Duration, sink: &mut dyn Sink) -> Result<usize, Error> {
+        self.module.note("pump");
+        let Some(chunk) = self.chunks.pop_front() else {
+            return Ok(0);
+        };
+        sink.feed(&chunk)?;
+        Ok(chunk.len())
+    }
+
+    fn flush(&self) -> Result<(), Error> {
+        Ok(())
+    }
+
+    fn reset_cookies(&mut self) -> Result<(), Error> {
+        self.module.note("reset");
+        match self.module.reset_errno.borrow_mut().pop_front() {
+            Some(errno) => Err(Error::Ioctl {
+                name: "RPROF_IOC_RESET_COOKIES",
+                source: std::io::Error::from_raw_os_error(errno),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    fn stop_and_drain(&mut self, sink: &mut dyn Sink) -> Result<bool, Error> {
+        self.module.note("stop");
+        for chunk in self.chunks.drain(..) {
+            sink.feed(&chunk)?;
+        }
+        Ok(sink.saw_stop())
+    }
+}
+
+/// Daemon options for a test, profiles into a fresh `dir`.
+fn test_args(dir: &Path) -> DaemonArgs {
+    use clap::Parser;
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        d: DaemonArgs,
+    }
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir).unwrap();
+    Cli::parse_from(["d", "--dir", dir.to_str().unwrap(), "--interval", "1"]).d
+}
+
+/// What a test daemon needs around it: a directory of its own,
+/// options and a configuration for it, and the writer's tally.
+struct Setup {
+    dir: PathBuf,
+    args: DaemonArgs,
+    config: rprof_abi::rprof_config,
+    tally: Tally,
+}
+
+impl Setup {
+    fn new(name: &str) -> Self {
+        let dir = test_dir(name);
+        let args = test_args(&dir);
+        let config = args.sampling.config(None).unwrap();
+        Setup {
+            dir,
+            args,
+            config,
+            tally: Tally::default(),
+        }
+    }
+
+    /// A daemon on `m` with no session yet, and the other end of its
+    /// writer's queue.
+    fn daemon<'a>(&'a self, m: &'a Fake) -> (Daemon<'a, &'a Fake>, Receiver<Job>) {
+        let (tx, rx) = std::sync::mpsc::sync_channel(WRITER_BACKLOG);
+        (
+            Daemon::new(m, &self.args, &self.config, tx, &self.tally),
+            rx,
+        )
+    }
+}
+
+/// A fresh directory for a test.
+fn test_dir(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("rprof-daemon-{}-{name}", std::process::id()))
+}
+
+/// The stream of a session configured with `config` that STARTed at
+/// `start`, with a kernel sample at each of `samples`.
+fn stream(config: rprof_abi::rprof_config, start: u64, samples: &[u64]) -> Vec<u8> {
+    use rprof_decode::Record;
+    let mut r = vec![
+        Record::Start {
+            time_ns: start,
+            config,
+        },
+        Record::Task {
+            cpu: 0,
+            pid: 0,
+            tid: 0,
+            exe_cookie: 0,
+            comm: "swapper/0".into(),
+        },
+    ];
+    r.extend(samples.iter().map(|&t| Record::Sample {
+        flags: 0,
+        time_ns: t,
+        offset: 0xffffffff81000000,
+        period: 1,
+        stack: None,
+    }));
+    let mut bytes = Vec::new();
+    for rec in &r {
+        rec.encode(&mut bytes);
+    }
+    bytes
+}
+
+/// The samples of each profile in `dir`, in the order of their names.
+fn profile_samples(dir: &Path) -> Vec<i64> {
+    let mut names = names_in(dir, |n| n.ends_with(SUFFIX)).unwrap();
+    names.sort();
+    names
+        .iter()
+        .map(|n| {
+            let p = rprof_report::pprof::read(&std::fs::read(dir.join(n)).unwrap()).unwrap();
+            p.sample.iter().map(|x| x.value[0]).sum()
+        })
+        .collect()
+}
+
+/// The daemon's reaction to a malformed record: the session ends at
+/// once (STOP and drain; nothing after the bad record counts), its
+/// samples so far go to the writer as an ended session, numbered
+/// before the next, and are written in its profile, the stream's
+/// error kept for the exit status; a new session starts and is read
+/// from then on.
+#[test]
+fn a_malformed_record_renews_the_session() {
+    let setup = Setup::new("malformed");
+    let (dir, args, config, tally) = (&setup.dir, &setup.args, setup.config, &setup.tally);
+    let s = 1_000_000_000u64;
+    let mut first = stream(config, 10 * s, &[10 * s + 1, 10 * s + 2, 10 * s + 3]);
+    // A header whose size is not a multiple of 8.
+    first.extend_from_slice(&[1, 0, 0, 0, 13, 0, 0, 0]);
+    // Records after it are not read: the framing is lost.
+    let after = stream(config, 11 * s, &[11 * s + 1]);
+    let second = stream(config, 20 * s, &[20 * s + 1]);
+    let m = Fake::with_streams(vec![vec![first, after], vec![second]]);
+    let (mut d, rx) = setup.daemon(&m);
+    d.start().unwrap();
+    d.pump(Duration::ZERO).unwrap();
+    assert_eq!(
+        m.log(),
+        ["configure", "start", "pump", "stop", "configure", "start"]
+    );
+    assert_eq!((d.renewals, d.session_no), (1, 2));
+    assert!(d.session.is_some());
+    assert_eq!(d.sink.malformed(), None, "the new session has a new sink");
+    // The ended session's one profile is number 0; the new one's
+    // start at 1.
+    assert_eq!((d.out.first, d.out.seq), (1, 1));
+    assert_eq!(tally.sent.load(Ordering::Relaxed), 1);
+    // The new session is read.
+    d.pump(Duration::ZERO).unwrap();
+    assert_eq!((d.sink.agg.samples, d.renewals), (1, 1));
+    assert_eq!(d.sink.agg.span.start_ns, Some(20 * s));
+    // The writer writes what the ended session counted.
+    drop(d);
+    writer(rx, args, &config, tally);
+    assert_eq!(profile_samples(dir), [3]);
+    assert_eq!(tally.written.load(Ordering::Relaxed), 1);
+    assert_eq!(tally.skipped.load(Ordering::Relaxed), 0);
+    let e = tally
+        .take_stream_error()
+        .expect("the stream's error is kept");
+    assert!(e.to_string().contains("malformed record"), "{e}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// A malformed session written on the daemon's own thread (the
+/// writer thread gone) keeps its stream error, and with it exit
+/// status 1 (it was dropped there).
+#[test]
+fn a_malformed_stream_written_without_the_writer_still_fails() {
+    let setup = Setup::new("lost-error");
+    let (dir, config, tally) = (&setup.dir, setup.config, &setup.tally);
+    let s = 1_000_000_000u64;
+    let mut first = stream(config, 10 * s, &[10 * s + 1]);
+    first.extend_from_slice(&[1, 0, 0, 0, 13, 0, 0, 0]);
+    let second = stream(config, 20 * s, &[20 * s + 1]);
+    let m = Fake::with_streams(vec![vec![first], vec![second]]);
+    let (mut d, rx) = setup.daemon(&m);
+    drop(rx); // the writer thread is gone
+    d.start().unwrap();
+    d.pump(Duration::ZERO).unwrap();
+    assert_eq!(d.renewals, 1);
+    assert_eq!(d.out.written, 1, "written on the daemon thread");
+    assert!(tally.take_stream_error().is_some());
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// If the writer thread dies outside a job, what it wrote before
+/// still counts in the last line; what it was handed and never wrote
+/// counts as skipped, and the line says it died.  A job after its
+/// death is written by the daemon's own thread.
+#[test]
+fn the_writers_counts_survive_its_death() {
+    let mut setup = Setup::new("writer-dies");
+    setup.tally.die_after = Some(2);
+    let m = Fake::default();
+    let (mut d, rx) = setup.daemon(&m);
+    let (dir, args, config, tally) = (&setup.dir, &setup.args, setup.config, &setup.tally);
+    let job = |seq: u64, d: &Daemon<'_, &Fake>| {
+        Job::Interval(Live {
+            agg: rprof_report::Aggregate::new(),
+            interval: Interval {
+                seq,
+                start: Duration::from_secs(1_000 + seq),
+                length: Duration::from_secs(1),
+            },
+            session: (1, 0),
+            kallsyms: d.kallsyms.clone(),
+        })
+    };
+    for seq in 0..3 {
+        let j = job(seq, &d);
+        d.send(j);
+    }
+    let died = std::thread::scope(|scope| {
+        let (args, config, tally) = (&args, &config, &tally);
+        let w = scope.spawn(move || writer(rx, args, config, tally));
+        w.join().is_err()
+    });
+    assert!(died);
+    let j = job(3, &d);
+    d.send(j);
+    assert_eq!(profile_samples(dir).len(), 3);
+    assert_eq!(
+        last_line(true, &d.out, tally, died, 1),
+        "rprof daemon: stopped; 3 profiles written, 1 skipped \
+         (the thread writing profiles died: 1 of them lost with it), 1 sessions"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// COOKIE records of `cookies`, then a sample in each, encoded.
+fn files(cookies: std::ops::Range<u64>, time_ns: u64) -> Vec<u8> {
+    use rprof_decode::Record;
+    let mut bytes = Vec::new();
+    for c in cookies {
+        Record::Cookie {
+            cookie: c,
+            flags: 0,
+            dev: 1,
+            ino: c,
+            path: format!("/bin/p{c}"),
+        }
+        .encode(&mut bytes);
+        Record::Switch { cookie: c }.encode(&mut bytes);
+        Record::Sample {
+            flags: 1,
+            time_ns,
+            offset: 0x10,
+            period: 1,
+            stack: None,
+        }
+        .encode(&mut bytes);
+    }
+    bytes
+}
+
+/// A RESET record at `time_ns` retiring cookies below `next_cookie`.
+fn reset_record(time_ns: u64, next_cookie: u64) -> Vec<u8> {
+    rprof_decode::Record::Reset {
+        time_ns,
+        next_cookie,
+        next_stack: 1,
+    }
+    .to_bytes()
+}
+
+/// A session's first chunk for the reset tests: START at a time that
+/// leaves every interval open during a test, a sample, and three
+/// named files (the trigger, `renew_at`, is 3); and that START time.
+fn three_files(config: rprof_abi::rprof_config) -> (u64, Vec<u8>) {
+    let t0 = u64::MAX / 4;
+    let mut first = stream(config, t0, &[t0 + 1]);
+    first.extend(files(16..19, t0 + 2));
+    (t0, first)
+}
+
+/// Starts `d`, with a trigger of 3 files, and steps it until it asks
+/// the module to reset the table (the first chunk read, then the
+/// reset).
+fn step_to_the_first_reset(d: &mut Daemon<'_, &Fake>, m: &Fake) {
+    d.renew_at = 3;
+    d.start().unwrap();
+    d.step().unwrap();
+    d.step().unwrap();
+    assert_eq!(m.log(), ["configure", "start", "pump", "reset"]);
+}
+
+/// Once a quarter of the module's cookie table is used, the daemon
+/// has the module reset it, and sampling goes on in the same session
+/// (before, it stopped the session and started another: nothing was
+/// sampled in between).  It asks once: not again until the RESET
+/// record is read, and then only once the files named since reach
+/// the trigger again.
+#[test]
+fn a_quarter_full_cookie_table_is_reset_in_the_same_session() {
+    let setup = Setup::new("reset");
+    let (t0, first) = three_files(setup.config);
+    let mut second = reset_record(t0 + 3, 19);
+    second.extend(files(19..20, t0 + 4));
+    let third = files(20..22, t0 + 5);
+    let m = Fake::with_streams(vec![vec![first, Vec::new(), second, third]]);
+    let (mut d, _rx) = setup.daemon(&m);
+    step_to_the_first_reset(&mut d, &m);
+    assert_eq!((d.resets, d.renewals, d.session_no), (1, 0, 1));
+    // Not again before the RESET record (the table still reads as 3
+    // named files until then).
+    d.step().unwrap();
+    assert_eq!(m.log().last(), Some(&"pump"));
+    d.step().unwrap();
+    assert_eq!((d.sink.resets, named(&d.sink)), (1, 1));
+    d.step().unwrap();
+    assert_eq!(named(&d.sink), 3);
+    assert_eq!(m.log().iter().filter(|w| **w == "reset").count(), 1);
+    // Three named since the reset: the next one.
+    d.step().unwrap();
+    assert_eq!(m.log().iter().filter(|w| **w == "reset").count(), 2);
+    assert!(!m.log().contains(&"stop"));
+    assert_eq!(d.sink.agg.samples, 7);
+    std::fs::remove_dir_all(&setup.dir).unwrap();
+}
+
+/// A reset that does not fit the buffer now (EAGAIN) is tried again
+/// POLL_INTERVAL later, not at once; a module without the ioctl
+/// (ENOTTY) gets a renewal instead, then and from then on.
+#[test]
+fn a_refused_reset_is_retried_or_replaced_by_a_renewal() {
+    let setup = Setup::new("reset-refused");
+    let (t0, first) = three_files(setup.config);
+    let next = stream(setup.config, t0 + 10, &[t0 + 11]);
+    let m = Fake::with_streams(vec![vec![first], vec![next]]);
+    m.reset_errno
+        .borrow_mut()
+        .extend([libc::EAGAIN, libc::ENOTTY]);
+    let (mut d, _rx) = setup.daemon(&m);
+    step_to_the_first_reset(&mut d, &m);
+    assert_eq!(d.resets, 0);
+    // Not before POLL_INTERVAL.
+    d.step().unwrap();
+    assert_eq!(m.log().last(), Some(&"pump"));
+    std::thread::sleep(POLL_INTERVAL);
+    d.step().unwrap();
+    assert_eq!(
+        m.log()[4..],
+        ["pump", "reset", "stop", "configure", "start"]
+    );
+    assert_eq!((d.resets, d.renewals, d.can_reset), (0, 1, false));
+    std::fs::remove_dir_all(&setup.dir).unwrap();
+}
+
+/// A session that cannot start (SET_CONFIG or START refused) is
+/// tried again after RETRY_FIRST, then twice as long each time up to
+/// RETRY_MAX; one that starts makes the next wait RETRY_FIRST again.
+/// Only sessions that started count in the last line.
+#[test]
+fn failed_starts_back_off_up_to_a_minute() {
+    let setup = Setup::new("backoff");
+    let (dir, tally) = (&setup.dir, &setup.tally);
+    let m = Fake::default();
+    m.fail_configure.set(5);
+    m.fail_start.set(3);
+    let (mut d, _rx) = setup.daemon(&m);
+    let mut waits = Vec::new();
+    for _ in 0..8 {
+        let before = Instant::now();
+        d.try_start();
+        assert!(d.session.is_none());
+        waits.push((d.retry.0 - before).as_secs());
+    }
+    assert_eq!(waits, [1, 2, 4, 8, 16, 32, 60, 60]);
+    assert_eq!(m.tries(), 8);
+    assert_eq!(d.session_no, 0);
+    d.try_start();
+    assert!(d.session.is_some());
+    assert_eq!((d.retry.1, d.session_no), (RETRY_FIRST, 1));
+    // The next failure waits RETRY_FIRST again.
+    d.session = None;
+    m.fail_start.set(1);
+    let before = Instant::now();
+    d.try_start();
+    assert_eq!((d.retry.0 - before).as_secs(), 1);
+    assert_eq!(d.retry.1, 2 * RETRY_FIRST);
+    assert!(last_line(true, &d.out, tally, false, d.session_no).ends_with(" 1 sessions"));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Without a session, the daemon tries again once the retry time has
+/// come, not before, or at once on SIGHUP.
+#[test]
+fn a_retry_comes_at_its_time_or_on_sighup() {
+    let setup = Setup::new("retry");
+    let dir = &setup.dir;
+    signal::install_renew_handler().unwrap();
+    let m = Fake::default();
+    m.fail_start.set(2);
+    let (mut d, _rx) = setup.daemon(&m);
+    // At its time: RETRY_FIRST after the failure.
+    d.try_start();
+    let failed = Instant::now();
+    while m.tries() == 1 {
+        assert!(failed.elapsed() < 10 * RETRY_FIRST, "never tried again");
+        d.step().unwrap();
+    }
+    assert!(failed.elapsed() >= RETRY_FIRST - POLL_INTERVAL);
+    assert!(d.session.is_none(), "the second START fails");
+    // On SIGHUP: long before its time.
+    d.retry.0 = Instant::now() + Duration::from_secs(3600);
+    for _ in 0..3 {
+        d.step().unwrap();
+    }
+    assert_eq!(m.tries(), 2, "tried before its time");
+    // SAFETY: kill() of our own process with a signal whose handler
+    // is installed (above).
+    let hup = unsafe { libc::kill(libc::getpid(), libc::SIGHUP) };
+    assert_eq!(hup, 0);
+    let sent = Instant::now();
+    while d.session.is_none() {
+        assert!(sent.elapsed() < Duration::from_secs(10), "SIGHUP ignored");
+        d.step().unwrap();
+    }
+    assert_eq!(m.tries(), 3);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Without a session (a start failed; the next try up to a minute
+/// away), the end of the process of `--pid` stops the daemon at once.
+#[test]
+fn without_a_session_the_end_of_the_pid_is_seen() {
+    let setup = Setup::new("target");
+    let dir = &setup.dir;
+    let m = Fake::default();
+    m.fail_start.set(1);
+    let (mut d, _rx) = setup.daemon(&m);
+    d.try_start();
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let watch = Watch::new(child.id() as i32).unwrap();
+    child.wait().unwrap();
+    d.target = Some(watch);
+    d.step().unwrap();
+    assert!(d.target_gone);
+    assert_eq!(m.tries(), 1);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn rotation_keeps_the_newest() {
+    let dir = std::env::temp_dir().join(format!("rprof-rotate-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for i in 0..5 {
+        std::fs::write(
+            dir.join(format!("{PREFIX}{:010}-{i:06}{SUFFIX}", 100 + i)),
+            b"x",
+        )
+        .unwrap();
+    }
+    std::fs::write(dir.join("other.txt"), b"x").unwrap();
+    rotate(&dir, 2).unwrap();
+    let mut left: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        [
+            "other.txt",
+            "rprof-0000000103-000003.pb.gz",
+            "rprof-0000000104-000004.pb.gz"
+        ]
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn temporaries_of_a_killed_daemon_go() {
+    let dir = std::env::temp_dir().join(format!("rprof-tmps-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let names = [
+        ".rprof-0000000001-000000.pb.gz.tmp",
+        "rprof-0000000001-000000.pb.gz",
+        ".other.tmp",
+        ".rprof-notes.txt.tmp",
+    ];
+    for n in names {
+        std::fs::write(dir.join(n), b"x").unwrap();
+    }
+    assert_eq!(remove_temporaries(&dir).unwrap(), 1);
+    let mut left: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        [
+            ".other.tmp",
+            ".rprof-notes.txt.tmp",
+            "rprof-0000000001-000000.pb.gz"
+        ]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn summary_line() {
+    use rprof_decode::Record;
+    let mut agg = rprof_report::Aggregate::new();
+    for (stage, count) in [(1, 2), (2, 5), (2, 1), (9, 4)] {
+        agg.feed(&Record::Lost {
+            cpu: 0,
+            stage,
+            count,
+        });
+    }
+    assert_eq!(
+        summary(Path::new("/d/rprof-1-000001.pb.gz"), &agg),
+        "/d/rprof-1-000001.pb.gz: 0 samples, 12 lost \
+         (ring 2, buffer 6, no_mm 0, no_mapping 0, no_cookie 0, other 4)"
+    );
+    agg.late = 3;
+    assert!(summary(Path::new("/d/p"), &agg).ends_with("other 4), 3 of them late"));
+    agg.throttles = 2;
+    assert!(summary(Path::new("/d/p"), &agg).ends_with(", 3 of them late, throttled 2 times"));
+}
+
+#[test]
+fn seconds() {
+    assert_eq!(parse_seconds("0.5"), Ok(Duration::from_millis(500)));
+    assert!(parse_seconds("0").is_err());
+    // Positive, but nothing as a Duration: intervals would not advance.
+    assert!(parse_seconds("1e-12").is_err());
+    assert!(parse_seconds("x").is_err());
+}
