@@ -55,3 +55,17 @@ pub fn parse_seconds(s: &str) -> Result<Duration, String> {
     }
     Ok(d)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seconds() {
+        assert_eq!(parse_seconds("0.5"), Ok(Duration::from_millis(500)));
+        assert!(parse_seconds("0").is_err());
+        // Positive, but nothing as a Duration: intervals would not advance.
+        assert!(parse_seconds("1e-12").is_err());
+        assert!(parse_seconds("x").is_err());
+    }
+}

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Profile file names: `rprof-` + seconds + `-` + sequence + `.pb.gz`.
-pub(super) const PREFIX: &str = "rprof-";
+const PREFIX: &str = "rprof-";
 pub(super) const SUFFIX: &str = ".pb.gz";
 
 /// One interval of the session: when it began (wall clock) and how
@@ -91,7 +91,7 @@ pub fn write_profile(
 /// when K of the N belong to earlier intervals but were read after those
 /// were written, and `, throttled T times` when the kernel throttled
 /// sampling (perf's limit on samples per tick) in it.
-pub(super) fn summary(path: &Path, agg: &rprof_report::Aggregate) -> String {
+fn summary(path: &Path, agg: &rprof_report::Aggregate) -> String {
     let mut line = format!(
         "{}: {} samples, {} lost ({})",
         path.display(),
@@ -146,4 +146,91 @@ pub fn rotate(dir: &Path, keep: u64) -> Result<(), Error> {
         let _ = std::fs::remove_file(dir.join(n));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rotation_keeps_the_newest() {
+        let dir = std::env::temp_dir().join(format!("rprof-rotate-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for i in 0..5 {
+            std::fs::write(
+                dir.join(format!("{PREFIX}{:010}-{i:06}{SUFFIX}", 100 + i)),
+                b"x",
+            )
+            .unwrap();
+        }
+        std::fs::write(dir.join("other.txt"), b"x").unwrap();
+        rotate(&dir, 2).unwrap();
+        let mut left: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [
+                "other.txt",
+                "rprof-0000000103-000003.pb.gz",
+                "rprof-0000000104-000004.pb.gz"
+            ]
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn temporaries_of_a_killed_daemon_go() {
+        let dir = std::env::temp_dir().join(format!("rprof-tmps-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let names = [
+            ".rprof-0000000001-000000.pb.gz.tmp",
+            "rprof-0000000001-000000.pb.gz",
+            ".other.tmp",
+            ".rprof-notes.txt.tmp",
+        ];
+        for n in names {
+            std::fs::write(dir.join(n), b"x").unwrap();
+        }
+        assert_eq!(remove_temporaries(&dir).unwrap(), 1);
+        let mut left: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [
+                ".other.tmp",
+                ".rprof-notes.txt.tmp",
+                "rprof-0000000001-000000.pb.gz"
+            ]
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn summary_line() {
+        use rprof_decode::Record;
+        let mut agg = rprof_report::Aggregate::new();
+        for (stage, count) in [(1, 2), (2, 5), (2, 1), (9, 4)] {
+            agg.feed(&Record::Lost {
+                cpu: 0,
+                stage,
+                count,
+            });
+        }
+        assert_eq!(
+            summary(Path::new("/d/rprof-1-000001.pb.gz"), &agg),
+            "/d/rprof-1-000001.pb.gz: 0 samples, 12 lost \
+             (ring 2, buffer 6, no_mm 0, no_mapping 0, no_cookie 0, other 4)"
+        );
+        agg.late = 3;
+        assert!(summary(Path::new("/d/p"), &agg).ends_with("other 4), 3 of them late"));
+        agg.throttles = 2;
+        assert!(summary(Path::new("/d/p"), &agg).ends_with(", 3 of them late, throttled 2 times"));
+    }
 }

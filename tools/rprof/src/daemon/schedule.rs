@@ -181,3 +181,109 @@ impl StreamClock {
         Some(start.saturating_add(nanos(self.started_at.elapsed())))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::daemon::profile::{names_in, SUFFIX};
+    use crate::daemon::tests::stream;
+
+    /// A daemon that fell behind (or a renewal) ends a session holding
+    /// samples of several intervals: each complete interval gets its own
+    /// profile, then the part up to the STOP; none lumps them together.
+    #[test]
+    fn the_rest_of_a_session_is_written_interval_by_interval() {
+        use clap::Parser;
+        use rprof_decode::Record;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            d: DaemonArgs,
+        }
+        let dir = std::env::temp_dir().join(format!("rprof-rest-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let args = Cli::parse_from(["d", "--dir", dir.to_str().unwrap(), "--interval", "1"]).d;
+        let config = args.sampling.config(None).unwrap();
+        let mut out = Profiles {
+            args: &args,
+            config: &config,
+            started: Duration::from_secs(1_000_000),
+            first: 0,
+            seq: 0,
+            written: 0,
+            skipped: 0,
+        };
+        let s = 1_000_000_000u64;
+        let mut stream = stream(
+            config,
+            10 * s,
+            &[
+                10 * s + s / 2,
+                11 * s + 1,
+                11 * s + s / 2,
+                12 * s,
+                12 * s + 9 * s / 10,
+                12 * s + 1,
+                12 * s + 2,
+            ],
+        );
+        Record::Stop {
+            time_ns: 13 * s + s / 5,
+            config,
+        }
+        .encode(&mut stream);
+        let mut sink = live::AggregateSink::new();
+        sink.agg.set_interval(Some(s));
+        sink.agg.set_cutoff(Some(11 * s));
+        crate::session::Sink::feed(&mut sink, &stream).unwrap();
+        let mut sym = rprof_report::Symbolizer::new("", &[], None);
+        let until = session_end(&sink, &StreamClock::new());
+        assert_eq!(until, 13 * s + s / 5);
+        // A renewal numbers the next session's profiles with this count
+        // before the writer has written any.
+        let left = profiles_left(&sink.agg, s, until);
+        out.write_rest(&mut sink, &mut sym, s, until);
+        assert_eq!(out.seq, left);
+        let mut names = names_in(&dir, |n| n.ends_with(SUFFIX)).unwrap();
+        names.sort();
+        let counts: Vec<i64> = names
+            .iter()
+            .map(|n| {
+                let p = rprof_report::pprof::read(&std::fs::read(dir.join(n)).unwrap()).unwrap();
+                p.sample.iter().map(|x| x.value[0]).sum()
+            })
+            .collect();
+        assert_eq!(counts, [1, 2, 4, 0], "{names:?}");
+        assert_eq!((out.written, out.skipped), (4, 0));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A session without a STOP record ends "now" in the stream's own
+    /// clock: its START time plus what has passed since, whatever the
+    /// daemon's CLOCK_MONOTONIC reads (in a time namespace it is offset
+    /// from the kernel's; before, the daemon scheduled with its own).
+    #[test]
+    fn the_stream_clock_runs_from_start() {
+        use rprof_decode::Record;
+        let config = rprof_abi::rprof_config::default();
+        let mut stream = Vec::new();
+        // Five seconds after boot in the kernel's clock.
+        let start = 5_000_000_000u64;
+        Record::Start {
+            time_ns: start,
+            config,
+        }
+        .encode(&mut stream);
+        let mut sink = live::AggregateSink::new();
+        let clock = StreamClock::new();
+        assert_eq!(clock.now(&sink), None, "no START read yet");
+        crate::session::Sink::feed(&mut sink, &stream).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        let end = session_end(&sink, &clock);
+        assert!(
+            (start + 20_000_000..start + 10_000_000_000).contains(&end),
+            "{end}"
+        );
+    }
+}

@@ -1,145 +1,21 @@
-//! The daemon's tests; most drive its loop against a fake module.
+//! Tests of the daemon's loop (reader.rs, renewal.rs) with its writer
+//! thread, against a fake module; the other files test their own parts.
 
-use super::args::{parse_seconds, DaemonArgs};
+use super::args::DaemonArgs;
 use super::last_line;
 use super::module::{Module, Running};
-use super::profile::{names_in, remove_temporaries, rotate, summary, Interval, PREFIX, SUFFIX};
+use super::profile::{names_in, Interval, SUFFIX};
 use super::reader::{named, Daemon};
-use super::schedule::{
-    profiles_left, session_end, Profiles, StreamClock, POLL_INTERVAL, RETRY_FIRST,
-};
+use super::schedule::{POLL_INTERVAL, RETRY_FIRST};
 use super::tally::Tally;
-use super::writer::{writer, Job, Live, Syms, WRITER_BACKLOG};
+use super::writer::{writer, Job, Live, WRITER_BACKLOG};
 use crate::pidfd::Watch;
 use crate::session::Sink;
-use crate::{live, signal, Error};
-use rprof_symbols::Kallsyms;
+use crate::{signal, Error};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::Receiver;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// The writer keeps one symbolizer per session (not one per
-/// interval), and makes a new one for a new session, a reset of its
-/// cookie table or new kernel symbols.
-#[test]
-fn the_writer_symbolizer_lives_as_long_as_its_session() {
-    let k1 = Arc::new(Kallsyms::parse(""));
-    let k2 = Arc::new(Kallsyms::parse(""));
-    let mut syms = Syms::default();
-    let addr = |s: &mut rprof_report::Symbolizer| s as *const _ as usize;
-    let first = addr(syms.get((1, 0), &k1));
-    let id = |syms: &Syms| syms.current.as_ref().map(|(s, k, _)| (*s, Arc::as_ptr(k)));
-    assert_eq!(addr(syms.get((1, 0), &k1)), first);
-    assert_eq!(id(&syms), Some(((1, 0), Arc::as_ptr(&k1))));
-    // A reset of the cookie table: a new one.
-    syms.get((1, 1), &k1);
-    assert_eq!(id(&syms), Some(((1, 1), Arc::as_ptr(&k1))));
-    syms.get((2, 0), &k1);
-    assert_eq!(id(&syms), Some(((2, 0), Arc::as_ptr(&k1))));
-    syms.get((2, 0), &k2);
-    assert_eq!(id(&syms), Some(((2, 0), Arc::as_ptr(&k2))));
-}
-
-/// A daemon that fell behind (or a renewal) ends a session holding
-/// samples of several intervals: each complete interval gets its own
-/// profile, then the part up to the STOP; none lumps them together.
-#[test]
-fn the_rest_of_a_session_is_written_interval_by_interval() {
-    use clap::Parser;
-    use rprof_decode::Record;
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        d: DaemonArgs,
-    }
-    let dir = std::env::temp_dir().join(format!("rprof-rest-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let args = Cli::parse_from(["d", "--dir", dir.to_str().unwrap(), "--interval", "1"]).d;
-    let config = args.sampling.config(None).unwrap();
-    let mut out = Profiles {
-        args: &args,
-        config: &config,
-        started: Duration::from_secs(1_000_000),
-        first: 0,
-        seq: 0,
-        written: 0,
-        skipped: 0,
-    };
-    let s = 1_000_000_000u64;
-    let mut stream = stream(
-        config,
-        10 * s,
-        &[
-            10 * s + s / 2,
-            11 * s + 1,
-            11 * s + s / 2,
-            12 * s,
-            12 * s + 9 * s / 10,
-            12 * s + 1,
-            12 * s + 2,
-        ],
-    );
-    Record::Stop {
-        time_ns: 13 * s + s / 5,
-        config,
-    }
-    .encode(&mut stream);
-    let mut sink = live::AggregateSink::new();
-    sink.agg.set_interval(Some(s));
-    sink.agg.set_cutoff(Some(11 * s));
-    crate::session::Sink::feed(&mut sink, &stream).unwrap();
-    let mut sym = rprof_report::Symbolizer::new("", &[], None);
-    let until = session_end(&sink, &StreamClock::new());
-    assert_eq!(until, 13 * s + s / 5);
-    // A renewal numbers the next session's profiles with this count
-    // before the writer has written any.
-    let left = profiles_left(&sink.agg, s, until);
-    out.write_rest(&mut sink, &mut sym, s, until);
-    assert_eq!(out.seq, left);
-    let mut names = names_in(&dir, |n| n.ends_with(SUFFIX)).unwrap();
-    names.sort();
-    let counts: Vec<i64> = names
-        .iter()
-        .map(|n| {
-            let p = rprof_report::pprof::read(&std::fs::read(dir.join(n)).unwrap()).unwrap();
-            p.sample.iter().map(|x| x.value[0]).sum()
-        })
-        .collect();
-    assert_eq!(counts, [1, 2, 4, 0], "{names:?}");
-    assert_eq!((out.written, out.skipped), (4, 0));
-    std::fs::remove_dir_all(&dir).unwrap();
-}
-
-/// A session without a STOP record ends "now" in the stream's own
-/// clock: its START time plus what has passed since, whatever the
-/// daemon's CLOCK_MONOTONIC reads (in a time namespace it is offset
-/// from the kernel's; before, the daemon scheduled with its own).
-#[test]
-fn the_stream_clock_runs_from_start() {
-    use rprof_decode::Record;
-    let config = rprof_abi::rprof_config::default();
-    let mut stream = Vec::new();
-    // Five seconds after boot in the kernel's clock.
-    let start = 5_000_000_000u64;
-    Record::Start {
-        time_ns: start,
-        config,
-    }
-    .encode(&mut stream);
-    let mut sink = live::AggregateSink::new();
-    let clock = StreamClock::new();
-    assert_eq!(clock.now(&sink), None, "no START read yet");
-    crate::session::Sink::feed(&mut sink, &stream).unwrap();
-    std::thread::sleep(Duration::from_millis(20));
-    let end = session_end(&sink, &clock);
-    assert!(
-        (start + 20_000_000..start + 10_000_000_000).contains(&end),
-        "{end}"
-    );
-}
 
 /// A module for the daemon's tests.  Each session configured takes
 /// the next of `streams` (its chunks: one per pump, the rest at the
@@ -306,7 +182,7 @@ fn test_dir(name: &str) -> PathBuf {
 
 /// The stream of a session configured with `config` that STARTed at
 /// `start`, with a kernel sample at each of `samples`.
-fn stream(config: rprof_abi::rprof_config, start: u64, samples: &[u64]) -> Vec<u8> {
+pub(super) fn stream(config: rprof_abi::rprof_config, start: u64, samples: &[u64]) -> Vec<u8> {
     use rprof_decode::Record;
     let mut r = vec![
         Record::Start {
@@ -674,95 +550,4 @@ fn without_a_session_the_end_of_the_pid_is_seen() {
     assert!(d.target_gone);
     assert_eq!(m.tries(), 1);
     std::fs::remove_dir_all(dir).unwrap();
-}
-
-#[test]
-fn rotation_keeps_the_newest() {
-    let dir = std::env::temp_dir().join(format!("rprof-rotate-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    for i in 0..5 {
-        std::fs::write(
-            dir.join(format!("{PREFIX}{:010}-{i:06}{SUFFIX}", 100 + i)),
-            b"x",
-        )
-        .unwrap();
-    }
-    std::fs::write(dir.join("other.txt"), b"x").unwrap();
-    rotate(&dir, 2).unwrap();
-    let mut left: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .collect();
-    left.sort();
-    assert_eq!(
-        left,
-        [
-            "other.txt",
-            "rprof-0000000103-000003.pb.gz",
-            "rprof-0000000104-000004.pb.gz"
-        ]
-    );
-    std::fs::remove_dir_all(&dir).unwrap();
-}
-
-#[test]
-fn temporaries_of_a_killed_daemon_go() {
-    let dir = std::env::temp_dir().join(format!("rprof-tmps-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let names = [
-        ".rprof-0000000001-000000.pb.gz.tmp",
-        "rprof-0000000001-000000.pb.gz",
-        ".other.tmp",
-        ".rprof-notes.txt.tmp",
-    ];
-    for n in names {
-        std::fs::write(dir.join(n), b"x").unwrap();
-    }
-    assert_eq!(remove_temporaries(&dir).unwrap(), 1);
-    let mut left: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .collect();
-    left.sort();
-    assert_eq!(
-        left,
-        [
-            ".other.tmp",
-            ".rprof-notes.txt.tmp",
-            "rprof-0000000001-000000.pb.gz"
-        ]
-    );
-    let _ = std::fs::remove_dir_all(&dir);
-}
-
-#[test]
-fn summary_line() {
-    use rprof_decode::Record;
-    let mut agg = rprof_report::Aggregate::new();
-    for (stage, count) in [(1, 2), (2, 5), (2, 1), (9, 4)] {
-        agg.feed(&Record::Lost {
-            cpu: 0,
-            stage,
-            count,
-        });
-    }
-    assert_eq!(
-        summary(Path::new("/d/rprof-1-000001.pb.gz"), &agg),
-        "/d/rprof-1-000001.pb.gz: 0 samples, 12 lost \
-         (ring 2, buffer 6, no_mm 0, no_mapping 0, no_cookie 0, other 4)"
-    );
-    agg.late = 3;
-    assert!(summary(Path::new("/d/p"), &agg).ends_with("other 4), 3 of them late"));
-    agg.throttles = 2;
-    assert!(summary(Path::new("/d/p"), &agg).ends_with(", 3 of them late, throttled 2 times"));
-}
-
-#[test]
-fn seconds() {
-    assert_eq!(parse_seconds("0.5"), Ok(Duration::from_millis(500)));
-    assert!(parse_seconds("0").is_err());
-    // Positive, but nothing as a Duration: intervals would not advance.
-    assert!(parse_seconds("1e-12").is_err());
-    assert!(parse_seconds("x").is_err());
 }

@@ -70,7 +70,7 @@ pub(super) type Epoch = (u64, u64);
 /// loaded or gone).
 #[derive(Default)]
 pub(super) struct Syms {
-    pub(super) current: Option<(Epoch, Arc<Kallsyms>, rprof_report::Symbolizer)>,
+    current: Option<(Epoch, Arc<Kallsyms>, rprof_report::Symbolizer)>,
 }
 
 impl Syms {
@@ -200,5 +200,32 @@ pub(super) fn writer(
                 panic!("the writer thread dies, as a test asks");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The writer keeps one symbolizer per session (not one per
+    /// interval), and makes a new one for a new session, a reset of its
+    /// cookie table or new kernel symbols.
+    #[test]
+    fn the_writer_symbolizer_lives_as_long_as_its_session() {
+        let k1 = Arc::new(Kallsyms::parse(""));
+        let k2 = Arc::new(Kallsyms::parse(""));
+        let mut syms = Syms::default();
+        let addr = |s: &mut rprof_report::Symbolizer| s as *const _ as usize;
+        let first = addr(syms.get((1, 0), &k1));
+        let id = |syms: &Syms| syms.current.as_ref().map(|(s, k, _)| (*s, Arc::as_ptr(k)));
+        assert_eq!(addr(syms.get((1, 0), &k1)), first);
+        assert_eq!(id(&syms), Some(((1, 0), Arc::as_ptr(&k1))));
+        // A reset of the cookie table: a new one.
+        syms.get((1, 1), &k1);
+        assert_eq!(id(&syms), Some(((1, 1), Arc::as_ptr(&k1))));
+        syms.get((2, 0), &k1);
+        assert_eq!(id(&syms), Some(((2, 0), Arc::as_ptr(&k1))));
+        syms.get((2, 0), &k2);
+        assert_eq!(id(&syms), Some(((2, 0), Arc::as_ptr(&k2))));
     }
 }
