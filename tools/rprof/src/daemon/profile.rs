@@ -153,32 +153,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn rotation_keeps_the_newest() {
-        let dir = std::env::temp_dir().join(format!("rprof-rotate-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        for i in 0..5 {
-            std::fs::write(
-                dir.join(format!("{PREFIX}{:010}-{i:06}{SUFFIX}", 100 + i)),
-                b"x",
-            )
-            .unwrap();
+    fn summary_line() {
+        use rprof_decode::Record;
+        let mut agg = rprof_report::Aggregate::new();
+        for (stage, count) in [(1, 2), (2, 5), (2, 1), (9, 4)] {
+            agg.feed(&Record::Lost {
+                cpu: 0,
+                stage,
+                count,
+            });
         }
-        std::fs::write(dir.join("other.txt"), b"x").unwrap();
-        rotate(&dir, 2).unwrap();
-        let mut left: Vec<String> = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect();
-        left.sort();
         assert_eq!(
-            left,
-            [
-                "other.txt",
-                "rprof-0000000103-000003.pb.gz",
-                "rprof-0000000104-000004.pb.gz"
-            ]
+            summary(Path::new("/d/rprof-1-000001.pb.gz"), &agg),
+            "/d/rprof-1-000001.pb.gz: 0 samples, 12 lost \
+             (ring 2, buffer 6, no_mm 0, no_mapping 0, no_cookie 0, other 4)"
         );
-        std::fs::remove_dir_all(&dir).unwrap();
+        agg.late = 3;
+        assert!(summary(Path::new("/d/p"), &agg).ends_with("other 4), 3 of them late"));
+        agg.throttles = 2;
+        assert!(summary(Path::new("/d/p"), &agg).ends_with(", 3 of them late, throttled 2 times"));
     }
 
     #[test]
@@ -213,24 +206,31 @@ mod tests {
     }
 
     #[test]
-    fn summary_line() {
-        use rprof_decode::Record;
-        let mut agg = rprof_report::Aggregate::new();
-        for (stage, count) in [(1, 2), (2, 5), (2, 1), (9, 4)] {
-            agg.feed(&Record::Lost {
-                cpu: 0,
-                stage,
-                count,
-            });
+    fn rotation_keeps_the_newest() {
+        let dir = std::env::temp_dir().join(format!("rprof-rotate-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for i in 0..5 {
+            std::fs::write(
+                dir.join(format!("{PREFIX}{:010}-{i:06}{SUFFIX}", 100 + i)),
+                b"x",
+            )
+            .unwrap();
         }
+        std::fs::write(dir.join("other.txt"), b"x").unwrap();
+        rotate(&dir, 2).unwrap();
+        let mut left: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
         assert_eq!(
-            summary(Path::new("/d/rprof-1-000001.pb.gz"), &agg),
-            "/d/rprof-1-000001.pb.gz: 0 samples, 12 lost \
-             (ring 2, buffer 6, no_mm 0, no_mapping 0, no_cookie 0, other 4)"
+            left,
+            [
+                "other.txt",
+                "rprof-0000000103-000003.pb.gz",
+                "rprof-0000000104-000004.pb.gz"
+            ]
         );
-        agg.late = 3;
-        assert!(summary(Path::new("/d/p"), &agg).ends_with("other 4), 3 of them late"));
-        agg.throttles = 2;
-        assert!(summary(Path::new("/d/p"), &agg).ends_with(", 3 of them late, throttled 2 times"));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
