@@ -7,7 +7,7 @@
 //! symbol values are virtual addresses of that same unrelocated image, for
 //! executables and shared objects alike.
 
-use crate::Hit;
+use crate::hit::Hit;
 use object::elf::{PF_X, PT_LOAD};
 use object::read::elf::{ElfFile, ElfFile32, ElfFile64, FileHeader, ProgramHeader};
 use object::{Endianness, FileKind, Object, ObjectSymbol, ReadCache, SymbolKind};

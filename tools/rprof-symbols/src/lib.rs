@@ -28,6 +28,7 @@ pub mod demangle;
 pub mod dev;
 pub mod dwarf;
 pub mod elf;
+mod hit;
 pub mod kallsyms;
 pub mod perfmap;
 pub mod root;
@@ -56,19 +57,6 @@ pub(crate) fn mkfifo(path: &std::path::Path) {
 
 pub use demangle::demangle;
 pub use elf::{read_build_id, ElfImage};
+pub use hit::Hit;
 pub use kallsyms::Kallsyms;
 pub use root::Root;
-
-/// A symbol found for an address: its name and how far into it the
-/// address is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Hit<'a> {
-    /// The symbol's name.
-    pub name: &'a str,
-    /// Its start address (virtual address in its image, or kernel address).
-    pub addr: u64,
-    /// Its size in bytes (0 if unknown).
-    pub size: u64,
-    /// The looked-up address minus `addr`.
-    pub offset: u64,
-}
