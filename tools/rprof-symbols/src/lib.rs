@@ -34,26 +34,8 @@ pub mod perfmap;
 pub mod root;
 #[doc(hidden)]
 pub mod testprog;
-
-/// A fresh, empty directory for a test, named after `what` and `name`
-/// and this process.
 #[cfg(test)]
-pub(crate) fn test_dir(what: &str, name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("rprof-{what}-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-/// Makes a FIFO at `path` (for the tests that it is never opened).
-#[cfg(test)]
-pub(crate) fn mkfifo(path: &std::path::Path) {
-    let ok = std::process::Command::new("mkfifo")
-        .arg(path)
-        .status()
-        .unwrap();
-    assert!(ok.success(), "mkfifo {}", path.display());
-}
+mod testutil;
 
 pub use demangle::demangle;
 pub use elf::{read_build_id, ElfImage};
