@@ -54,6 +54,8 @@ mod schedule;
 mod tally;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod testutil;
 mod writer;
 
 pub use args::{parse_seconds, DaemonArgs};

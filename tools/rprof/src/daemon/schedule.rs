@@ -186,7 +186,7 @@ impl StreamClock {
 mod tests {
     use super::*;
     use crate::daemon::profile::{names_in, SUFFIX};
-    use crate::daemon::tests::stream;
+    use crate::daemon::testutil::stream;
 
     /// A daemon that fell behind (or a renewal) ends a session holding
     /// samples of several intervals: each complete interval gets its own
