@@ -12,7 +12,7 @@
 //! +------+--------------+-----------+-----------+
 //! ```
 
-use crate::*;
+use crate::bindings::*;
 use core::mem::size_of;
 
 /// `_IOC_NONE`: no data transfer.

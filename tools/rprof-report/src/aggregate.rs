@@ -927,54 +927,6 @@ mod tests {
         assert_eq!(per_interval, [2, 0, 1]);
     }
 
-    /// LOST counts and periods are the stream's to choose: huge ones
-    /// saturate, they do not wrap or panic.
-    #[test]
-    fn huge_counts_saturate() {
-        let mut agg = Aggregate::new();
-        for r in [
-            Record::Lost {
-                stage: 1,
-                cpu: 0,
-                count: u64::MAX,
-            },
-            Record::Lost {
-                stage: 1,
-                cpu: 0,
-                count: 2,
-            },
-            Record::Lost {
-                stage: 99,
-                cpu: 0,
-                count: u64::MAX,
-            },
-            Record::Switch { cookie: 1 },
-            Record::Sample {
-                flags: 0,
-                time_ns: 0,
-                offset: 0xffffffff81001010,
-                period: u64::MAX,
-                stack: None,
-            },
-            Record::Sample {
-                flags: 0,
-                time_ns: 0,
-                offset: 0xffffffff81001011,
-                period: u64::MAX,
-                stack: None,
-            },
-        ] {
-            agg.feed(&r);
-        }
-        assert_eq!(agg.lost.ring, u64::MAX);
-        assert_eq!(agg.lost_total(), u64::MAX);
-        let mut sym = crate::Symbolizer::new(crate::testdata::KALLSYMS, &[], None);
-        let rows = crate::rows(&agg, &mut sym, &Filter::default());
-        assert_eq!((rows.len(), rows[0].period), (1, u64::MAX));
-        let lines = crate::table::group(&rows, &[crate::table::SortKey::Dso]);
-        assert_eq!(lines[0].period, u64::MAX);
-    }
-
     #[test]
     fn malformed_stream_names_the_offset() {
         let (mut stream, _) = testdata::stream();

@@ -146,7 +146,7 @@ impl Loaded {
         let d = &self.data;
         writeln!(out, "# rprof report of {source}")?;
         let events: Vec<String> = (0..d.config.nr_events.min(8))
-            .map(|i| crate::event_label(&d.config, i))
+            .map(|i| crate::label::event_label(&d.config, i))
             .collect();
         write!(out, "# events: {}", events.join(", "))?;
         if let Some(c) = d.meta(meta::COMMAND) {

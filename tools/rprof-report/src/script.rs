@@ -19,8 +19,9 @@
 //! that holds the code, innermost first, as `ADDR NAME (inlined)`, as
 //! perf script prints inline frames (unless asked not to: `inline`).
 
+use crate::label::event_label;
 use crate::symbolize::FrameKind;
-use crate::{caller_frames, event_label, Filter, Frame, Key, Symbolizer};
+use crate::{caller_frames, Filter, Frame, Key, Symbolizer};
 use rprof_abi::rprof_config;
 use rprof_decode::{Decoder, Resolver};
 use std::collections::HashMap;

@@ -97,7 +97,7 @@ pub fn document(rows: &[Row], name: &str, config: &rprof_config) -> Value {
             let samples: Vec<Value> = stacks.keys().map(|s| json!(s)).collect();
             let weights: Vec<Value> = stacks.values().map(|w| json!(w)).collect();
             let unit = match config.events.get(key.event as usize) {
-                Some(e) if crate::period_is_time(e.kind) => "nanoseconds",
+                Some(e) if crate::label::period_is_time(e.kind) => "nanoseconds",
                 _ => "none",
             };
             (
@@ -132,7 +132,7 @@ pub fn document(rows: &[Row], name: &str, config: &rprof_config) -> Value {
 /// threads were counted together (tid 0 with a pid that is not the idle
 /// tasks').
 fn profile_name(key: &ProfileKey, config: &rprof_config) -> String {
-    let event = crate::event_label(config, key.event);
+    let event = crate::label::event_label(config, key.event);
     if key.tid == 0 && key.pid != 0 {
         format!("{} {} ({event})", key.comm, key.pid)
     } else {

@@ -251,7 +251,7 @@ mod tests {
     }
 
     fn tmp(name: &str) -> PathBuf {
-        crate::test_dir("dbg", name)
+        crate::testutil::test_dir("dbg", name)
     }
 
     /// A stripped binary's local function and its lines come back from

@@ -7,7 +7,7 @@
 //! symbol values are virtual addresses of that same unrelocated image, for
 //! executables and shared objects alike.
 
-use crate::Hit;
+use crate::hit::Hit;
 use object::elf::{PF_X, PT_LOAD};
 use object::read::elf::{ElfFile, ElfFile32, ElfFile64, FileHeader, ProgramHeader};
 use object::{Endianness, FileKind, Object, ObjectSymbol, ReadCache, SymbolKind};
@@ -272,6 +272,7 @@ pub fn hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::dwarf::Lines;
 
     /// A function of this test binary, found by name in its symbol table.
     #[no_mangle]
@@ -304,7 +305,7 @@ pub(crate) mod tests {
     /// a 64-bit one's.
     #[test]
     fn a_32_bit_program_is_symbolized() {
-        let dir = crate::test_dir("elf", "m32");
+        let dir = crate::testutil::test_dir("elf", "m32");
         let bin = crate::testprog::build_c(&dir, "m32.c", "m32", "hot32", false, &["-m32"]);
         let data = std::fs::read(&bin).unwrap();
         assert_eq!(FileKind::parse(&*data).unwrap(), FileKind::Elf32);
@@ -455,9 +456,9 @@ pub(crate) mod tests {
     /// A new test directory named after `name`, with a FIFO in it: (the
     /// directory, the FIFO).
     fn fifo_in(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
-        let dir = crate::test_dir("elf", name);
+        let dir = crate::testutil::test_dir("elf", name);
         let fifo = dir.join("fifo");
-        crate::mkfifo(&fifo);
+        crate::testutil::mkfifo(&fifo);
         (dir, fifo)
     }
 
@@ -539,5 +540,23 @@ pub(crate) mod tests {
             !let_through,
             "the FIFO was opened for reading before it was refused"
         );
+    }
+
+    #[test]
+    fn this_test_binary_may_have_lines() {
+        // Test binaries carry line tables in the default profile only with
+        // debug info; either way nothing panics, and a found line names a
+        // file.
+        let exe = std::env::current_exe().unwrap();
+        let data = std::fs::read(exe).unwrap();
+        if let Some(lines) = Lines::parse(&data) {
+            let image = crate::ElfImage::parse(&data).unwrap();
+            let syms = image.symbols_named("rprof_symbols_test_marker");
+            if let Some((addr, _)) = syms.first() {
+                if let Some((file, line)) = lines.line(*addr) {
+                    assert!(!file.is_empty() && line > 0);
+                }
+            }
+        }
     }
 }

@@ -27,7 +27,7 @@
 //! Names are shown demangled ([`crate::demangle`]): the kernel's own Rust
 //! symbols (`_RNv...`) read as Rust paths.
 
-use crate::Hit;
+use crate::hit::Hit;
 
 /// Past the last symbol, addresses further than this are not its.
 const LAST_SYMBOL_SPAN: u64 = 1 << 16;

@@ -28,47 +28,17 @@ pub mod demangle;
 pub mod dev;
 pub mod dwarf;
 pub mod elf;
+mod hit;
 pub mod kallsyms;
 pub mod perfmap;
 pub mod root;
 #[doc(hidden)]
 pub mod testprog;
-
-/// A fresh, empty directory for a test, named after `what` and `name`
-/// and this process.
 #[cfg(test)]
-pub(crate) fn test_dir(what: &str, name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("rprof-{what}-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-/// Makes a FIFO at `path` (for the tests that it is never opened).
-#[cfg(test)]
-pub(crate) fn mkfifo(path: &std::path::Path) {
-    let ok = std::process::Command::new("mkfifo")
-        .arg(path)
-        .status()
-        .unwrap();
-    assert!(ok.success(), "mkfifo {}", path.display());
-}
+mod testutil;
 
 pub use demangle::demangle;
 pub use elf::{read_build_id, ElfImage};
+pub use hit::Hit;
 pub use kallsyms::Kallsyms;
 pub use root::Root;
-
-/// A symbol found for an address: its name and how far into it the
-/// address is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Hit<'a> {
-    /// The symbol's name.
-    pub name: &'a str,
-    /// Its start address (virtual address in its image, or kernel address).
-    pub addr: u64,
-    /// Its size in bytes (0 if unknown).
-    pub size: u64,
-    /// The looked-up address minus `addr`.
-    pub offset: u64,
-}

@@ -14,7 +14,7 @@
 //! function: the later line wins, as it describes the code there last.
 //! Lines that do not parse are skipped and counted.
 
-use crate::Hit;
+use crate::hit::Hit;
 
 /// Whether a perf map owned by `uid` may be read, by perf's rule: its
 /// owner is root or the user who reads it.  Maps live in `/tmp`, where

@@ -202,7 +202,7 @@ mod tests {
     use std::os::unix::fs::symlink;
 
     fn tmp(name: &str) -> PathBuf {
-        crate::test_dir("root", name)
+        crate::testutil::test_dir("root", name)
     }
 
     /// Nothing outside the symfs is reachable: not by `..`, not by a
@@ -251,7 +251,7 @@ mod tests {
     #[test]
     fn only_regular_files_open() {
         let base = tmp("fifo");
-        crate::mkfifo(&base.join("fifo"));
+        crate::testutil::mkfifo(&base.join("fifo"));
         let symfs = Root::symfs(&base).unwrap();
         assert!(symfs.read("/fifo").is_err());
         assert!(symfs.read("/").is_err(), "a directory was read");

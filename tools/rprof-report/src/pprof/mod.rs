@@ -93,7 +93,7 @@ pub fn event_types(config: &rprof_config, events: &[u32], agg: &Aggregate) -> Ve
         e.1 = e.1.saturating_add(c.period);
     }
     let name_of = |i: u32| match config.events.get(i as usize) {
-        Some(e) if i < config.nr_events => crate::event_name(e.kind),
+        Some(e) if i < config.nr_events => crate::label::event_name(e.kind),
         _ => format!("event{i}"),
     };
     let names: Vec<String> = events.iter().map(|&i| name_of(i)).collect();
@@ -107,10 +107,10 @@ pub fn event_types(config: &rprof_config, events: &[u32], agg: &Aggregate) -> Ve
                 .filter(|_| i < config.nr_events)
                 .copied()
                 .unwrap_or_default();
-            let time = crate::period_is_time(e.kind);
+            let time = crate::label::period_is_time(e.kind);
             let unit = if time { "nanoseconds" } else { "count" };
             let label = if i < config.nr_events {
-                crate::event_label(config, i)
+                crate::label::event_label(config, i)
             } else {
                 name.clone()
             };
