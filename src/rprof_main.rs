@@ -13,38 +13,21 @@ use kernel::c_str;
 use kernel::error::to_result;
 use kernel::prelude::*;
 
-mod compat;
-mod config;
-mod cookies;
-mod counter;
-mod ctx;
-mod device;
-mod drain;
-mod evbuf;
-mod follow;
-mod helpers;
-mod hotplug;
-mod kicker;
-mod mapcache;
-mod miscdev;
-mod modules;
-mod params;
-mod ring;
-mod sampler;
-mod stacks;
-mod session;
-mod sized;
+// Bottom to top: each folder uses only those above it in this list.
 mod uapi;
-mod waitq;
+mod kapi;
+mod sampling;
+mod chains;
+mod buffer;
+mod resolve;
+mod device;
 
 #[cfg(rprof_bench)]
 mod bench;
 #[cfg(rprof_kunit)]
-mod kunit;
-#[cfg(rprof_kunit)]
 mod tests;
 
-compat::module_with_author! {
+kapi::compat::module_with_author! {
     type: RprofModule,
     name: "rprof",
     author: "rprof developers",
@@ -57,11 +40,11 @@ compat::module_with_author! {
 /// order); no file can be open by then because every open file holds a
 /// reference on the module, so no session exists either.
 struct RprofModule {
-    _device: miscdev::Registration<device::RprofFile>,
-    _hotplug: hotplug::Registration,
-    _modules: modules::Registration,
+    _device: kapi::miscdev::Registration<device::fops::RprofFile>,
+    _hotplug: kapi::hotplug::Registration,
+    _modules: resolve::modules::Registration,
     // After the device: no session follows processes any more.
-    _follow: follow::ExitProbe,
+    _follow: resolve::follow::ExitProbe,
     // Last: freed after everything that could take a call chain is gone.
     _chains: ChainBuffers,
 }
@@ -73,7 +56,7 @@ struct ChainBuffers;
 impl ChainBuffers {
     fn new() -> Result<Self> {
         // SAFETY: Module init, process context.
-        to_result(unsafe { helpers::rprof_chain_alloc() })?;
+        to_result(unsafe { kapi::helpers::rprof_chain_alloc() })?;
         Ok(Self)
     }
 }
@@ -83,31 +66,31 @@ impl Drop for ChainBuffers {
         // SAFETY: Module exit: the device, and every session and counter
         // with it, is gone (the fields before this one), so no handler
         // uses the buffers any more.
-        unsafe { helpers::rprof_chain_free() };
+        unsafe { kapi::helpers::rprof_chain_free() };
     }
 }
 
 impl kernel::Module for RprofModule {
     fn init(module: &'static ThisModule) -> Result<Self> {
-        let params = params::Params::from_module()?;
+        let params = device::params::Params::from_module()?;
         #[cfg(rprof_bench)]
         bench::run();
         // SAFETY: Trial builds only: prints a WARN and returns.
         #[cfg(rprof_inject_warn)]
         unsafe {
-            helpers::rprof_inject_warn()
+            kapi::helpers::rprof_inject_warn()
         };
         let chains = ChainBuffers::new()?;
-        let ctx = device::Rprof::new(params)?;
-        let hotplug = hotplug::Registration::register(ctx.clone())?;
-        let modules = modules::Registration::register(ctx.clone())?;
-        let device = miscdev::Registration::register(c_str!("rprof"), module, ctx)?;
+        let ctx = device::fops::Rprof::new(params)?;
+        let hotplug = kapi::hotplug::Registration::register(ctx.clone())?;
+        let modules = resolve::modules::Registration::register(ctx.clone())?;
+        let device = kapi::miscdev::Registration::register(c_str!("rprof"), module, ctx)?;
         pr_info!(
             "/dev/rprof ready (ABI {}, ring_records={}, buffer_pages={})\n",
             uapi::RPROF_ABI_VERSION,
             params.ring_records,
             params.buffer_pages
         );
-        Ok(Self { _device: device, _hotplug: hotplug, _modules: modules, _follow: follow::ExitProbe, _chains: chains })
+        Ok(Self { _device: device, _hotplug: hotplug, _modules: modules, _follow: resolve::follow::ExitProbe, _chains: chains })
     }
 }

@@ -14,7 +14,7 @@
 //! runs at a time, [`Follow::publish`]); it is registered with the first
 //! set and removed when the module goes ([`ExitProbe`]).
 
-use crate::helpers::{self, RprofFollow};
+use crate::kapi::helpers::{self, RprofFollow};
 use kernel::prelude::*;
 
 /// A followed set, which exits update from its session's START until the
@@ -51,7 +51,7 @@ impl Follow {
         Ok(Self { ptr })
     }
 
-    /// The pointer for a [`crate::sampler::HandlerCtx`]: valid while this
+    /// The pointer for a [`crate::sampling::sampler::HandlerCtx`]: valid while this
     /// object lives (the session drops it only after its counters).
     pub(crate) fn as_ptr(&self) -> *mut RprofFollow {
         self.ptr

@@ -22,7 +22,7 @@
 //! their end flags and kernel-frame count, and the address space with its
 //! write-lock sequence at the sample: the same addresses in the same
 //! unchanged address space resolve to the same files and offsets, the rule
-//! of the mapping cache (src/mapcache.rs).  The address space is named by
+//! of the mapping cache (src/resolve/mapcache.rs).  The address space is named by
 //! a generation handed out when the table takes an `mm_count` reference on
 //! it (at most [`RAW_MMS`] at a time), so that an `mm_struct` freed and
 //! reallocated at the same address can never match an old key.  The table
@@ -31,7 +31,7 @@
 //!
 //! Process context (the drain); allocates only at session setup.
 
-use crate::helpers::{self, MmStruct};
+use crate::kapi::helpers::{self, MmStruct};
 use crate::uapi::rprof_frame;
 use kernel::prelude::*;
 
@@ -150,7 +150,7 @@ impl<T: Word> Table<T> {
         for e in self.slots.iter_mut() {
             *e = Entry::default();
         }
-        crate::compat::clear_vec(&mut self.arena);
+        crate::kapi::compat::clear_vec(&mut self.arena);
         self.used = 0;
     }
 }
@@ -168,7 +168,7 @@ pub(crate) struct Stacks {
 
 /// Empties `v` (6.12's `KVec` has no `clear`), keeping its capacity.
 pub(crate) fn clear_copy<T: Copy>(v: &mut KVec<T>) {
-    crate::compat::clear_vec(v);
+    crate::kapi::compat::clear_vec(v);
 }
 
 /// FNV-1a over the frames and the flags.
@@ -255,7 +255,7 @@ unsafe impl Send for RawChains {}
 /// resolve to different frames.
 #[inline]
 pub(crate) fn raw_key_flags(chain: u8, user_mode: bool, nk: usize) -> u16 {
-    u16::from(chain & crate::sampler::CHAIN_FLAGS) | u16::from(user_mode) << 7 | (nk as u16) << 8
+    u16::from(chain & crate::sampling::sampler::CHAIN_FLAGS) | u16::from(user_mode) << 7 | (nk as u16) << 8
 }
 
 /// A stack id and the count of its unresolved user frames, as the raw

@@ -21,7 +21,7 @@
 //!
 //! Process context only (the drain, under the session's drain lock).
 
-use crate::helpers::{self, ModInfo};
+use crate::kapi::helpers::{self, ModInfo};
 use crate::uapi::*;
 use core::ffi::c_int;
 use kernel::bindings;

@@ -9,9 +9,9 @@
 //! the UNLOAD flag for each of its cookies.  New modules need no hook: the
 //! drain names a module's text the first time a sample falls into it.
 
-use crate::ctx::ArcCtx;
-use crate::device::Rprof;
-use crate::helpers;
+use crate::kapi::ctx::ArcCtx;
+use crate::device::fops::Rprof;
+use crate::kapi::helpers;
 use core::ffi::c_void;
 use kernel::prelude::*;
 use kernel::sync::Arc;

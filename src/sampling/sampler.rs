@@ -10,8 +10,8 @@
 //! on the sampled address space, an atomic increment) and, past a watermark, kicks
 //! the drain with an irq_work (the kernel's NMI-safe way out).
 
-use crate::helpers::{self, RawSample};
-use crate::ring::{Push, Ring, Slot};
+use crate::kapi::helpers::{self, RawSample};
+use crate::sampling::ring::{Push, Ring, Slot};
 use crate::uapi;
 use core::ffi::c_void;
 use kernel::prelude::*;
@@ -180,7 +180,7 @@ pub(crate) struct HandlerCtx {
     /// Only samples of this thread group, or all if negative.
     pub(crate) pid: i32,
     /// With `pid`, or null: the processes it follows, whose samples are
-    /// kept too (its descendants and their orphans, [`crate::follow`]).
+    /// kept too (its descendants and their orphans, [`crate::resolve::follow`]).
     pub(crate) follow: *mut helpers::RprofFollow,
     /// Kick the drain when the ring holds at least this many records.
     pub(crate) kick_at: u64,

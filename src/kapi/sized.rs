@@ -16,7 +16,7 @@ pub(crate) const SIZE_MAX: usize = 4096;
 /// Reads the leading `size` of the structure at `arg` and checks it against
 /// `[min, SIZE_MAX]` (`EINVAL` below, `E2BIG` above).
 pub(crate) fn read_size(arg: usize, min: usize) -> Result<usize> {
-    let size: u32 = crate::compat::user_slice(arg, 4).reader().read()?;
+    let size: u32 = crate::kapi::compat::user_slice(arg, 4).reader().read()?;
     let size = size as usize;
     if size < min {
         return Err(EINVAL);
@@ -34,7 +34,7 @@ pub(crate) fn check_unknown_zero(arg: usize, known: usize, size: usize) -> Resul
     if size <= known {
         return Ok(());
     }
-    let mut r = crate::compat::user_slice(arg.wrapping_add(known), size - known).reader();
+    let mut r = crate::kapi::compat::user_slice(arg.wrapping_add(known), size - known).reader();
     let mut rest = size - known;
     let mut chunk = [0u8; 64];
     while rest > 0 {

@@ -11,18 +11,19 @@
 //! the owner stops the session and frees everything.  Any open file may read
 //! the statistics.
 
-use crate::config::Config;
-use crate::evbuf::EventBuffer;
-use crate::counter::Counter;
-use crate::hotplug::CpusReadGuard;
-use crate::miscdev::{File, FileOps};
-use crate::params::Params;
-use crate::session::{Phase, Session};
-use crate::sized;
-use crate::{helpers, uapi};
+use crate::device::config::Config;
+use crate::buffer::evbuf::EventBuffer;
+use crate::sampling::counter::Counter;
+use crate::kapi::hotplug::CpusReadGuard;
+use crate::kapi::miscdev::{File, FileOps};
+use crate::device::params::Params;
+use crate::device::session::{Phase, Session};
+use crate::kapi::sized;
+use crate::kapi::helpers;
+use crate::uapi;
 use core::mem::size_of;
 use kernel::bindings;
-use crate::waitq::WaitQueue;
+use crate::kapi::waitq::WaitQueue;
 use kernel::{new_mutex, new_spinlock};
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex, SpinLock};
@@ -149,7 +150,7 @@ pub(crate) struct Rprof {
 impl Rprof {
     pub(crate) fn new(params: Params) -> Result<Arc<Self>> {
         // Not named like the fields: 7.x's pin_init! binds initialised
-        // fields to locals of their names (src/compat.rs).
+        // fields to locals of their names (src/kapi/compat.rs).
         let first_slot = Slot { counters: KVec::new(), stopping: false, last: None };
         let no_session = Current { owner: 0, session: None };
         let waitq = Arc::new(WaitQueue::new()?, GFP_KERNEL)?;
@@ -290,7 +291,7 @@ impl Rprof {
         // bytes form a valid value, and every byte is initialised.
         let req_bytes =
             unsafe { core::slice::from_raw_parts_mut(&mut req as *mut uapi::rprof_stats as *mut u8, known) };
-        crate::compat::user_slice(arg, len).reader().read_slice(&mut req_bytes[..len])?;
+        crate::kapi::compat::user_slice(arg, len).reader().read_slice(&mut req_bytes[..len])?;
         if req.reserved.iter().any(|&r| r != 0) {
             return Err(EINVAL);
         }
@@ -310,7 +311,7 @@ impl Rprof {
         };
         req.nr_cpus = nr;
         if let Some(st) = stats {
-            let mut w = crate::compat::user_slice(req.cpus as usize, want * size_of::<uapi::rprof_cpu_stats>()).writer();
+            let mut w = crate::kapi::compat::user_slice(req.cpus as usize, want * size_of::<uapi::rprof_cpu_stats>()).writer();
             for c in st.cpus.iter() {
                 w.write(c)?;
             }
@@ -333,14 +334,14 @@ impl Rprof {
         // SAFETY: As above.
         let req_bytes =
             unsafe { core::slice::from_raw_parts(&req as *const uapi::rprof_stats as *const u8, known) };
-        crate::compat::user_slice(arg, len).writer().write_slice(&req_bytes[..len])?;
+        crate::kapi::compat::user_slice(arg, len).writer().write_slice(&req_bytes[..len])?;
         Ok(())
     }
 
     /// `LOOKUP_COOKIE`: the name of a cookie of `file`'s session.
     fn lookup_cookie(&self, file: usize, arg: usize) -> Result {
         let size = size_of::<uapi::rprof_cookie_lookup>();
-        let mut req: uapi::rprof_cookie_lookup = crate::compat::user_slice(arg, size).reader().read()?;
+        let mut req: uapi::rprof_cookie_lookup = crate::kapi::compat::user_slice(arg, size).reader().read()?;
         let session = self.owned(file)?;
         let (name, flags, dev, ino) = session.lookup_cookie(req.cookie)?;
         let need = name.len() + 1;
@@ -350,11 +351,11 @@ impl Rprof {
         req.dev = dev;
         req.ino = ino;
         if fits {
-            let mut w = crate::compat::user_slice(req.path as usize, need).writer();
+            let mut w = crate::kapi::compat::user_slice(req.path as usize, need).writer();
             w.write_slice(&name)?;
             w.write_slice(&[0])?;
         }
-        crate::compat::user_slice(arg, size).writer().write(&req)?;
+        crate::kapi::compat::user_slice(arg, size).writer().write(&req)?;
         if fits {
             Ok(())
         } else {
@@ -496,7 +497,7 @@ impl FileOps for RprofFile {
         };
         match cmd {
             uapi::IOC_GET_VERSION => {
-                let mut w = crate::compat::user_slice(arg, size_of::<u32>()).writer();
+                let mut w = crate::kapi::compat::user_slice(arg, size_of::<u32>()).writer();
                 w.write(&uapi::RPROF_ABI_VERSION)?;
             }
             uapi::IOC_SET_CONFIG => self.dev.set_config(me, arg)?,

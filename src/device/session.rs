@@ -25,16 +25,16 @@
 //! does not fit stays pending until the reader frees space (the next
 //! drain, FLUSH or `read()`).
 
-use crate::config::Config;
-use crate::counter::Counter;
-use crate::drain::{lost, Drain};
-use crate::evbuf::{EventBuffer, Record};
-use crate::follow::Follow;
-use crate::helpers::{self, CounterAttr};
-use crate::kicker::Kicker;
-use crate::sampler::{self, HandlerCtx, SampleRing};
+use crate::device::config::Config;
+use crate::sampling::counter::Counter;
+use crate::resolve::drain::{lost, Drain};
+use crate::buffer::evbuf::{EventBuffer, Record};
+use crate::resolve::follow::Follow;
+use crate::kapi::helpers::{self, CounterAttr};
+use crate::kapi::kicker::Kicker;
+use crate::sampling::sampler::{self, HandlerCtx, SampleRing};
 use crate::uapi::*;
-use crate::waitq::WaitQueue;
+use crate::kapi::waitq::WaitQueue;
 use core::ffi::{c_uint, c_void};
 use core::mem::size_of;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
@@ -591,12 +591,12 @@ impl Session {
     pub(crate) fn lookup_cookie(&self, cookie: u64) -> Result<(KVec<u8>, u32, u64, u64)> {
         let d = self.drain.lock();
         match d.cookies.get(cookie).map(|e| &e.object) {
-            Some(crate::cookies::Object::File { name, flags, dev, ino, .. }) => {
+            Some(crate::resolve::cookies::Object::File { name, flags, dev, ino, .. }) => {
                 let mut copy = KVec::new();
                 copy.extend_from_slice(name, GFP_KERNEL)?;
                 Ok((copy, *flags, *dev, *ino))
             }
-            Some(crate::cookies::Object::Module { name, .. }) => {
+            Some(crate::resolve::cookies::Object::Module { name, .. }) => {
                 let n = name.iter().position(|&b| b == 0).unwrap_or(name.len());
                 let mut copy = KVec::new();
                 copy.extend_from_slice(&name[..n], GFP_KERNEL)?;
@@ -738,7 +738,7 @@ impl Session {
 
     /// The cookie of the file at `path` in the session's table, as the
     /// drain would make it.
-    pub(crate) fn test_file_cookie(&self, path: crate::cookies::PathRef) -> Option<u64> {
+    pub(crate) fn test_file_cookie(&self, path: crate::resolve::cookies::PathRef) -> Option<u64> {
         self.drain.lock().cookies.file(path).ok()
     }
 

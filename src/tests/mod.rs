@@ -1,21 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! KUnit suites of rprof (test builds only, see `src/kunit.rs`).
+//! KUnit suites of rprof (test builds only, see `src/kapi/kunit.rs`).
 
-use crate::config::Config;
-use crate::drain::Drain;
-use crate::cookies::{CookieTable, NoCookie, Object, PathRef};
-use crate::evbuf::EventBuffer;
-use crate::follow::Follow;
-use crate::helpers::{self, RawSample, VmaRange, TEST_SRC_IRQ_WORK, TEST_SRC_NMI, TEST_SRC_TASK, TEST_SRC_TIMER};
-use crate::mapcache::{MapCache, Target};
-use crate::kicker::Kicker;
-use crate::kunit::{kassert, kassert_eq, kunit_suite, Test};
-use crate::params::{self, Params};
-use crate::ring::{Push, Ring, Slot};
-use crate::sampler::{self, HandlerCtx, RingRecord, SampleRing};
-use crate::session::Session;
-use crate::stacks::{self, RawChains};
+use crate::device::config::Config;
+use crate::resolve::drain::Drain;
+use crate::resolve::cookies::{CookieTable, NoCookie, Object, PathRef};
+use crate::buffer::evbuf::EventBuffer;
+use crate::resolve::follow::Follow;
+use crate::kapi::helpers::{self, RawSample, VmaRange, TEST_SRC_IRQ_WORK, TEST_SRC_NMI, TEST_SRC_TASK, TEST_SRC_TIMER};
+use crate::resolve::mapcache::{MapCache, Target};
+use crate::kapi::kicker::Kicker;
+use crate::kapi::kunit::{kassert, kassert_eq, kunit_suite, Test};
+use crate::device::params::{self, Params};
+use crate::sampling::ring::{Push, Ring, Slot};
+use crate::sampling::sampler::{self, HandlerCtx, RingRecord, SampleRing};
+use crate::device::session::Session;
+use crate::chains::stacks::{self, RawChains};
 use crate::uapi::*;
 use core::ffi::c_void;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -444,7 +444,7 @@ fn test_raw_config(ring_records: u32, buffer_pages: u32) -> rprof_config {
 
 fn test_session(ring_records: u32, buffer_pages: u32) -> Result<Arc<Session>> {
     let config = Config::check(test_raw_config(ring_records, buffer_pages), &test_params()?)?;
-    let waitq = Arc::new(crate::waitq::WaitQueue::new()?, GFP_KERNEL)?;
+    let waitq = Arc::new(crate::kapi::waitq::WaitQueue::new()?, GFP_KERNEL)?;
     let s = Session::new(config, 64, waitq)?;
     s.test_start();
     Ok(s)
@@ -683,7 +683,7 @@ struct InThisModule {
 impl InThisModule {
     fn new(t: &mut Test, buffer_pages: u32) -> Option<Self> {
         let mut fail = |why: &str| {
-            t.fail(crate::kunit::file_cstr!(), core::line!(), format_args!("{}", why));
+            t.fail(crate::kapi::kunit::file_cstr!(), core::line!(), format_args!("{}", why));
             None
         };
         let Ok(session) = test_session(4096, buffer_pages) else {
@@ -1613,7 +1613,7 @@ fn test_chain_session(ring_records: u32, buffer_pages: u32) -> Result<Arc<Sessio
     raw.max_kernel_frames = 8;
     raw.max_user_frames = 8;
     let config = Config::check(raw, &test_params()?)?;
-    let waitq = Arc::new(crate::waitq::WaitQueue::new()?, GFP_KERNEL)?;
+    let waitq = Arc::new(crate::kapi::waitq::WaitQueue::new()?, GFP_KERNEL)?;
     let s = Session::new(config, 64, waitq)?;
     s.test_start();
     Ok(s)
@@ -1623,11 +1623,11 @@ fn test_chain_session(ring_records: u32, buffer_pages: u32) -> Result<Arc<Sessio
 /// context on CPU 0; `None` (the test failed) if either cannot be had.
 fn chain_session_on_cpu0(t: &mut Test, buffer_pages: u32) -> Option<(Arc<Session>, HandlerCtx)> {
     let Ok(session) = test_chain_session(4096, buffer_pages) else {
-        t.fail(crate::kunit::file_cstr!(), core::line!(), format_args!("session allocation failed"));
+        t.fail(crate::kapi::kunit::file_cstr!(), core::line!(), format_args!("session allocation failed"));
         return None;
     };
     let Ok(ctx) = session.handler_ctx(0) else {
-        t.fail(crate::kunit::file_cstr!(), core::line!(), format_args!("no handler context"));
+        t.fail(crate::kapi::kunit::file_cstr!(), core::line!(), format_args!("no handler context"));
         return None;
     };
     Some((session, ctx))

@@ -3,7 +3,7 @@
 //! Module parameters (declared with `module_param()` in `src/helpers.c`),
 //! validated once at load time.
 
-use crate::helpers;
+use crate::kapi::helpers;
 use kernel::prelude::*;
 
 /// Smallest and largest per-CPU ring, in slots.

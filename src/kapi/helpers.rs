@@ -23,7 +23,7 @@ pub(crate) struct RprofKicker {
     _private: [u8; 0],
 }
 
-/// Opaque `struct rprof_follow` (see [`crate::follow`]).
+/// Opaque `struct rprof_follow` (see [`crate::resolve::follow`]).
 #[repr(C)]
 pub(crate) struct RprofFollow {
     _private: [u8; 0],

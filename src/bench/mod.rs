@@ -18,10 +18,10 @@
 //!   prints the sums at STOP and starts afresh.  The timing adds two clock
 //!   reads to each timed stage; [`run`] prints what a pair costs.
 
-use crate::drain::Drain;
-use crate::evbuf::EventBuffer;
-use crate::helpers::{self, RawSample};
-use crate::sampler::{self, HandlerCtx, RingRecord, SampleRing};
+use crate::resolve::drain::Drain;
+use crate::buffer::evbuf::EventBuffer;
+use crate::kapi::helpers::{self, RawSample};
+use crate::sampling::sampler::{self, HandlerCtx, RingRecord, SampleRing};
 use core::ffi::c_void;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel::prelude::*;

@@ -16,8 +16,8 @@
 //! so the module, and with it the [`Registration`], outlives every open
 //! file; per-file objects additionally hold an [`Arc`] of the context.
 
-use crate::ctx::ArcCtx;
-use crate::helpers;
+use crate::kapi::ctx::ArcCtx;
+use crate::kapi::helpers;
 use kernel::ffi::{c_int, c_long, c_uint, c_ulong, c_void};
 use core::marker::PhantomData;
 use kernel::bindings;
@@ -219,7 +219,7 @@ unsafe extern "C" fn read_callback<T: FileOps>(
 ) -> isize {
     // SAFETY: We are inside a file operation of an open file.
     let state = unsafe { file_state::<T>(file) };
-    let out = crate::compat::user_slice(buf as usize, len).writer();
+    let out = crate::kapi::compat::user_slice(buf as usize, len).writer();
     match state.read(&file_ref(file), out) {
         Ok(n) => n as isize,
         Err(e) => e.to_errno() as isize,

@@ -11,7 +11,7 @@
 //! run after a delay, for periodic work, from process context.  The work
 //! calls the function given to [`Kicker::new`] with the bound context.
 
-use crate::helpers;
+use crate::kapi::helpers;
 use core::ffi::{c_uint, c_void};
 use kernel::prelude::*;
 
@@ -62,7 +62,7 @@ impl Kicker {
         unsafe { helpers::rprof_kicker_kick(self.ptr) };
     }
 
-    /// The raw pointer, for [`crate::sampler::HandlerCtx`].
+    /// The raw pointer, for [`crate::sampling::sampler::HandlerCtx`].
     pub(crate) fn as_ptr(&self) -> *mut helpers::RprofKicker {
         self.ptr
     }

@@ -9,9 +9,9 @@
 //! otherwise).  Every error has one errno and one reason in dmesg at debug
 //! level, and changes nothing.
 
-use crate::helpers;
-use crate::params::{buffer_pages_valid, ring_records_valid, Params};
-use crate::sized;
+use crate::kapi::helpers;
+use crate::device::params::{buffer_pages_valid, ring_records_valid, Params};
+use crate::kapi::sized;
 use crate::uapi::*;
 use core::mem::size_of;
 use kernel::bindings;
@@ -59,7 +59,7 @@ impl Config {
         let bytes = unsafe {
             core::slice::from_raw_parts_mut(&mut raw as *mut rprof_config as *mut u8, known)
         };
-        crate::compat::user_slice(arg, size).reader().read_slice(&mut bytes[..size.min(known)])?;
+        crate::kapi::compat::user_slice(arg, size).reader().read_slice(&mut bytes[..size.min(known)])?;
         sized::check_unknown_zero(arg, known, size).inspect_err(|_| {
             pr_debug!("SET_CONFIG: non-zero bytes past the known size {}\n", known);
         })?;

@@ -45,8 +45,8 @@
 //! The memory is freed with `vfree()` when the buffer is dropped; pages
 //! still mapped by a process keep their own reference until it unmaps them.
 
-use crate::helpers;
-use crate::miscdev::File;
+use crate::kapi::helpers;
+use crate::kapi::miscdev::File;
 use crate::uapi::{rprof_mmap_page, rprof_record_header, RPROF_ABI_VERSION};
 use core::ffi::c_void;
 use core::mem::{offset_of, size_of};

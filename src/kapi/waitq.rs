@@ -7,8 +7,8 @@
 //! 6.12's `CondVar` cannot be handed to `poll_wait()`, so this wraps a bare
 //! `wait_queue_head_t` owned by the C glue.
 
-use crate::helpers;
-use crate::miscdev::File;
+use crate::kapi::helpers;
+use crate::kapi::miscdev::File;
 use core::ffi::c_void;
 use kernel::bindings;
 use kernel::prelude::*;

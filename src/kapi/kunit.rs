@@ -26,7 +26,7 @@
 //!
 //! This module exists only in test builds (`cfg(rprof_kunit)`).
 
-use crate::helpers;
+use crate::kapi::helpers;
 use core::ffi::c_void;
 use core::fmt;
 use kernel::bindings;
@@ -78,7 +78,7 @@ macro_rules! kassert {
     ($t:expr, $cond:expr $(,)?) => {
         if !$cond {
             $t.fail(
-                $crate::kunit::file_cstr!(),
+                $crate::kapi::kunit::file_cstr!(),
                 core::line!(),
                 format_args!("expected {} to be true", core::stringify!($cond)),
             );
@@ -88,7 +88,7 @@ macro_rules! kassert {
     ($t:expr, $cond:expr, $($fmt:tt)+) => {
         if !$cond {
             $t.fail(
-                $crate::kunit::file_cstr!(),
+                $crate::kapi::kunit::file_cstr!(),
                 core::line!(),
                 format_args!("expected {}: {}", core::stringify!($cond), format_args!($($fmt)+)),
             );
@@ -104,7 +104,7 @@ macro_rules! kassert_eq {
             (l, r) => {
                 if *l != *r {
                     $t.fail(
-                        $crate::kunit::file_cstr!(),
+                        $crate::kapi::kunit::file_cstr!(),
                         core::line!(),
                         format_args!(
                             "expected {} == {}, got {:?} != {:?}",
@@ -165,7 +165,7 @@ macro_rules! kunit_suite {
             $(
                 unsafe extern "C" fn $case(test: *mut bindings::kunit) {
                     // SAFETY: KUnit passes the running case's `struct kunit`.
-                    let mut t = unsafe { $crate::kunit::Test::from_raw(test) };
+                    let mut t = unsafe { $crate::kapi::kunit::Test::from_raw(test) };
                     super::$case(&mut t);
                 }
             )+
@@ -196,7 +196,7 @@ macro_rules! kunit_suite {
             ];
 
             static mut SUITE: bindings::kunit_suite = bindings::kunit_suite {
-                name: $crate::kunit::suite_name($name),
+                name: $crate::kapi::kunit::suite_name($name),
                 test_cases: &raw mut CASES as *mut bindings::kunit_case,
                 // SAFETY: All-zero is a valid rest of a suite (no init or
                 // exit hooks; KUnit fills the status fields).
@@ -205,7 +205,7 @@ macro_rules! kunit_suite {
 
             #[used]
             #[link_section = ".kunit_test_suites"]
-            static SUITE_PTR: $crate::kunit::SuitePtr = $crate::kunit::SuitePtr(&raw mut SUITE);
+            static SUITE_PTR: $crate::kapi::kunit::SuitePtr = $crate::kapi::kunit::SuitePtr(&raw mut SUITE);
         }
     };
 }

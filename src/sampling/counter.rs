@@ -9,8 +9,8 @@
 //! `perf_event_release_kernel()`, after which perf runs no more overflow
 //! handlers for it, so the handler's context may be freed.
 
-use crate::helpers::{self, CounterAttr};
-use crate::sampler::HandlerCtx;
+use crate::kapi::helpers::{self, CounterAttr};
+use crate::sampling::sampler::HandlerCtx;
 use core::ffi::c_void;
 use kernel::bindings;
 use kernel::prelude::*;

@@ -42,16 +42,16 @@
 //! call at the very end of a mapping resolves to it; their offsets stay the
 //! return addresses.  A frame that does not resolve stays in the chain as
 //! `RPROF_COOKIE_UNRESOLVED` with its raw address.  The chain is written
-//! once as a STACK record (src/stacks.rs), COOKIE and MODULE records for
+//! once as a STACK record (src/chains/stacks.rs), COOKIE and MODULE records for
 //! its frames before it, and the sample names it.
 
-use crate::cookies::{CookieTable, Forgotten, Object, PathRef};
-use crate::evbuf::{EventBuffer, Producer, Record};
-use crate::helpers::{self, FrameRes, ModInfo, VmaRange, RESOLVE_ANON, RESOLVE_FILE, RAW_THROTTLED, RAW_USER};
-use crate::mapcache::{MapCache, Target};
-use crate::sampler::{CHAIN_FLAGS, CHAIN_TAKEN};
-use crate::stacks::{self, RawChains, Stacks};
-use crate::sampler::{self, MmRef, RingRecord, RingSlot, SampleRing};
+use crate::resolve::cookies::{CookieTable, Forgotten, Object, PathRef};
+use crate::buffer::evbuf::{EventBuffer, Producer, Record};
+use crate::kapi::helpers::{self, FrameRes, ModInfo, VmaRange, RESOLVE_ANON, RESOLVE_FILE, RAW_THROTTLED, RAW_USER};
+use crate::resolve::mapcache::{MapCache, Target};
+use crate::sampling::sampler::{CHAIN_FLAGS, CHAIN_TAKEN};
+use crate::chains::stacks::{self, RawChains, Stacks};
+use crate::sampling::sampler::{self, MmRef, RingRecord, RingSlot, SampleRing};
 use crate::uapi::*;
 use core::mem::size_of;
 use kernel::bindings;
@@ -567,7 +567,7 @@ impl Drain {
     ) -> Result<(u64, u64), usize> {
         let nk = (rec.nk as usize).min(frames.len());
         // A raw chain seen before in the same unchanged address space:
-        // its id, without resolving a frame (src/stacks.rs).
+        // its id, without resolving a frame (src/chains/stacks.rs).
         #[cfg(rprof_bench)]
         let intern_timer = crate::bench::Timer::start(crate::bench::Stage::ChainIntern);
         // SAFETY: The record holds a reference on `mm` (or it is null);
@@ -834,7 +834,7 @@ impl Drain {
             self.unloads_done += 1;
         }
         if self.unloads_done > 0 && !self.owes_unloads() {
-            crate::compat::clear_vec(&mut self.unloads);
+            crate::kapi::compat::clear_vec(&mut self.unloads);
             self.unloads_done = 0;
         }
     }

@@ -10,9 +10,9 @@
 //! hotplug lock; [`CpusReadGuard`] takes it for reading where code needs a
 //! stable set of online CPUs (starting a session).
 
-use crate::ctx::ArcCtx;
-use crate::device::Rprof;
-use crate::helpers;
+use crate::kapi::ctx::ArcCtx;
+use crate::device::fops::Rprof;
+use crate::kapi::helpers;
 use core::ffi::{c_int, c_uint, c_void};
 use kernel::prelude::*;
 use kernel::sync::Arc;

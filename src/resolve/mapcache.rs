@@ -34,7 +34,7 @@
 //!
 //! [`rprof_resolve_user`]: helpers::rprof_resolve_user
 
-use crate::helpers::{self, MmStruct, VmaRange};
+use crate::kapi::helpers::{self, MmStruct, VmaRange};
 
 /// What a cached mapping resolves to.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

@@ -1,0 +1,6 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The event buffer userspace maps: the drain produces, the reader of
+//! `/dev/rprof` consumes (process context on both sides).
+
+pub(crate) mod evbuf;
