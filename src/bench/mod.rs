@@ -13,26 +13,21 @@
 //! - While sessions run, the per-stage cost model of issue 16: the
 //!   overflow handler, the drain per record (resolution and per-user and
 //!   per-kernel sample lookup split out), each new file cookie, and each
-//!   drain pass, timed with `local_clock()` where they run ([`Timer`],
-//!   [`rprof_bench_stage`]) and summed in [`STAGES`].  [`report_stages`]
-//!   prints the sums at STOP and starts afresh.  The timing adds two clock
-//!   reads to each timed stage; [`run`] prints what a pair costs.
+//!   drain pass, timed with `local_clock()` where they run and summed
+//!   ([`crate::resolve::stage`], which the data path owns so that it
+//!   never imports this module).  The timing adds two clock reads to each
+//!   timed stage; [`run`] prints what a pair costs.
 
 use crate::resolve::drain::Drain;
+use crate::resolve::stage::{self, clock};
 use crate::buffer::evbuf::EventBuffer;
 use crate::kapi::helpers::{self, RawSample};
 use crate::sampling::sampler::{self, HandlerCtx, RingRecord, SampleRing};
 use core::ffi::c_void;
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel::prelude::*;
 
 const RECORDS: u64 = 1 << 18;
 const BATCH: u64 = 4096;
-
-fn clock() -> u64 {
-    // SAFETY: `local_clock()` may be called from any context.
-    unsafe { helpers::rprof_local_clock() }
-}
 
 /// Nanoseconds spent in `write` for `RECORDS` records, in batches that
 /// fit `ring`, which is emptied between batches (untimed; address-space
@@ -135,7 +130,7 @@ fn rprof_drain() -> Result<(u64, u64)> {
 }
 
 /// Nanoseconds for `RECORDS` back-to-back pairs of clock reads: what a
-/// [`Timer`] adds to the stage it times.
+/// [`stage::Timer`] adds to the stage it times.
 fn clock_pairs() -> u64 {
     let mut sum = 0;
     let t0 = clock();
@@ -181,9 +176,9 @@ pub(crate) fn run() {
             pr_info!("bench: rprof handler body:         {}.{:02} ns/record\n", c, d);
             pr_info!("bench: ftrace ring_buffer write:   {}.{:02} ns/record ({} dropped)\n", e, f, ftrace_dropped);
             pr_info!("bench: local_clock pair:           {}.{:02} ns\n", g, h);
-            TIMING.store(false, Ordering::Relaxed);
+            stage::set_timing(false);
             let drained = rprof_drain();
-            TIMING.store(true, Ordering::Relaxed);
+            stage::set_timing(true);
             match drained {
                 Ok((ns, delivered)) => {
                     let (i, j) = per_record(ns);
@@ -195,96 +190,5 @@ pub(crate) fn run() {
             pr_info!("bench: ratio rprof ring / ftrace ring_buffer = {}.{:03}\n", ratio / 1000, ratio % 1000);
         }
         Err(e) => pr_err!("bench: failed: error {}\n", e.to_errno()),
-    }
-}
-
-/// The stages of rprof's data path that bench builds time.
-#[derive(Clone, Copy)]
-#[repr(u32)]
-pub(crate) enum Stage {
-    /// The whole overflow handler, `rprof_overflow()` (C and Rust), per
-    /// sample; stage 0 is what `helpers.c` passes.
-    Handler = 0,
-    /// One ring record through the drain (`Drain::process`: resolution,
-    /// context and SAMPLE records, the address-space reference dropped).
-    Record = 1,
-    /// The resolution of a user sample (VMA lookup, cookie lookup).
-    ResolveUser = 2,
-    /// The resolution of a kernel sample (module list walk).
-    ResolveKernel = 3,
-    /// A file seen for the first time: its name, device and inode.
-    NewCookie = 4,
-    /// One drain pass (`Core::drain_now`), records included.
-    Pass = 5,
-    /// A chain's frames resolved to cookie+offset (`Drain::stack_with`).
-    ChainResolve = 6,
-    /// A resolved chain looked up in the stack table (hash and compare).
-    ChainIntern = 7,
-}
-
-// `RPROF_BENCH_STAGE_HANDLER` in `include/rprof_helpers.h`.
-const _: () = assert!(Stage::Handler as u32 == 0);
-
-const NR_STAGES: usize = 8;
-const STAGE_NAMES: [&str; NR_STAGES] = ["handler", "drain_record", "resolve_user", "resolve_kernel", "new_cookie", "drain_pass", "chain_resolve", "chain_intern"];
-
-/// Per stage: (nanoseconds, count).  Global atomics: the handlers of all
-/// CPUs add to them, which costs a shared cache line, outside the timed
-/// region.
-static STAGES: [(AtomicU64, AtomicU64); NR_STAGES] = [const { (AtomicU64::new(0), AtomicU64::new(0)) }; NR_STAGES];
-
-fn add(stage: u32, ns: u64) {
-    if let Some((sum, n)) = STAGES.get(stage as usize) {
-        sum.fetch_add(ns, Ordering::Relaxed);
-        n.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-/// Adds one timed run of `stage` (a [`Stage`] as a number); the C side of
-/// the overflow handler calls this.  Any context, NMI included: two
-/// atomic additions.
-#[no_mangle]
-pub(crate) extern "C" fn rprof_bench_stage(stage: u32, ns: u64) {
-    add(stage, ns);
-}
-
-/// Times the rest of its scope as one run of a stage.
-pub(crate) struct Timer {
-    stage: Stage,
-    t0: u64,
-}
-
-/// Whether [`Timer`]s time their stage: off while [`rprof_drain`] times
-/// the drain as a whole, which their clock reads would inflate.
-static TIMING: AtomicBool = AtomicBool::new(true);
-
-impl Timer {
-    pub(crate) fn start(stage: Stage) -> Self {
-        let t0 = if TIMING.load(Ordering::Relaxed) { clock() } else { 0 };
-        Self { stage, t0 }
-    }
-}
-
-impl Drop for Timer {
-    fn drop(&mut self) {
-        if self.t0 != 0 {
-            // The drain's worker is unbound: it may move to another CPU
-            // within a pass, whose local clock may be a little behind.
-            add(self.stage as u32, clock().saturating_sub(self.t0));
-        }
-    }
-}
-
-/// Prints the sums since the last report (one line per stage that ran:
-/// `bench: stage NAME: N runs, NS ns, NS/N ns each`) and clears them.
-/// Process context (STOP).
-pub(crate) fn report_stages() {
-    for (name, (sum, n)) in STAGE_NAMES.iter().zip(STAGES.iter()) {
-        let ns = sum.swap(0, Ordering::Relaxed);
-        let runs = n.swap(0, Ordering::Relaxed);
-        if runs > 0 {
-            let centi = ns * 100 / runs;
-            pr_info!("bench: stage {}: {} runs, {} ns, {}.{:02} ns each\n", name, runs, ns, centi / 100, centi % 100);
-        }
     }
 }

@@ -353,7 +353,7 @@ impl Core {
     /// past the watermark.  Process context.
     pub(crate) fn drain_now(&self) {
         #[cfg(rprof_bench)]
-        let _timer = crate::bench::Timer::start(crate::bench::Stage::Pass);
+        let _timer = crate::resolve::stage::Timer::start(crate::resolve::stage::Stage::Pass);
         let mut guard = self.drain.lock();
         self.drain_locked(&mut guard);
     }
@@ -520,7 +520,7 @@ impl Session {
         }
         self.drain_in_worker();
         #[cfg(rprof_bench)]
-        crate::bench::report_stages();
+        crate::resolve::stage::report_stages();
     }
 
     /// FLUSH, STOP and the module notifier drain through the worker rather

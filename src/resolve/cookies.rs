@@ -207,7 +207,7 @@ impl CookieTable {
             return Ok(cookie);
         }
         #[cfg(rprof_bench)]
-        let _timer = crate::bench::Timer::start(crate::bench::Stage::NewCookie);
+        let _timer = crate::resolve::stage::Timer::start(crate::resolve::stage::Stage::NewCookie);
         if self.len >= self.max {
             return Err(NoCookie::Full);
         }

@@ -331,7 +331,7 @@ impl Drain {
     #[inline(always)]
     pub(crate) fn process(&mut self, buf: &EventBuffer, cpu: usize, rec: &RingRecord, frames: &[u64], reserve: u64) {
         #[cfg(rprof_bench)]
-        let _timer = crate::bench::Timer::start(crate::bench::Stage::Record);
+        let _timer = crate::resolve::stage::Timer::start(crate::resolve::stage::Stage::Record);
         let ok = if self.start_pending.is_some() {
             // Nothing goes before START.
             Err(BUFFER)
@@ -390,10 +390,10 @@ impl Drain {
     #[inline(always)]
     fn resolve(&mut self, rec: &RingRecord) -> Result<Where, usize> {
         #[cfg(rprof_bench)]
-        let _timer = crate::bench::Timer::start(if rec.sample.flags & RAW_USER != 0 {
-            crate::bench::Stage::ResolveUser
+        let _timer = crate::resolve::stage::Timer::start(if rec.sample.flags & RAW_USER != 0 {
+            crate::resolve::stage::Stage::ResolveUser
         } else {
-            crate::bench::Stage::ResolveKernel
+            crate::resolve::stage::Stage::ResolveKernel
         });
         let ip = rec.sample.ip;
         if rec.sample.flags & RAW_USER != 0 {
@@ -569,7 +569,7 @@ impl Drain {
         // A raw chain seen before in the same unchanged address space:
         // its id, without resolving a frame (src/chains/stacks.rs).
         #[cfg(rprof_bench)]
-        let intern_timer = crate::bench::Timer::start(crate::bench::Stage::ChainIntern);
+        let intern_timer = crate::resolve::stage::Timer::start(crate::resolve::stage::Stage::ChainIntern);
         // SAFETY: The record holds a reference on `mm` (or it is null);
         // process context.
         let tag = unsafe { ch.raw.tag(rec.mm.0, rec.mm_seq) };
@@ -598,7 +598,7 @@ impl Drain {
         reserve: u64,
     ) -> Result<(u64, u64), usize> {
         #[cfg(rprof_bench)]
-        let resolve_timer = crate::bench::Timer::start(crate::bench::Stage::ChainResolve);
+        let resolve_timer = crate::resolve::stage::Timer::start(crate::resolve::stage::Stage::ChainResolve);
         stacks::clear_copy(&mut ch.resolved);
         stacks::clear_copy(&mut ch.miss_ips);
         stacks::clear_copy(&mut ch.miss_at);

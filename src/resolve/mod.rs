@@ -14,3 +14,5 @@ pub(crate) mod drain;
 pub(crate) mod follow;
 pub(crate) mod mapcache;
 pub(crate) mod modules;
+#[cfg(rprof_bench)]
+pub(crate) mod stage;
