@@ -155,9 +155,9 @@ struct rprof_modinfo {
 };
 /* Finds the module whose text contains ip; false if none. */
 bool rprof_module_lookup(__u64 ip, struct rprof_modinfo *out);
-/* The GOING notifier calls rprof_module_going (src/modules.rs). */
-void rprof_module_going(void *ctx, const void *id);
-int rprof_module_notifier_register(void *ctx);
+/* The GOING notifier calls going(ctx, module) (src/resolve/modules.rs). */
+int rprof_module_notifier_register(void *ctx,
+				   void (*going)(void *ctx, const void *id));
 void rprof_module_notifier_unregister(void);
 
 /* Called by the overflow handler; implemented in Rust (src/sampler.rs).
@@ -245,10 +245,10 @@ void rprof_vfree(void *addr);
 int rprof_mmap_buffer(struct vm_area_struct *vma, void *buf,
 		      unsigned long buf_pages, bool data_area);
 
-/* CPU hotplug: one registration; callbacks implemented in Rust. */
-int rprof_cpu_up(void *ctx, unsigned int cpu);
-int rprof_cpu_down(void *ctx, unsigned int cpu);
-int rprof_hotplug_register(void *ctx);
+/* CPU hotplug: one registration; callbacks implemented in Rust
+ * (src/kapi/hotplug.rs). */
+int rprof_hotplug_register(void *ctx, int (*up)(void *ctx, unsigned int cpu),
+			   int (*down)(void *ctx, unsigned int cpu));
 void rprof_hotplug_unregister(void);
 void rprof_cpus_read_lock(void);
 void rprof_cpus_read_unlock(void);

@@ -1190,6 +1190,7 @@ out:
 }
 
 static void *rprof_modnotify_ctx;
+static void (*rprof_modnotify_going)(void *ctx, const void *id);
 
 /* Module loads and unloads so far: what kernel addresses resolve to may
  * have changed since a caller last looked (the drain's raw-chain table). */
@@ -1206,7 +1207,7 @@ static int rprof_module_event(struct notifier_block *nb, unsigned long action,
 	if (action == MODULE_STATE_COMING || action == MODULE_STATE_GOING)
 		atomic_inc(&rprof_module_changes);
 	if (action == MODULE_STATE_GOING)
-		rprof_module_going(rprof_modnotify_ctx, data);
+		rprof_modnotify_going(rprof_modnotify_ctx, data);
 	return NOTIFY_OK;
 }
 
@@ -1214,12 +1215,14 @@ static struct notifier_block rprof_module_nb = {
 	.notifier_call = rprof_module_event,
 };
 
-int rprof_module_notifier_register(void *ctx)
+int rprof_module_notifier_register(void *ctx,
+				   void (*going)(void *ctx, const void *id))
 {
 	rprof_find_modules_head();
 	if (!rprof_modules_head)
 		pr_warn("rprof: module list not found; module samples resolve to the kernel\n");
 	rprof_modnotify_ctx = ctx;
+	rprof_modnotify_going = going;
 	return register_module_notifier(&rprof_module_nb);
 }
 
@@ -1404,27 +1407,32 @@ int rprof_mmap_buffer(struct vm_area_struct *vma, void *buf,
 /*
  * One dynamic AP_ONLINE state.  Its callbacks run in the CPU's hotplug
  * thread (process context) with the hotplug lock held for writing: they
- * call rprof_cpu_up/down (src/hotplug.rs).  cpuhp_setup_state_nocalls()
- * is a static inline, hence C.
+ * call the Rust callbacks given at registration (src/kapi/hotplug.rs).
+ * cpuhp_setup_state_nocalls() is a static inline, hence C.
  */
 static enum cpuhp_state rprof_hp_state;
 static void *rprof_hp_ctx;
+static int (*rprof_hp_up)(void *ctx, unsigned int cpu);
+static int (*rprof_hp_down)(void *ctx, unsigned int cpu);
 
 static int rprof_hp_online(unsigned int cpu)
 {
-	return rprof_cpu_up(rprof_hp_ctx, cpu);
+	return rprof_hp_up(rprof_hp_ctx, cpu);
 }
 
 static int rprof_hp_offline(unsigned int cpu)
 {
-	return rprof_cpu_down(rprof_hp_ctx, cpu);
+	return rprof_hp_down(rprof_hp_ctx, cpu);
 }
 
-int rprof_hotplug_register(void *ctx)
+int rprof_hotplug_register(void *ctx, int (*up)(void *ctx, unsigned int cpu),
+			   int (*down)(void *ctx, unsigned int cpu))
 {
 	int ret;
 
 	rprof_hp_ctx = ctx;
+	rprof_hp_up = up;
+	rprof_hp_down = down;
 	ret = cpuhp_setup_state_nocalls(CPUHP_AP_ONLINE_DYN, "rprof:online",
 					rprof_hp_online, rprof_hp_offline);
 	if (ret < 0)

@@ -41,8 +41,8 @@ kapi::compat::module_with_author! {
 /// reference on the module, so no session exists either.
 struct RprofModule {
     _device: kapi::miscdev::Registration<device::fops::RprofFile>,
-    _hotplug: kapi::hotplug::Registration,
-    _modules: resolve::modules::Registration,
+    _hotplug: kapi::hotplug::Registration<device::fops::Rprof>,
+    _modules: resolve::modules::Registration<device::fops::Rprof>,
     // After the device: no session follows processes any more.
     _follow: resolve::follow::ExitProbe,
     // Last: freed after everything that could take a call chain is gone.

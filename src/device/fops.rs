@@ -14,8 +14,9 @@
 use crate::device::config::Config;
 use crate::buffer::evbuf::EventBuffer;
 use crate::sampling::counter::Counter;
-use crate::kapi::hotplug::CpusReadGuard;
+use crate::kapi::hotplug::{CpuEvents, CpusReadGuard};
 use crate::kapi::miscdev::{File, FileOps};
+use crate::resolve::modules::ModuleEvents;
 use crate::device::params::Params;
 use crate::device::session::{Phase, Session};
 use crate::kapi::sized;
@@ -363,15 +364,21 @@ impl Rprof {
         }
     }
 
+}
+
+impl ModuleEvents for Rprof {
     /// A kernel module is going: the session resolves its samples first.
-    pub(crate) fn module_going(&self, id: usize) {
+    fn module_going(&self, id: usize) {
         if let Some(s) = self.session() {
             s.module_going(id);
         }
     }
 
+}
+
+impl CpuEvents for Rprof {
     /// A CPU came online: a running session samples it too.
-    pub(crate) fn cpu_up(&self, cpu: u32) {
+    fn cpu_up(&self, cpu: u32) {
         let mut slot = self.sessions.lock();
         let Some(session) = self.session() else { return };
         if slot.stopping || session.phase() != Phase::Running {
@@ -394,7 +401,7 @@ impl Rprof {
 
     /// A CPU is going offline: release its counters.  Its ring keeps what
     /// it holds until the next drain; the session's counts stay exact.
-    pub(crate) fn cpu_down(&self, cpu: u32) {
+    fn cpu_down(&self, cpu: u32) {
         let counters = {
             let mut slot = self.sessions.lock();
             match slot.counters.get_mut(cpu as usize) {
@@ -404,7 +411,9 @@ impl Rprof {
         };
         drop(counters);
     }
+}
 
+impl Rprof {
     /// The owner is gone: stop and free its session.
     fn release(&self, file: usize) {
         let running = self.owned(file).is_ok_and(|s| s.phase() == Phase::Running);

@@ -220,10 +220,17 @@ extern "C" {
     ) -> c_int;
     pub(crate) fn rprof_path_put(path: *mut bindings::path);
     pub(crate) fn rprof_module_lookup(ip: u64, out: *mut ModInfo) -> bool;
-    pub(crate) fn rprof_module_notifier_register(ctx: *mut c_void) -> c_int;
+    pub(crate) fn rprof_module_notifier_register(
+        ctx: *mut c_void,
+        going: unsafe extern "C" fn(ctx: *mut c_void, id: *const c_void),
+    ) -> c_int;
     pub(crate) fn rprof_module_notifier_unregister();
 
-    pub(crate) fn rprof_hotplug_register(ctx: *mut c_void) -> c_int;
+    pub(crate) fn rprof_hotplug_register(
+        ctx: *mut c_void,
+        up: unsafe extern "C" fn(ctx: *mut c_void, cpu: c_uint) -> c_int,
+        down: unsafe extern "C" fn(ctx: *mut c_void, cpu: c_uint) -> c_int,
+    ) -> c_int;
     pub(crate) fn rprof_hotplug_unregister();
     pub(crate) fn rprof_cpus_read_lock();
     pub(crate) fn rprof_cpus_read_unlock();

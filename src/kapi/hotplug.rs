@@ -6,33 +6,47 @@
 //!
 //! One dynamic `CPUHP_AP_ONLINE_DYN` state.  Its callbacks run in the
 //! hotplug thread of the CPU concerned, in process context, with the CPU
-//! hotplug lock held for writing, so the device's own locks come after the
+//! hotplug lock held for writing, so the owner's own locks come after the
 //! hotplug lock; [`CpusReadGuard`] takes it for reading where code needs a
-//! stable set of online CPUs (starting a session).
+//! stable set of online CPUs (starting a session).  The owner (the device)
+//! hands itself in as a [`CpuEvents`]: this file knows nothing of it.
 
 use crate::kapi::ctx::ArcCtx;
-use crate::device::fops::Rprof;
 use crate::kapi::helpers;
 use core::ffi::{c_int, c_uint, c_void};
 use kernel::prelude::*;
 use kernel::sync::Arc;
+
+/// What the owner of a [`Registration`] does when a CPU comes or goes.
+/// Both run in the CPU's hotplug thread, with the hotplug lock held for
+/// writing.
+pub(crate) trait CpuEvents: Send + Sync {
+    /// `cpu` came online.  Profiling must never stop a CPU from coming
+    /// up: errors are the implementation's to log.
+    fn cpu_up(&self, cpu: u32);
+
+    /// `cpu` is going offline (it still runs).
+    fn cpu_down(&self, cpu: u32);
+}
 
 /// The registered hotplug state.  Only one may exist: the C glue keeps a
 /// single context pointer.
 ///
 /// # Invariants
 ///
-/// The state is registered with `ctx` until `Drop`.
-pub(crate) struct Registration {
-    _ctx: ArcCtx<Rprof>,
+/// The state is registered with `ctx` and this type's callbacks until
+/// `Drop`.
+pub(crate) struct Registration<T: CpuEvents> {
+    _ctx: ArcCtx<T>,
 }
 
-impl Registration {
+impl<T: CpuEvents> Registration<T> {
     /// Registers the state; no callback runs for CPUs already online.
-    pub(crate) fn register(dev: Arc<Rprof>) -> Result<Self> {
-        let ctx = ArcCtx::new(dev);
-        // SAFETY: `ctx` stays alive until `Drop` unregisters the state.
-        let ret = unsafe { helpers::rprof_hotplug_register(ctx.as_ptr()) };
+    pub(crate) fn register(owner: Arc<T>) -> Result<Self> {
+        let ctx = ArcCtx::new(owner);
+        // SAFETY: `ctx` stays alive until `Drop` unregisters the state, and
+        // the callbacks take it as an `ArcCtx<T>`.
+        let ret = unsafe { helpers::rprof_hotplug_register(ctx.as_ptr(), cpu_up::<T>, cpu_down::<T>) };
         if ret < 0 {
             return Err(Error::from_errno(ret));
         }
@@ -41,7 +55,7 @@ impl Registration {
     }
 }
 
-impl Drop for Registration {
+impl<T: CpuEvents> Drop for Registration<T> {
     fn drop(&mut self) {
         // SAFETY: Registered (type invariant); after this no callback runs,
         // and `_ctx` is dropped after this body.
@@ -53,13 +67,11 @@ impl Drop for Registration {
 ///
 /// # Safety
 ///
-/// `ctx` is the context of the live [`Registration`].
-#[no_mangle]
-pub(crate) unsafe extern "C" fn rprof_cpu_up(ctx: *mut c_void, cpu: c_uint) -> c_int {
+/// `ctx` is the context of the live [`Registration<T>`].
+unsafe extern "C" fn cpu_up<T: CpuEvents>(ctx: *mut c_void, cpu: c_uint) -> c_int {
     // SAFETY: Alive while registered (the caller's contract).
-    let dev = unsafe { ArcCtx::<Rprof>::borrow(ctx) };
-    // Profiling must never stop a CPU from coming up: errors are logged.
-    dev.cpu_up(cpu);
+    let owner = unsafe { ArcCtx::<T>::borrow(ctx) };
+    owner.cpu_up(cpu);
     0
 }
 
@@ -67,12 +79,11 @@ pub(crate) unsafe extern "C" fn rprof_cpu_up(ctx: *mut c_void, cpu: c_uint) -> c
 ///
 /// # Safety
 ///
-/// As [`rprof_cpu_up`].
-#[no_mangle]
-pub(crate) unsafe extern "C" fn rprof_cpu_down(ctx: *mut c_void, cpu: c_uint) -> c_int {
+/// As [`cpu_up`].
+unsafe extern "C" fn cpu_down<T: CpuEvents>(ctx: *mut c_void, cpu: c_uint) -> c_int {
     // SAFETY: Alive while registered (the caller's contract).
-    let dev = unsafe { ArcCtx::<Rprof>::borrow(ctx) };
-    dev.cpu_down(cpu);
+    let owner = unsafe { ArcCtx::<T>::borrow(ctx) };
+    owner.cpu_down(cpu);
     0
 }
 
