@@ -10,12 +10,11 @@
 //! This file holds only the module type and the list of modules.
 
 use kernel::c_str;
-use kernel::error::to_result;
 use kernel::prelude::*;
 
-// Bottom to top: each folder uses only those above it in this list.
-mod uapi;
+// Bottom to top: each uses only those above it in this list.
 mod kapi;
+mod uapi;
 mod sampling;
 mod chains;
 mod buffer;
@@ -46,28 +45,7 @@ struct RprofModule {
     // After the device: no session follows processes any more.
     _follow: resolve::follow::ExitProbe,
     // Last: freed after everything that could take a call chain is gone.
-    _chains: ChainBuffers,
-}
-
-/// The per-CPU call-chain scratch buffers (`rprof_chain_scratch`), for
-/// the module's lifetime.
-struct ChainBuffers;
-
-impl ChainBuffers {
-    fn new() -> Result<Self> {
-        // SAFETY: Module init, process context.
-        to_result(unsafe { kapi::helpers::rprof_chain_alloc() })?;
-        Ok(Self)
-    }
-}
-
-impl Drop for ChainBuffers {
-    fn drop(&mut self) {
-        // SAFETY: Module exit: the device, and every session and counter
-        // with it, is gone (the fields before this one), so no handler
-        // uses the buffers any more.
-        unsafe { kapi::helpers::rprof_chain_free() };
-    }
+    _chains: chains::scratch::ChainBuffers,
 }
 
 impl kernel::Module for RprofModule {
@@ -80,7 +58,7 @@ impl kernel::Module for RprofModule {
         unsafe {
             kapi::helpers::rprof_inject_warn()
         };
-        let chains = ChainBuffers::new()?;
+        let scratch = chains::scratch::ChainBuffers::new()?;
         let ctx = device::fops::Rprof::new(params)?;
         let hotplug = kapi::hotplug::Registration::register(ctx.clone())?;
         let modules = resolve::modules::Registration::register(ctx.clone())?;
@@ -91,6 +69,6 @@ impl kernel::Module for RprofModule {
             params.ring_records,
             params.buffer_pages
         );
-        Ok(Self { _device: device, _hotplug: hotplug, _modules: modules, _follow: resolve::follow::ExitProbe, _chains: chains })
+        Ok(Self { _device: device, _hotplug: hotplug, _modules: modules, _follow: resolve::follow::ExitProbe, _chains: scratch })
     }
 }
