@@ -164,10 +164,6 @@ void rprof_module_notifier_unregister(void);
  * regs: the sampled registers, for call chains (rprof_callchain). */
 void rprof_on_sample(void *ctx, const struct rprof_raw_sample *sample,
 		     struct pt_regs *regs);
-/* The overflow handler (src/sampling/overflow.c), which calls it. */
-struct perf_sample_data;
-void rprof_overflow(struct perf_event *event, struct perf_sample_data *data,
-		    struct pt_regs *regs);
 
 /*
  * Call chains (issue 10).  NMI context: nothing here sleeps, locks,

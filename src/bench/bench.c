@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * rprof: the C glue of `make bench` (bench builds only): ftrace's ring
- * buffer as the reference, and insmod's own user ip.
+ * rprof: the C glue of `make bench` (bench builds only, Kbuild): the
+ * timed overflow handler, ftrace's ring buffer as the reference, and
+ * insmod's own user ip.
  */
 #include <linux/ring_buffer.h>
 #include <linux/sched.h>
@@ -9,8 +10,8 @@
 #include <linux/string.h>
 #include <asm/ptrace.h>
 #include "rprof_helpers.h"
+#include "../sampling/overflow.h"
 
-#ifdef RPROF_BENCH
 /*
  * The reference side of `make bench`: records written through the ftrace
  * ring buffer (ring_buffer_lock_reserve + copy + ring_buffer_unlock_commit)
@@ -59,4 +60,18 @@ u64 rprof_bench_user_ip(u32 *pid, u32 *tid)
 	*tid = task_pid_nr(current);
 	return instruction_pointer(task_pt_regs(current));
 }
-#endif
+
+/*
+ * The whole overflow handler (C and Rust) timed as stage
+ * RPROF_BENCH_STAGE_HANDLER: perf calls this in bench builds (overflow.h).
+ */
+static void rprof_bench_overflow(struct perf_event *event,
+				 struct perf_sample_data *data, struct pt_regs *regs)
+{
+	u64 t0 = local_clock();
+
+	rprof_overflow(event, data, regs);
+	rprof_bench_stage(RPROF_BENCH_STAGE_HANDLER, local_clock() - t0);
+}
+
+const perf_overflow_handler_t rprof_overflow_handler = rprof_bench_overflow;

@@ -7,6 +7,7 @@
 #include <linux/perf_event.h>
 #include <uapi/linux/rprof.h>
 #include "rprof_helpers.h"
+#include "overflow.h"
 
 /* rprof's event kinds (uapi) to perf's type and config. */
 static int rprof_perf_event(u32 kind, u32 *type, u64 *config)
@@ -59,7 +60,7 @@ struct perf_event *rprof_counter_create(int cpu,
 	if (ret)
 		return ERR_PTR(ret);
 	return perf_event_create_kernel_counter(&attr, cpu, NULL,
-						rprof_overflow, ctx);
+						rprof_overflow_handler, ctx);
 }
 
 void rprof_counter_enable(struct perf_event *event)

@@ -7,13 +7,13 @@
 #include <linux/mm_types.h>
 #include <linux/perf_event.h>
 #include <linux/sched.h>
-#include <linux/sched/clock.h>
 #include <linux/sched/mm.h>
 #include <linux/string.h>
 #include <linux/timekeeping.h>
 #include <asm/ptrace.h>
 #include <uapi/linux/rprof.h>
 #include "rprof_helpers.h"
+#include "overflow.h"
 
 #ifndef CONFIG_X86_64
 #error "rprof is x86-64 only for now (its overflow handler and tests assume x86-64 registers)"
@@ -23,15 +23,12 @@
  * The overflow handler.  Runs in NMI context for PMU counters and in hard
  * IRQ context (hrtimer) for software clocks: it reads the registers and
  * current, then hands over to Rust, and calls nothing that sleeps, locks or
- * allocates.
+ * allocates.  Bench builds time it (src/bench/bench.c).
  */
 void rprof_overflow(struct perf_event *event, struct perf_sample_data *data,
 		    struct pt_regs *regs)
 {
 	struct rprof_raw_sample s;
-#ifdef RPROF_BENCH
-	u64 t0 = local_clock();
-#endif
 
 	/*
 	 * CLOCK_MONOTONIC, one clock for every CPU and the one userspace
@@ -55,9 +52,6 @@ void rprof_overflow(struct perf_event *event, struct perf_sample_data *data,
 	memcpy(s.comm, current->comm, sizeof(s.comm));
 	s.comm[sizeof(s.comm) - 1] = 0;
 	rprof_on_sample(event->overflow_handler_context, &s, regs);
-#ifdef RPROF_BENCH
-	rprof_bench_stage(RPROF_BENCH_STAGE_HANDLER, local_clock() - t0);
-#endif
 }
 
 /* current's address-space write-lock sequence now (0 without one).  NMI

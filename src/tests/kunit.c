@@ -2,7 +2,7 @@
 /*
  * rprof: the KUnit suites' C glue (src/tests/mod.rs): failure reports,
  * writers in every context (task, hrtimer, irq_work, NMI), user mappings
- * and registers for the chain tests.
+ * and registers for the chain tests.  KUnit builds only (Kbuild).
  */
 #include <linux/completion.h>
 #include <linux/cpu.h>
@@ -26,7 +26,6 @@
 #include "rprof_helpers.h"
 #include "../resolve/follow.h"
 
-#ifdef RPROF_KUNIT
 void rprof_kunit_fail(struct kunit *test, const char *file, unsigned int line,
 		      const void *fmt_args)
 {
@@ -375,4 +374,3 @@ bool rprof_test_ia32_emulation(void)
 {
 	return IS_ENABLED(CONFIG_IA32_EMULATION);
 }
-#endif
