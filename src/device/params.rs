@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Module parameters (declared with `module_param()` in `src/helpers.c`),
+//! Module parameters (declared with `module_param()` in `params.c`),
 //! validated once at load time.
 
 use crate::kapi::helpers;

@@ -232,7 +232,7 @@ fn nr_cpu_ids() -> usize {
 }
 
 /// The drain work: runs in process context on the unbound system
-/// workqueue (`helpers.c` says why).
+/// workqueue (`src/kapi/kicker.c` says why).
 /// Returns the delay after which it runs again (0: not while stopped).
 unsafe extern "C" fn drain_work(ctx: *mut c_void) -> c_uint {
     if ctx.is_null() {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Declarations of the C glue in `src/helpers.c`.
+//! Declarations of the C glue: the `.c` files beside the Rust that calls
+//! them, in every folder of `src/`.
 //!
 //! C header: [`include/rprof_helpers.h`](../include/rprof_helpers.h), which
 //! says why each helper is C.  Every object behind these pointers is opaque

@@ -58,7 +58,7 @@ use kernel::bindings;
 use kernel::prelude::*;
 
 // SAFETY: All are `#[repr(C)]` uapi records of fixed-width fields laid out
-// without padding (the header's rule; sizes are asserted in helpers.c and
+// without padding (the header's rule; sizes are asserted in device/misc.c and
 // by the userspace ABI tests), starting with `rprof_record_header`.
 unsafe impl Record for rprof_sample {}
 // SAFETY: As above.

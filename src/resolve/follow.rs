@@ -5,7 +5,7 @@
 //! the orphans those leave when they exit.  A process whose parent exits is
 //! re-parented to init or a subreaper and is no longer below the target by
 //! `real_parent`, though the target started it: a `sched_process_exit` probe
-//! (C, `src/helpers.c`) records the children of every followed process that
+//! (C, `src/resolve/follow.c`) records the children of every followed process that
 //! exits, before they are re-parented.  The table holds a bounded number of
 //! orphans; those that find it full are counted (`rprof_stats`), not
 //! followed.

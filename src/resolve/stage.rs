@@ -29,7 +29,7 @@ pub(crate) fn clock() -> u64 {
 #[repr(u32)]
 pub(crate) enum Stage {
     /// The whole overflow handler, `rprof_overflow()` (C and Rust), per
-    /// sample; stage 0 is what `helpers.c` passes.
+    /// sample; stage 0 is what `src/bench/bench.c` passes.
     Handler = 0,
     /// One ring record through the drain (`Drain::process`: resolution,
     /// context and SAMPLE records, the address-space reference dropped).

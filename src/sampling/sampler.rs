@@ -187,7 +187,7 @@ pub(crate) struct HandlerCtx {
 }
 
 /// The overflow handler's Rust half, called by `rprof_overflow()` in
-/// `src/helpers.c`.  NMI context: see the module doc.
+/// `src/sampling/overflow.c`.  NMI context: see the module doc.
 ///
 /// # Safety
 ///
