@@ -5,7 +5,9 @@
 //! ([`session`]: counters, rings, drain, event buffer).
 //!
 //! Process context, may sleep (ioctls, `read()`, `mmap()`, `poll()`, the
-//! CPU hotplug callbacks).  The lock order is written in [`fops`].
+//! CPU hotplug callbacks).  The lock order is written in [`fops`].  C glue:
+//! `misc.c` (the misc device, capability checks, the ABI's static
+//! assertions) and `params.c` (`module_param()`).
 
 pub(crate) mod config;
 pub(crate) mod fops;

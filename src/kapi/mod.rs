@@ -4,7 +4,10 @@
 //!
 //! Each wrapper owns its C object (allocated by the glue beside it) and
 //! releases it in `Drop`; outside this folder no code holds a raw binding
-//! of these facilities.  [`helpers`] declares the C glue of every folder.
+//! of these facilities.  [`helpers`] declares the C glue of every folder;
+//! this folder's own is `kicker.c`, `waitq.c`, `hotplug.c` and `core.c`
+//! (CPUs, clocks, error pointers).  No file here uses another folder: the
+//! CPU hotplug state calls its owner through [`hotplug::CpuEvents`].
 //!
 //! Contexts: [`kicker::Kicker::kick`] is NMI-safe; everything else is
 //! process context.

@@ -7,7 +7,10 @@
 //! ([`mapcache`] saves most of those lookups) and names files and module
 //! text with [`cookies`].  The [`follow`] set's C side also answers the
 //! overflow handler's pid filter (NMI-safe, RCU only); [`modules`] drains
-//! the rings before a kernel module goes.
+//! the rings before a kernel module goes, calling its owner through
+//! [`modules::ModuleEvents`].  C glue: `mm.c` (address spaces, VMA
+//! lookups), `path.c` (file names), `modules.c`, `follow.c`.  Bench builds
+//! add `stage`, the stage timers the data path calls.
 
 pub(crate) mod cookies;
 pub(crate) mod drain;
