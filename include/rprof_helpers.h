@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * rprof: the C glue's interface (src/helpers.c).
+ * rprof: the C glue's interface (the .c files in each folder of src/, beside
+ * the Rust they serve: docs/design.md lists them).
  *
  * Only what Rust for Linux 6.12 cannot reach lives in C: module parameters
  * (module_param is a macro and 6.12's module! takes none), structures that
  * kernel::bindings lacks (miscdevice, irq_work, delayed_work) and static
  * inline functions or macros (user_mode(), instruction_pointer(),
  * vmalloc_user(), poll_wait(), wait_event_interruptible()).  Every object
- * is opaque to Rust.  src/ffi.rs declares the same functions for Rust; keep
- * the two in step.
+ * is opaque to Rust.  src/kapi/helpers.rs declares the same functions for
+ * Rust; keep the two in step.  Each helper makes one kernel call or is one
+ * NMI-safe primitive.
  */
 #ifndef RPROF_HELPERS_H
 #define RPROF_HELPERS_H
@@ -84,7 +86,7 @@ struct path;
  * Where the VMA that rprof_resolve_user() found lies, and the mm's
  * write-lock sequence read under mmap_lock (so even: no writer).  The drain
  * resolves later samples of the same mm and sequence in [start, end)
- * without the lock (src/mapcache.rs).
+ * without the lock (src/resolve/mapcache.rs).
  */
 struct rprof_vma_range {
 	__u64 start;
@@ -113,7 +115,7 @@ void rprof_resolve_user_frames(struct mm_struct *mm, __u32 seq,
 /* current's mm_lock_seq now, 0 without an mm; NMI-safe. */
 __u32 rprof_current_mm_seq(void);
 /*
- * The processes a descendants filter follows (src/helpers.c): thread group
+ * The processes a descendants filter follows (src/resolve/follow.c): thread group
  * tgid, every process below it, and the orphans those leave when they
  * exit.  create makes one (sleepable process context, ERR_PTR on
  * failure); publish has the sched_process_exit probe update it from now on
@@ -160,12 +162,12 @@ struct rprof_modinfo {
 };
 /* Finds the module whose text contains ip; false if none. */
 bool rprof_module_lookup(__u64 ip, struct rprof_modinfo *out);
-/* The GOING notifier calls rprof_module_going (src/modules.rs). */
-void rprof_module_going(void *ctx, const void *id);
-int rprof_module_notifier_register(void *ctx);
+/* The GOING notifier calls going(ctx, module) (src/resolve/modules.rs). */
+int rprof_module_notifier_register(void *ctx,
+				   void (*going)(void *ctx, const void *id));
 void rprof_module_notifier_unregister(void);
 
-/* Called by the overflow handler; implemented in Rust (src/sampler.rs).
+/* Called by the overflow handler; implemented in Rust (src/sampling/sampler.rs).
  * regs: the sampled registers, for call chains (rprof_callchain). */
 void rprof_on_sample(void *ctx, const struct rprof_raw_sample *sample,
 		     struct pt_regs *regs);
@@ -256,10 +258,10 @@ void *rprof_charge_new(unsigned long pages, unsigned long allowance_kb, int *err
 void rprof_charge_get(void *charge);
 void rprof_charge_put(void *charge);
 
-/* CPU hotplug: one registration; callbacks implemented in Rust. */
-int rprof_cpu_up(void *ctx, unsigned int cpu);
-int rprof_cpu_down(void *ctx, unsigned int cpu);
-int rprof_hotplug_register(void *ctx);
+/* CPU hotplug: one registration; callbacks implemented in Rust
+ * (src/kapi/hotplug.rs). */
+int rprof_hotplug_register(void *ctx, int (*up)(void *ctx, unsigned int cpu),
+			   int (*down)(void *ctx, unsigned int cpu));
 void rprof_hotplug_unregister(void);
 void rprof_cpus_read_lock(void);
 void rprof_cpus_read_unlock(void);
@@ -319,7 +321,7 @@ void rprof_inject_warn(void);
 __u64 rprof_bench_ftrace(__u64 records, __u64 batch, __u32 size, __u64 *dropped);
 /* current's user ip at kernel entry, pid and tid (bench builds only). */
 __u64 rprof_bench_user_ip(__u32 *pid, __u32 *tid);
-/* Adds ns to a stage's sum (bench builds only; src/bench.rs, any context). */
+/* Adds ns to a stage's sum (bench builds only; src/resolve/stage.rs, any context). */
 #define RPROF_BENCH_STAGE_HANDLER 0
 void rprof_bench_stage(__u32 stage, __u64 ns);
 

@@ -10,42 +10,23 @@
 //! This file holds only the module type and the list of modules.
 
 use kernel::c_str;
-use kernel::error::to_result;
 use kernel::prelude::*;
 
-mod charge;
-mod compat;
-mod config;
-mod cookies;
-mod counter;
-mod ctx;
-mod device;
-mod drain;
-mod evbuf;
-mod follow;
-mod helpers;
-mod hotplug;
-mod kicker;
-mod mapcache;
-mod miscdev;
-mod modules;
-mod params;
-mod ring;
-mod sampler;
-mod stacks;
-mod session;
-mod sized;
+// Bottom to top: each uses only those above it in this list.
+mod kapi;
 mod uapi;
-mod waitq;
+mod sampling;
+mod chains;
+mod buffer;
+mod resolve;
+mod device;
 
 #[cfg(rprof_bench)]
 mod bench;
 #[cfg(rprof_kunit)]
-mod kunit;
-#[cfg(rprof_kunit)]
 mod tests;
 
-compat::module_with_author! {
+kapi::compat::module_with_author! {
     type: RprofModule,
     name: "rprof",
     author: "rprof developers",
@@ -58,57 +39,36 @@ compat::module_with_author! {
 /// order); no file can be open by then because every open file holds a
 /// reference on the module, so no session exists either.
 struct RprofModule {
-    _device: miscdev::Registration<device::RprofFile>,
-    _hotplug: hotplug::Registration,
-    _modules: modules::Registration,
+    _device: kapi::miscdev::Registration<device::fops::RprofFile>,
+    _hotplug: kapi::hotplug::Registration<device::fops::Rprof>,
+    _modules: resolve::modules::Registration<device::fops::Rprof>,
     // After the device: no session follows processes any more.
-    _follow: follow::ExitProbe,
+    _follow: resolve::follow::ExitProbe,
     // Last: freed after everything that could take a call chain is gone.
-    _chains: ChainBuffers,
-}
-
-/// The per-CPU call-chain scratch buffers (`rprof_chain_scratch`), for
-/// the module's lifetime.
-struct ChainBuffers;
-
-impl ChainBuffers {
-    fn new() -> Result<Self> {
-        // SAFETY: Module init, process context.
-        to_result(unsafe { helpers::rprof_chain_alloc() })?;
-        Ok(Self)
-    }
-}
-
-impl Drop for ChainBuffers {
-    fn drop(&mut self) {
-        // SAFETY: Module exit: the device, and every session and counter
-        // with it, is gone (the fields before this one), so no handler
-        // uses the buffers any more.
-        unsafe { helpers::rprof_chain_free() };
-    }
+    _chains: chains::scratch::ChainBuffers,
 }
 
 impl kernel::Module for RprofModule {
     fn init(module: &'static ThisModule) -> Result<Self> {
-        let params = params::Params::from_module()?;
+        let params = device::params::Params::from_module()?;
         #[cfg(rprof_bench)]
         bench::run();
         // SAFETY: Trial builds only: prints a WARN and returns.
         #[cfg(rprof_inject_warn)]
         unsafe {
-            helpers::rprof_inject_warn()
+            kapi::helpers::rprof_inject_warn()
         };
-        let chains = ChainBuffers::new()?;
-        let ctx = device::Rprof::new(params)?;
-        let hotplug = hotplug::Registration::register(ctx.clone())?;
-        let modules = modules::Registration::register(ctx.clone())?;
-        let device = miscdev::Registration::register(c_str!("rprof"), module, ctx)?;
+        let scratch = chains::scratch::ChainBuffers::new()?;
+        let ctx = device::fops::Rprof::new(params)?;
+        let hotplug = kapi::hotplug::Registration::register(ctx.clone())?;
+        let modules = resolve::modules::Registration::register(ctx.clone())?;
+        let device = kapi::miscdev::Registration::register(c_str!("rprof"), module, ctx)?;
         pr_info!(
             "/dev/rprof ready (ABI {}, ring_records={}, buffer_pages={})\n",
             uapi::RPROF_ABI_VERSION,
             params.ring_records,
             params.buffer_pages
         );
-        Ok(Self { _device: device, _hotplug: hotplug, _modules: modules, _follow: follow::ExitProbe, _chains: chains })
+        Ok(Self { _device: device, _hotplug: hotplug, _modules: modules, _follow: resolve::follow::ExitProbe, _chains: scratch })
     }
 }

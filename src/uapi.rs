@@ -49,9 +49,9 @@ const _: () = assert!(core::mem::size_of::<rprof_stats>() == RPROF_STATS_SIZE_VE
 macro_rules! plain_old_data {
     ($($t:ty),*) => {$(
         // SAFETY: See above.
-        unsafe impl crate::compat::FromBytes for $t {}
+        unsafe impl crate::kapi::compat::FromBytes for $t {}
         // SAFETY: See above.
-        unsafe impl crate::compat::AsBytes for $t {}
+        unsafe impl crate::kapi::compat::AsBytes for $t {}
     )*};
 }
 plain_old_data!(rprof_config, rprof_event_config, rprof_stats, rprof_cpu_stats, rprof_cookie_lookup);

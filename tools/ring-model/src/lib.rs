@@ -1,5 +1,5 @@
 //! The kernel module's per-CPU ring, compiled from the very same file
-//! (`src/ring.rs` of the module) against loom's atomics and cells, so that
+//! (`src/sampling/ring.rs` of the module) against loom's atomics and cells, so that
 //! the tests in `tests/` can explore every interleaving of concurrent
 //! writers and a reader.
 //!
@@ -8,5 +8,5 @@
 //! of the interrupted one; loom also explores every such point), so a ring
 //! correct here is correct under task -> softirq -> hardirq -> NMI nesting.
 
-#[path = "../../../src/ring.rs"]
+#[path = "../../../src/sampling/ring.rs"]
 pub mod ring;

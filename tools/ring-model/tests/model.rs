@@ -295,7 +295,7 @@ fn multi_slot_records_whole_or_not_at_all() {
 
 #[test]
 fn a_chain_that_does_not_fit_falls_back_to_its_sample() {
-    // The handler's path (src/sampler.rs): the sample with its chain
+    // The handler's path (src/sampling/sampler.rs): the sample with its chain
     // through try_push_multi_with, which counts nothing when it does not
     // fit, else the sample alone through push, which counts it lost if
     // even that does not fit.  With a second writer and the reader

@@ -1,0 +1,15 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `/dev/rprof` and its sessions: the file operations ([`fops`]), the
+//! configuration ([`config`], [`params`]) and a session's lifecycle
+//! ([`session`]: counters, rings, drain, event buffer).
+//!
+//! Process context, may sleep (ioctls, `read()`, `mmap()`, `poll()`, the
+//! CPU hotplug callbacks).  The lock order is written in [`fops`].  C glue:
+//! `misc.c` (the misc device, capability checks, the ABI's static
+//! assertions) and `params.c` (`module_param()`).
+
+pub(crate) mod config;
+pub(crate) mod fops;
+pub(crate) mod params;
+pub(crate) mod session;

@@ -1,0 +1,338 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Declarations of the C glue: the `.c` files beside the Rust that calls
+//! them, in every folder of `src/`.
+//!
+//! C header: [`include/rprof_helpers.h`](../include/rprof_helpers.h), which
+//! says why each helper is C.  Every object behind these pointers is opaque
+//! to Rust; the safe wrappers (`miscdev`, `counter`, `kicker`, `waitq`,
+//! `evbuf`) own them and release them in `Drop`.  Nothing outside those
+//! wrappers calls into this module, except the sampling entry point.
+
+use kernel::ffi::{c_char, c_int, c_long, c_uint, c_void};
+use kernel::bindings;
+
+/// Opaque `struct rprof_misc`.
+#[repr(C)]
+pub(crate) struct RprofMisc {
+    _private: [u8; 0],
+}
+
+/// Opaque `struct rprof_kicker`.
+#[repr(C)]
+pub(crate) struct RprofKicker {
+    _private: [u8; 0],
+}
+
+/// Opaque `struct rprof_follow` (see [`crate::resolve::follow`]).
+#[repr(C)]
+pub(crate) struct RprofFollow {
+    _private: [u8; 0],
+}
+
+/// Opaque `struct rprof_waitq`.
+#[repr(C)]
+pub(crate) struct RprofWaitq {
+    _private: [u8; 0],
+}
+
+/// `struct rprof_raw_sample`: what the overflow handler saw.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub(crate) struct RawSample {
+    pub(crate) time_ns: u64,
+    pub(crate) ip: u64,
+    pub(crate) period: u64,
+    pub(crate) pid: u32,
+    pub(crate) tid: u32,
+    pub(crate) cpu: u32,
+    pub(crate) flags: u32,
+    pub(crate) comm: [u8; 16],
+}
+
+/// `RPROF_RAW_USER`: the interrupted context was user mode.
+pub(crate) const RAW_USER: u32 = 1 << 0;
+/// `RPROF_RAW_THROTTLED`: perf throttled the counter with this sample.
+pub(crate) const RAW_THROTTLED: u32 = 1 << 1;
+
+/// `RPROF_CHAIN_WORDS`: words of a chain scratch buffer.
+pub(crate) const CHAIN_WORDS: usize = 256;
+
+/// Opaque `struct mm_struct`.
+#[repr(C)]
+pub(crate) struct MmStruct {
+    _private: [u8; 0],
+}
+
+/// `struct rprof_vma_range`: where the VMA `rprof_resolve_user` found
+/// lies, and the mm's write-lock sequence under `mmap_lock`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub(crate) struct VmaRange {
+    pub(crate) start: u64,
+    pub(crate) end: u64,
+    pub(crate) pgoff_bytes: u64,
+    pub(crate) mm_seq: u32,
+    pub(crate) reserved: u32,
+}
+
+/// `struct rprof_frame_res`: what `rprof_resolve_user_frames` found for
+/// one frame.
+#[repr(C)]
+pub(crate) struct FrameRes {
+    pub(crate) path: bindings::path,
+    pub(crate) offset: u64,
+    pub(crate) range: VmaRange,
+    pub(crate) how: c_int,
+    pub(crate) reserved: u32,
+}
+
+/// `RPROF_RESOLVE_*`: what `rprof_resolve_user` found.
+pub(crate) const RESOLVE_FILE: c_int = 0;
+pub(crate) const RESOLVE_ANON: c_int = 1;
+pub(crate) const RESOLVE_BUSY: c_int = 3;
+
+/// `struct rprof_modinfo`.
+#[repr(C)]
+pub(crate) struct ModInfo {
+    pub(crate) id: *const c_void,
+    pub(crate) base: u64,
+    pub(crate) size: u64,
+    pub(crate) init: u32,
+    pub(crate) reserved: u32,
+    pub(crate) name: [u8; 56],
+}
+
+/// `struct rprof_counter_attr`.
+#[repr(C)]
+pub(crate) struct CounterAttr {
+    pub(crate) kind: u32,
+    pub(crate) freq: u32,
+    pub(crate) period: u64,
+    pub(crate) exclude_user: u32,
+    pub(crate) exclude_kernel: u32,
+}
+
+// Pointers to kernel structures are opaque handles here; rustc cannot tell
+// that some of them contain zero-sized fields.
+#[allow(improper_ctypes)]
+extern "C" {
+    pub(crate) fn rprof_param_ring_records() -> c_uint;
+    pub(crate) fn rprof_param_buffer_pages() -> c_uint;
+    pub(crate) fn rprof_param_max_cookies() -> c_uint;
+    pub(crate) fn rprof_param_mlock_kb() -> c_uint;
+
+    pub(crate) fn rprof_misc_register(
+        name: *const c_char,
+        fops: *const bindings::file_operations,
+        ctx: *mut c_void,
+    ) -> *mut RprofMisc;
+    pub(crate) fn rprof_misc_deregister(misc: *mut RprofMisc);
+    pub(crate) fn rprof_misc_ctx(file: *mut bindings::file) -> *mut c_void;
+    pub(crate) fn rprof_file_private(file: *mut bindings::file) -> *mut c_void;
+    pub(crate) fn rprof_file_set_private(file: *mut bindings::file, data: *mut c_void);
+    pub(crate) fn rprof_file_flags(file: *mut bindings::file) -> c_uint;
+    pub(crate) fn rprof_perfmon_capable() -> bool;
+    pub(crate) fn rprof_perf_allowed() -> c_int;
+    pub(crate) fn rprof_compat_ioctl()
+        -> Option<unsafe extern "C" fn(*mut bindings::file, c_uint, kernel::ffi::c_ulong) -> c_long>;
+    pub(crate) fn rprof_printk_ratelimit() -> bool;
+
+    pub(crate) fn rprof_counter_create(
+        cpu: c_int,
+        attr: *const CounterAttr,
+        ctx: *mut c_void,
+    ) -> *mut bindings::perf_event;
+    pub(crate) fn rprof_counter_enable(event: *mut bindings::perf_event);
+    pub(crate) fn rprof_counter_release(event: *mut bindings::perf_event);
+    pub(crate) fn rprof_ptr_err(ptr: *const c_void) -> c_long;
+
+    pub(crate) fn rprof_kicker_create(f: unsafe extern "C" fn(ctx: *mut c_void) -> c_uint) -> *mut RprofKicker;
+    pub(crate) fn rprof_kicker_bind(k: *mut RprofKicker, ctx: *mut c_void);
+    pub(crate) fn rprof_kicker_kick(k: *mut RprofKicker);
+    pub(crate) fn rprof_kicker_schedule(k: *mut RprofKicker, delay_ms: c_uint);
+    pub(crate) fn rprof_kicker_run_now(k: *mut RprofKicker);
+    pub(crate) fn rprof_kicker_destroy(k: *mut RprofKicker);
+
+    pub(crate) fn rprof_waitq_create() -> *mut RprofWaitq;
+    pub(crate) fn rprof_waitq_destroy(wq: *mut RprofWaitq);
+    pub(crate) fn rprof_waitq_wake(wq: *mut RprofWaitq);
+    pub(crate) fn rprof_waitq_wait(
+        wq: *mut RprofWaitq,
+        cond: unsafe extern "C" fn(ctx: *mut c_void) -> bool,
+        ctx: *mut c_void,
+    ) -> c_int;
+    pub(crate) fn rprof_poll_wait(
+        file: *mut bindings::file,
+        wq: *mut RprofWaitq,
+        pt: *mut bindings::poll_table_struct,
+    );
+    pub(crate) fn rprof_poll_mask(readable: bool, error: bool) -> c_uint;
+
+    pub(crate) fn rprof_vmalloc_account(size: usize) -> *mut c_void;
+    pub(crate) fn rprof_vfree(addr: *mut c_void);
+    pub(crate) fn rprof_mmap_buffer(
+        vma: *mut bindings::vm_area_struct,
+        buf: *mut c_void,
+        buf_pages: usize,
+        data_area: bool,
+        charge: *mut c_void,
+    ) -> c_int;
+    pub(crate) fn rprof_charge_new(pages: usize, allowance_kb: usize, err: *mut c_int) -> *mut c_void;
+    pub(crate) fn rprof_charge_get(charge: *mut c_void);
+    pub(crate) fn rprof_charge_put(charge: *mut c_void);
+
+    pub(crate) fn rprof_current_mm_get(seq: *mut u32) -> *mut MmStruct;
+    pub(crate) fn rprof_current_mm_seq() -> u32;
+    /// Whether a process up current's chain of parents has thread group
+    /// `tgid` (current's own group is not looked at).  NMI-safe.
+    pub(crate) fn rprof_follow_create(tgid: i32, start: u64) -> *mut RprofFollow;
+    pub(crate) fn rprof_follow_publish(f: *mut RprofFollow);
+    pub(crate) fn rprof_follow_retract(f: *mut RprofFollow);
+    pub(crate) fn rprof_follow_destroy(f: *mut RprofFollow);
+    pub(crate) fn rprof_current_followed(f: *mut RprofFollow) -> bool;
+    pub(crate) fn rprof_current_group_started(start: u64) -> bool;
+    pub(crate) fn rprof_follow_orphans(f: *mut RprofFollow, lost: *mut u64) -> u64;
+    pub(crate) fn rprof_follow_unregister();
+    pub(crate) fn rprof_global_tgid(vnr: i32, start: *mut u64) -> i32;
+    pub(crate) fn rprof_chain_alloc() -> c_int;
+    pub(crate) fn rprof_chain_free();
+    pub(crate) fn rprof_chain_scratch() -> *mut u64;
+    pub(crate) fn rprof_callchain(regs: *mut c_void, ips: *mut u64, max_k: u32, max_u: u32, nk: *mut u32, nu: *mut u32)
+        -> u32;
+
+    pub(crate) fn rprof_mm_put(mm: *mut MmStruct);
+    pub(crate) fn rprof_mm_put_many(mm: *mut MmStruct, n: u64);
+    pub(crate) fn rprof_cond_resched();
+    pub(crate) fn rprof_resolve_user(
+        mm: *mut MmStruct,
+        ip: u64,
+        seq: u32,
+        path: *mut bindings::path,
+        offset: *mut u64,
+        range: *mut VmaRange,
+        wait_ns: *mut u64,
+    ) -> c_int;
+    pub(crate) fn rprof_resolve_user_frames(
+        mm: *mut MmStruct,
+        seq: u32,
+        ips: *const u64,
+        n: u32,
+        out: *mut FrameRes,
+        wait_ns: *mut u64,
+    );
+    pub(crate) fn rprof_mm_grab(mm: *mut MmStruct);
+    pub(crate) fn rprof_module_generation() -> u32;
+    pub(crate) fn rprof_mm_drop(mm: *mut MmStruct);
+    pub(crate) fn rprof_mm_exe_path(mm: *mut MmStruct, path: *mut bindings::path) -> bool;
+    pub(crate) fn rprof_current_root(root: *mut bindings::path);
+    pub(crate) fn rprof_path_info(
+        path: *const bindings::path,
+        root: *const bindings::path,
+        buf: *mut c_char,
+        len: c_int,
+        dev: *mut u64,
+        ino: *mut u64,
+        flags: *mut u32,
+    ) -> c_int;
+    pub(crate) fn rprof_path_put(path: *mut bindings::path);
+    pub(crate) fn rprof_module_lookup(ip: u64, out: *mut ModInfo) -> bool;
+    pub(crate) fn rprof_module_notifier_register(
+        ctx: *mut c_void,
+        going: unsafe extern "C" fn(ctx: *mut c_void, id: *const c_void),
+    ) -> c_int;
+    pub(crate) fn rprof_module_notifier_unregister();
+
+    pub(crate) fn rprof_hotplug_register(
+        ctx: *mut c_void,
+        up: unsafe extern "C" fn(ctx: *mut c_void, cpu: c_uint) -> c_int,
+        down: unsafe extern "C" fn(ctx: *mut c_void, cpu: c_uint) -> c_int,
+    ) -> c_int;
+    pub(crate) fn rprof_hotplug_unregister();
+    pub(crate) fn rprof_cpus_read_lock();
+    pub(crate) fn rprof_cpus_read_unlock();
+
+    pub(crate) fn rprof_nr_cpu_ids() -> c_uint;
+    pub(crate) fn rprof_num_online_cpus() -> c_uint;
+    pub(crate) fn rprof_cpu_online(cpu: c_uint) -> bool;
+    pub(crate) fn rprof_cpu_possible(cpu: c_uint) -> bool;
+    /// Only the benchmark module (`make bench`) times with it.
+    #[cfg(rprof_bench)]
+    pub(crate) fn rprof_local_clock() -> u64;
+    pub(crate) fn rprof_clock() -> u64;
+}
+
+#[cfg(rprof_kunit)]
+#[allow(improper_ctypes)]
+extern "C" {
+    pub(crate) fn rprof_kunit_fail(
+        test: *mut bindings::kunit,
+        file: *const c_char,
+        line: c_uint,
+        fmt_args: *const c_void,
+    );
+    pub(crate) fn rprof_test_start(
+        f: unsafe extern "C" fn(ctx: *mut c_void, cpu: c_uint, src: c_uint),
+        ctx: *mut c_void,
+        period_ns: u64,
+    ) -> *mut c_void;
+    pub(crate) fn rprof_test_stop(t: *mut c_void);
+    pub(crate) fn rprof_test_spawn(f: unsafe extern "C" fn(ctx: *mut c_void), ctx: *mut c_void) -> *mut c_void;
+    pub(crate) fn rprof_test_join(th: *mut c_void);
+    pub(crate) fn rprof_test_user_mm() -> *mut MmStruct;
+    pub(crate) fn rprof_test_mm_users(mm: *mut MmStruct) -> i32;
+    pub(crate) fn rprof_test_current_tgid() -> i32;
+    pub(crate) fn rprof_test_nmi_chain_counts(chains: *mut u64, frames: *mut u64, ips: *mut u64) -> u32;
+    pub(crate) fn rprof_test_kernel_symbol(ip: u64) -> bool;
+    pub(crate) fn rprof_walk_fp(
+        fp: u64,
+        ips: *mut u64,
+        max: u32,
+        n: *mut u32,
+        read: unsafe extern "C" fn(ctx: *mut c_void, addr: u64, frame: *mut u64) -> bool,
+        ctx: *mut c_void,
+        lo: u64,
+        hi: u64,
+        word: u32,
+    ) -> u32;
+    pub(crate) fn rprof_test_cpu_relax();
+    pub(crate) fn rprof_test_user_map(test: *mut bindings::kunit, len: u64, hint: u64) -> u64;
+    pub(crate) fn rprof_test_user_write(addr: u64, src: *const c_void, len: u64) -> bool;
+    pub(crate) fn rprof_test_user_regs(regs: *mut c_void, ip: u64, sp: u64, bp: u64, cs: u32);
+    pub(crate) fn rprof_test_pt_regs_size() -> u64;
+    pub(crate) fn rprof_test_ia32_emulation() -> bool;
+    pub(crate) fn rprof_test_follow_add_current(f: *mut RprofFollow, skew: u64);
+    pub(crate) fn rprof_test_follow_published(f: *mut RprofFollow) -> bool;
+    pub(crate) fn rprof_test_cpu_set(cpu: c_uint, online: bool) -> c_int;
+    pub(crate) fn rprof_test_kern_path(name: *const c_char, path: *mut bindings::path) -> c_int;
+    pub(crate) fn rprof_test_dentry_count(path: *const bindings::path) -> c_uint;
+}
+
+/// `RPROF_TEST_CS_*`: the code segment of `rprof_test_user_regs`.
+#[cfg(rprof_kunit)]
+pub(crate) const TEST_CS_64: u32 = 0;
+#[cfg(rprof_kunit)]
+pub(crate) const TEST_CS_32: u32 = 1;
+#[cfg(rprof_kunit)]
+pub(crate) const TEST_CS_LDT: u32 = 2;
+
+/// `RPROF_TEST_SRC_*`: which context a stress-test writer runs in.
+#[cfg(rprof_kunit)]
+pub(crate) const TEST_SRC_TASK: u32 = 0;
+#[cfg(rprof_kunit)]
+pub(crate) const TEST_SRC_TIMER: u32 = 1;
+#[cfg(rprof_kunit)]
+pub(crate) const TEST_SRC_IRQ_WORK: u32 = 2;
+#[cfg(rprof_kunit)]
+pub(crate) const TEST_SRC_NMI: u32 = 3;
+
+#[cfg(rprof_bench)]
+extern "C" {
+    pub(crate) fn rprof_bench_ftrace(records: u64, batch: u64, size: u32, dropped: *mut u64) -> u64;
+    pub(crate) fn rprof_bench_user_ip(pid: *mut u32, tid: *mut u32) -> u64;
+}
+
+#[cfg(rprof_inject_warn)]
+extern "C" {
+    pub(crate) fn rprof_inject_warn();
+}

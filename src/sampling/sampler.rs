@@ -1,0 +1,373 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The sampling side: what the perf overflow handler does.
+//!
+//! **NMI context**: everything reachable from [`rprof_on_sample`] may run in
+//! NMI context (PMU counters) or hard IRQ context (the hrtimer of software
+//! clocks), nested over task, softirq or hardirq code on the same CPU.  It
+//! takes no lock, never sleeps and never allocates: it copies one
+//! fixed-size record into this CPU's [`Ring`] (taking a counted reference
+//! on the sampled address space, an atomic increment) and, past a watermark, kicks
+//! the drain with an irq_work (the kernel's NMI-safe way out).
+
+use crate::kapi::helpers::{self, RawSample};
+use crate::sampling::ring::{Push, Ring, Slot};
+use crate::uapi;
+use core::ffi::c_void;
+use kernel::prelude::*;
+
+/// A counted reference on an address space (`mm_users`), or null, taken
+/// by the handler and dropped by the drain (`Drain::put_mms`).
+#[derive(Clone, Copy)]
+pub(crate) struct MmRef(pub(crate) *mut helpers::MmStruct);
+
+// SAFETY: The reference moves from the handler's CPU to the drain; the
+// address space may be released from any process context.
+unsafe impl Send for MmRef {}
+
+/// A per-CPU ring record: the raw sample, which configured event took it,
+/// the sampled task's address space with its write-lock sequence then,
+/// and how many call-chain frames follow it in the ring.
+#[derive(Clone, Copy)]
+pub(crate) struct RingRecord {
+    pub(crate) sample: RawSample,
+    pub(crate) event: u8,
+    /// Kernel frames of the chain (continuation slots, first).
+    pub(crate) nk: u8,
+    /// User frames of the chain (continuation slots, after the kernel's).
+    pub(crate) nu: u8,
+    /// `CHAIN_TAKEN`, `RPROF_STACK_*` (`CHAIN_FLAGS`).
+    pub(crate) chain: u8,
+    pub(crate) mm_seq: u32,
+    pub(crate) mm: MmRef,
+}
+
+/// `RingRecord::chain`: the session takes chains and this sample has one
+/// (perhaps empty, or cut for space: `RPROF_STACK_CUT`).
+pub(crate) const CHAIN_TAKEN: u8 = 1 << 7;
+
+/// `RingRecord::chain`: the `RPROF_STACK_*` flags of the chain.
+pub(crate) const CHAIN_FLAGS: u8 = 0x7f;
+
+// Every `RPROF_STACK_*` flag fits `CHAIN_FLAGS`, apart from `CHAIN_TAKEN`
+// (and, in `stacks::raw_key_flags`, apart from the mode bit above them): a
+// new flag must find room here first.
+const _: () = assert!(
+    (uapi::RPROF_STACK_KERNEL_TRUNCATED
+        | uapi::RPROF_STACK_USER_TRUNCATED
+        | uapi::RPROF_STACK_USER_FAULT
+        | uapi::RPROF_STACK_USER_BAD_FP
+        | uapi::RPROF_STACK_KERNEL_ERROR
+        | uapi::RPROF_STACK_CUT
+        | uapi::RPROF_STACK_USER_SKIPPED)
+        & !(CHAIN_FLAGS as u32)
+        == 0
+        && CHAIN_TAKEN & CHAIN_FLAGS == 0
+);
+
+impl RingRecord {
+    /// A record without an address space (tests and the benchmark).
+    #[cfg(any(rprof_kunit, rprof_bench))]
+    pub(crate) fn new(sample: RawSample, event: u16) -> Self {
+        Self { sample, event: event as u8, nk: 0, nu: 0, chain: 0, mm_seq: 0, mm: MmRef(core::ptr::null_mut()) }
+    }
+
+    /// Continuation slots after this record: its chain's frames.
+    pub(crate) fn extra_slots(&self) -> u64 {
+        (self.nk as usize + self.nu as usize).div_ceil(SLOT_WORDS) as u64
+    }
+}
+
+/// Frames (u64 words) in one continuation slot.
+pub(crate) const SLOT_WORDS: usize = core::mem::size_of::<RingRecord>() / 8;
+
+/// One ring slot: a record, or `SLOT_WORDS` frames of the chain of the
+/// record before it (see `Ring::push_multi_with`).
+///
+/// # Invariants
+///
+/// A slot at a record's first position holds `rec`; the `extra_slots()`
+/// slots after it hold `words`.  Both are plain data: every bit pattern
+/// of `words` is valid, and `rec` is read only where it was written.
+#[derive(Clone, Copy)]
+#[repr(C)]
+pub(crate) union RingSlot {
+    pub(crate) rec: RingRecord,
+    pub(crate) words: [u64; SLOT_WORDS],
+}
+
+const _: () = assert!(core::mem::size_of::<RingSlot>() == core::mem::size_of::<RingRecord>());
+const _: () = assert!(SLOT_WORDS * 8 == core::mem::size_of::<RingRecord>());
+
+impl From<RingRecord> for RingSlot {
+    fn from(rec: RingRecord) -> Self {
+        Self { rec }
+    }
+}
+
+/// The per-CPU ring type.
+pub(crate) type SampleRing = Ring<RingSlot, KVVec<Slot<RingSlot>>>;
+
+/// Bytes one ring of `records` slots takes.
+pub(crate) fn ring_bytes(records: u32) -> u64 {
+    records as u64 * core::mem::size_of::<Slot<RingSlot>>() as u64
+}
+
+/// Takes the oldest record of `ring` with its chain's frames, copied into
+/// `frames` (kernel frames first; `nk + nu` of them, at most
+/// `frames.len()`).
+///
+/// # Safety
+///
+/// The caller is the ring's only reader (the drain lock, or a test's own
+/// ring).
+#[inline(always)]
+pub(crate) unsafe fn pop(ring: &SampleRing, frames: &mut [u64]) -> Option<RingRecord> {
+    // SAFETY: The caller is the only reader; every record's first slot
+    // holds `rec` (`RingSlot` invariant), and its writer reserved
+    // `extra_slots()` continuation slots (`push_frames`).
+    unsafe {
+        ring.pop_multi(
+            |first| first.rec.extra_slots(),
+            |first, rest| {
+                let rec = first.rec;
+                let n = (rec.nk as usize + rec.nu as usize).min(frames.len());
+                for (i, chunk) in frames[..n].chunks_mut(SLOT_WORDS).enumerate() {
+                    let words = rest(i as u64).words;
+                    for (f, w) in chunk.iter_mut().zip(words.iter()) {
+                        *f = *w;
+                    }
+                }
+                rec
+            },
+        )
+    }
+}
+
+/// Allocates a ring of `records` slots (a power of two), charged to the
+/// calling task's memory cgroup.
+pub(crate) fn new_ring(records: u32) -> Result<SampleRing> {
+    let mut slots = KVVec::with_capacity(records as usize, GFP_KERNEL_ACCOUNT)?;
+    for i in 0..records {
+        // Cannot fail: the capacity is there.
+        slots.push(Slot::new(), GFP_KERNEL_ACCOUNT)?;
+        if i % 4096 == 4095 {
+            // Up to 2^20 slots: let others run.
+            // SAFETY: Process context (SET_CONFIG, START, the hotplug
+            // callback, tests).
+            unsafe { helpers::rprof_cond_resched() };
+        }
+    }
+    Ring::new(slots).map_err(|_| EINVAL)
+}
+
+/// What one counter's overflow handler needs, at a stable address for the
+/// counter's lifetime.
+///
+/// # Invariants
+///
+/// `ring`, `kicker` and `follow` (if not null) point to objects of the
+/// session that outlive the counter: the session releases its counters
+/// (after which perf runs no more handlers for them) before it frees
+/// rings, kicker and followed set.
+pub(crate) struct HandlerCtx {
+    pub(crate) ring: *const SampleRing,
+    pub(crate) kicker: *mut helpers::RprofKicker,
+    pub(crate) event: u16,
+    /// Call-chain depths (`rprof_config.max_*_frames`); both 0: no chains.
+    pub(crate) max_kernel: u16,
+    pub(crate) max_user: u16,
+    /// Only samples of this thread group, or all if negative.
+    pub(crate) pid: i32,
+    /// With `pid`: its thread group's start time.
+    pub(crate) pid_start: u64,
+    /// With `pid`, or null: the processes it follows, whose samples are
+    /// kept too (its descendants and their orphans, [`crate::resolve::follow`]).
+    pub(crate) follow: *mut helpers::RprofFollow,
+    /// Kick the drain when the ring holds at least this many records.
+    pub(crate) kick_at: u64,
+}
+
+/// The overflow handler's Rust half, called by `rprof_overflow()` in
+/// `src/sampling/overflow.c`.  NMI context: see the module doc.
+///
+/// # Safety
+///
+/// `ctx` must be the `HandlerCtx` the counter was created with, `sample` a
+/// valid sample, and `regs` the sampled registers or null (no chain).
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rprof_on_sample(ctx: *mut c_void, sample: *const RawSample, regs: *mut c_void) {
+    // SAFETY: The caller passes the context registered with the counter,
+    // which is alive while the counter exists (`HandlerCtx` invariant).
+    let ctx = unsafe { &*(ctx as *const HandlerCtx) };
+    // SAFETY: The C caller passes a sample on its stack.
+    let sample = unsafe { *sample };
+    // The filter's process is named by number and start time: a later
+    // process that got the number is not it.
+    // SAFETY: NMI-safe: reads current's group leader's start time.
+    if ctx.pid >= 0 && !(sample.pid == ctx.pid as u32 && unsafe { helpers::rprof_current_group_started(ctx.pid_start) })
+    {
+        // SAFETY: NMI-safe: an RCU walk up current's parents; `follow`
+        // outlives the counter (`HandlerCtx` invariant).
+        if ctx.follow.is_null() || !unsafe { helpers::rprof_current_followed(ctx.follow) } {
+            return;
+        }
+    }
+    // SAFETY: `ring` outlives the counter (`HandlerCtx` invariant).
+    let ring = unsafe { &*ctx.ring };
+    // The address-space reference is taken only once a slot is reserved,
+    // so a full ring never has to give one back (which NMI context could
+    // not do).
+    let pushed = if (ctx.max_kernel | ctx.max_user) == 0 || regs.is_null() {
+        // Without chains, as before chains existed: one slot.
+        ring.push_with(|| record(ctx, &sample, 0, 0, 0))
+    } else {
+        // SAFETY: `regs` are the sampled registers (caller); NMI context.
+        unsafe { push_chain(ring, ctx, &sample, regs) }
+    };
+    let kick = match pushed {
+        Push::Stored(fill) => fill >= ctx.kick_at,
+        Push::Full => true,
+    };
+    if kick {
+        // SAFETY: The kicker outlives the counter; `irq_work_queue()` is
+        // NMI-safe and a no-op when the work is already pending.
+        unsafe { helpers::rprof_kicker_kick(ctx.kicker) };
+    }
+}
+
+/// The ring record of `sample`, with a counted reference on current's
+/// address space and its sequence now.  NMI context: called only once a
+/// slot is reserved.
+#[inline(always)]
+fn record(ctx: &HandlerCtx, sample: &RawSample, nk: u32, nu: u32, chain: u8) -> RingSlot {
+    record_at(ctx, sample, nk, nu, chain, None)
+}
+
+/// [`record`] with the address-space sequence read earlier, at the sample
+/// (`seq`), if given: a chain walk takes microseconds, and the drain
+/// accepts only mappings older than the sequence the record carries.
+#[inline(always)]
+fn record_at(ctx: &HandlerCtx, sample: &RawSample, nk: u32, nu: u32, chain: u8, seq: Option<u32>) -> RingSlot {
+    let mut mm_seq = 0;
+    // SAFETY: NMI-safe: an atomic increment on current's mm, if any.
+    let mm = unsafe { helpers::rprof_current_mm_get(&mut mm_seq) };
+    // `current->mm` cannot change while the handler runs: the sequence read
+    // at the sample is this mm's.
+    let mm_seq = seq.unwrap_or(mm_seq);
+    RingSlot {
+        rec: RingRecord {
+            sample: *sample,
+            event: ctx.event as u8,
+            nk: nk as u8,
+            nu: nu as u8,
+            chain,
+            mm_seq,
+            mm: MmRef(mm),
+        },
+    }
+}
+
+/// Takes the sample's call chain and pushes the record with it.  NMI
+/// context.
+///
+/// # Safety
+///
+/// `regs` are the sampled registers; the caller is the overflow handler.
+#[inline(never)]
+unsafe fn push_chain(ring: &SampleRing, ctx: &HandlerCtx, sample: &RawSample, regs: *mut c_void) -> Push {
+    let walk = |ips: *mut u64, nk: &mut u32, nu: &mut u32| {
+        // SAFETY: `ips` holds CHAIN_WORDS words, more than the 2 x 127
+        // frames rprof_callchain stores; `regs` are the sampled registers
+        // (caller).
+        unsafe { helpers::rprof_callchain(regs, ips, ctx.max_kernel.into(), ctx.max_user.into(), nk, nu) }
+    };
+    // SAFETY: This CPU's scratch of our context level: no other handler
+    // uses it until we return (`rprof_chain_scratch`'s contract; the
+    // overflow handler neither sleeps nor migrates).
+    let ips = unsafe { helpers::rprof_chain_scratch() };
+    // SAFETY: `ips` holds CHAIN_WORDS words, ours until we return; `walk`
+    // stores at most that many (above).
+    unsafe { push_chain_with(ring, ctx, sample, ips, walk) }
+}
+
+/// [`push_chain`] with the walk and its buffer given: `walk(ips, nk, nu)`
+/// stores the chain at `ips`, its counts in `nk`/`nu`, and returns its
+/// `RPROF_STACK_*` flags.  The address-space sequence the record carries
+/// is read *before* the walk: a mapping changed while the chain is walked
+/// (another thread's munmap and mmap) then has a newer sequence than the
+/// record's, and the drain refuses it instead of resolving a frame read
+/// from the old mapping through the new one.  KUnit's
+/// `chain_sequence_is_read_before_the_walk` changes the address space from
+/// inside `walk`.  NMI or hard-IRQ context in the handler.
+///
+/// # Safety
+///
+/// `ips` points to CHAIN_WORDS words that nothing else uses until this
+/// returns, and `walk` stores at most that many there; the caller is the
+/// overflow handler, or a test standing in for it on a ring of its own.
+#[inline(always)]
+pub(crate) unsafe fn push_chain_with(
+    ring: &SampleRing,
+    ctx: &HandlerCtx,
+    sample: &RawSample,
+    ips: *mut u64,
+    walk: impl FnOnce(*mut u64, &mut u32, &mut u32) -> u32,
+) -> Push {
+    // SAFETY: NMI-safe: reads current's mm and its sequence.
+    let seq = unsafe { helpers::rprof_current_mm_seq() };
+    let (mut nk, mut nu) = (0u32, 0u32);
+    let flags = walk(ips, &mut nk, &mut nu);
+    let total = (nk as usize + nu as usize).min(helpers::CHAIN_WORDS);
+    // SAFETY: `walk` wrote `total` words at `ips`, ours until we return
+    // (the caller's contract).
+    let words = unsafe { core::slice::from_raw_parts(ips, total) };
+    push_frames(ring, words, nk, flags, |nk, nu, chain| record_at(ctx, sample, nk, nu, chain, Some(seq)))
+}
+
+/// Pushes a sample with its chain `words` (the first `nk` kernel frames,
+/// the rest user frames, ended as `flags` say) as one record, or without the chain
+/// (flagged `RPROF_STACK_CUT`) when the ring has no room for the chain but
+/// has for the sample.  Only a ring without room for the sample loses it,
+/// counted once.  `make(nk, nu, chain)` builds the first slot and runs
+/// only once a slot is reserved.  NMI context.
+#[inline(always)]
+pub(crate) fn push_frames(
+    ring: &SampleRing,
+    words: &[u64],
+    nk: u32,
+    flags: u32,
+    make: impl Fn(u32, u32, u8) -> RingSlot,
+) -> Push {
+    // The counts the record carries are the words the ring holds: the
+    // reader consumes `(nk + nu).div_ceil(SLOT_WORDS)` continuation slots
+    // (`pop`), and both must fit the record's u8 fields.
+    let words = &words[..words.len().min(2 * uapi::RPROF_MAX_FRAMES as usize)];
+    let nk = nk.min(words.len() as u32);
+    let nu = words.len() as u32 - nk;
+    let total = words.len();
+    let chain = CHAIN_TAKEN | (flags as u8 & CHAIN_FLAGS);
+    let extra = total.div_ceil(SLOT_WORDS) as u64;
+    let pushed = ring.try_push_multi_with(
+        extra,
+        || make(nk, nu, chain),
+        |i| {
+            let mut w = [0u64; SLOT_WORDS];
+            let from = (i as usize * SLOT_WORDS).min(total);
+            for (dst, src) in w.iter_mut().zip(words[from..].iter()) {
+                *dst = *src;
+            }
+            RingSlot { words: w }
+        },
+    );
+    match pushed {
+        Push::Full if extra > 0 => {
+            ring.push_with(|| make(0, 0, CHAIN_TAKEN | (uapi::RPROF_STACK_CUT | flags & uapi::RPROF_STACK_USER_SKIPPED) as u8))
+        }
+        Push::Full => {
+            ring.count_lost();
+            Push::Full
+        }
+        stored => stored,
+    }
+}
