@@ -759,22 +759,27 @@ fn module_unload_waits_for_room(t: &mut Test) {
     kassert_eq!(t, seen.unloads, 1);
 }
 
+/// A session, the context its handler on CPU 0 would get, and this
+/// test's thread group id (a kthread's): what the pid filter tests start
+/// from.
+fn filter_session() -> Result<(Arc<Session>, HandlerCtx, i32)> {
+    let session = test_session(4096, 16)?;
+    let ctx = session.handler_ctx(0)?;
+    // SAFETY: Reads current's thread group id.
+    let own = unsafe { helpers::rprof_test_current_tgid() };
+    Ok((session, ctx, own))
+}
+
 /// The pid filter with descendants, through the handler: a sample of
 /// another thread group is kept only when the sampled task (this test's
 /// kthread, whose parent is kthreadd, pid 2) is followed: it descends from
 /// the filter's pid (or is its thread group) and the session asked for
 /// descendants.  Init (pid 1) is no ancestor of a kthread.
 fn pid_filter_follows_descendants(t: &mut Test) {
-    let Ok(session) = test_session(4096, 16) else {
-        kassert!(t, false, "session allocation failed");
+    let Ok((session, mut ctx, own)) = filter_session() else {
+        kassert!(t, false, "no session or handler context");
         return;
     };
-    let Ok(mut ctx) = session.handler_ctx(0) else {
-        kassert!(t, false, "no handler context");
-        return;
-    };
-    // SAFETY: Reads current's thread group id.
-    let own = unsafe { helpers::rprof_test_current_tgid() };
     let cases = [(2, true, 1u64), (2, false, 0), (1, true, 0), (own, true, 1)];
     for (i, &(pid, descendants, kept)) in cases.iter().enumerate() {
         let follow = if descendants {
@@ -852,16 +857,10 @@ fn kept_samples(session: &Session, ctx: &HandlerCtx, pid: u32) -> u64 {
 /// process, gone, whose number was given again) keeps none of its samples,
 /// neither as the filter's process nor through the descendants' set.
 fn pid_filter_names_a_process(t: &mut Test) {
-    let Ok(session) = test_session(4096, 16) else {
-        kassert!(t, false, "session allocation failed");
+    let Ok((session, mut ctx, own)) = filter_session() else {
+        kassert!(t, false, "no session or handler context");
         return;
     };
-    let Ok(mut ctx) = session.handler_ctx(0) else {
-        kassert!(t, false, "no handler context");
-        return;
-    };
-    // SAFETY: Reads current's thread group id.
-    let own = unsafe { helpers::rprof_test_current_tgid() };
     let start = group_start(own);
     kassert!(t, start != 0, "no start time for thread group {}", own);
     ctx.pid = own;
