@@ -7,6 +7,7 @@
 #include <linux/ring_buffer.h>
 #include <linux/sched.h>
 #include <linux/sched/clock.h>
+#include <linux/sched/task_stack.h>
 #include <linux/string.h>
 #include <asm/ptrace.h>
 #include "rprof_helpers.h"
