@@ -100,6 +100,7 @@ for i in 0 1 2; do cycle 0; done
 settle
 slab0=$(meminfo Slab)
 vm0=$(meminfo VmallocUsed)
+cp /proc/vmallocinfo /tmp/vmallocinfo.0
 vmi0=$(wc -l </proc/vmallocinfo)
 i=0
 err=0
@@ -110,6 +111,7 @@ done
 settle
 slab1=$(meminfo Slab)
 vm1=$(meminfo VmallocUsed)
+cp /proc/vmallocinfo /tmp/vmallocinfo.1
 vmi1=$(wc -l </proc/vmallocinfo)
 diag "Slab ${slab0} -> ${slab1} kB, VmallocUsed ${vm0} -> ${vm1} kB, /proc/vmallocinfo ${vmi0} -> ${vmi1} lines"
 check "100 load/unload cycles with a session every tenth (stopped at $i, error $err)" test $i = 100
@@ -120,6 +122,10 @@ check "... the last session's accounting is exact" invariant $J
 # session, or one leaked page per load, exceeds the tolerances below, while
 # the kernel's own background activity stays well within them.
 check "... VmallocUsed does not grow (by $((vm1 - vm0)) kB; at most 64)" test $((vm1 - vm0)) -le 64
+# Who took the vmalloc space (callers, without addresses).
+sed 's/^[^ ]* *//' /tmp/vmallocinfo.0 | sort >/tmp/vmallocinfo.0s
+sed 's/^[^ ]* *//' /tmp/vmallocinfo.1 | sort >/tmp/vmallocinfo.1s
+diag "vmalloc areas new since the first measure: $(grep -vxFf /tmp/vmallocinfo.0s /tmp/vmallocinfo.1s)"
 check "... Slab does not grow (by $((slab1 - slab0)) kB; at most 512)" test $((slab1 - slab0)) -le 512
 took "load/unload cycles"
 
