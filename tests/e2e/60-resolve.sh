@@ -27,6 +27,16 @@ report() {
 	diag "$(cat "$out")"
 }
 
+# repeat N CMD...: runs CMD N times, one after the other.
+repeat() {
+	rep_n=$1
+	shift
+	while [ "$rep_n" -gt 0 ]; do
+		"$@"
+		rep_n=$((rep_n - 1))
+	done
+}
+
 # record NAME: starts `rprof dump` in the background with a long duration,
 # raw stream in /tmp/NAME.raw, summary in /tmp/NAME.json; stop_record ends
 # it with SIGTERM (rprof stops, drains and prints its summary).
@@ -86,11 +96,7 @@ check "... exact accounting" invariant /tmp/a.json
 # 98.3% of the samples were in the right files.
 SHORT_OPTS="--min-fraction 0.2 --min-file-fraction 0.95 --symbol short_hot"
 record s
-i=0
-while [ $i -lt 200 ]; do
-	/tests/bin/short
-	i=$((i + 1))
-done
+repeat 200 /tests/bin/short
 stop_record
 report "200 short-lived processes: samples resolve to /tests/bin/short:short_hot, LOST no_mm+no_mapping < 5%" \
 	/tmp/s.report rprof-e2e resolved-fraction /tmp/s.raw --comm short --path /tests/bin/short $SHORT_OPTS
@@ -116,11 +122,7 @@ record t
 # Twenty runs: with five (about 60 user samples), the stream-wide bound
 # on no_mm + no_mapping losses (5% of them: 3 samples) was at the mercy
 # of whatever else ran.
-i=0
-while [ $i -lt 20 ]; do
-	/mnt/t/short
-	i=$((i + 1))
-done
+repeat 20 /mnt/t/short
 # Past the periodic drain (50 ms), which resolves the samples and takes
 # the references.
 sleep 1
@@ -156,17 +158,13 @@ check "LOOKUP_COOKIE: paths as in the stream, ENOENT, ENAMETOOLONG, EINVAL, EBUS
 # RPROF_RESET_AUTO in the stream) and names the new files anew.
 unload
 load max_cookies=16
-i=0
-while [ $i -lt 40 ]; do
+for i in $(seq 0 39); do
 	mkdir -p "/tmp/c$i"
 	cp /tests/bin/short "/tmp/c$i/short"
-	i=$((i + 1))
 done
 record c
-i=0
-while [ $i -lt 40 ]; do
+for i in $(seq 0 39); do
 	"/tmp/c$i/short"
-	i=$((i + 1))
 done
 stop_record
 no_cookie=$(sed -n 's/.*"no_cookie":\([0-9]*\).*/\1/p' /tmp/c.json)

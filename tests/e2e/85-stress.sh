@@ -107,24 +107,22 @@ cycle() { # N: load, every tenth time a short session, unload
 # Warm-up: the first cycles fill caches that then stay (module loader,
 # sysfs, the first session's allocations).
 for i in 0 1 2; do cycle 0; done
-settle
-slab0=$(meminfo Slab)
-vm0=$(meminfo VmallocUsed)
-va0=$(vmalloc_kb)
-cp /proc/vmallocinfo /tmp/vmallocinfo.0
-vmi0=$(wc -l </proc/vmallocinfo)
+# measure N: Slab, VmallocUsed, rprof's vmalloc space and the areas into
+# slabN, vmN, vaN, vmiN and /tmp/vmallocinfo.N, after settling.
+measure() {
+	settle
+	eval "slab$1=\$(meminfo Slab) vm$1=\$(meminfo VmallocUsed) va$1=\$(vmalloc_kb)"
+	cp /proc/vmallocinfo "/tmp/vmallocinfo.$1"
+	eval "vmi$1=\$(wc -l </proc/vmallocinfo)"
+}
+measure 0
 i=0
 err=0
 while [ $i -lt 100 ]; do
 	cycle $i || { err=$?; break; }
 	i=$((i + 1))
 done
-settle
-slab1=$(meminfo Slab)
-vm1=$(meminfo VmallocUsed)
-va1=$(vmalloc_kb)
-cp /proc/vmallocinfo /tmp/vmallocinfo.1
-vmi1=$(wc -l </proc/vmallocinfo)
+measure 1
 diag "Slab ${slab0} -> ${slab1} kB, VmallocUsed ${vm0} -> ${vm1} kB, /proc/vmallocinfo ${vmi0} -> ${vmi1} lines"
 check "100 load/unload cycles with a session every tenth (stopped at $i, error $err)" test $i = 100
 check "... the last session's accounting is exact" invariant $J

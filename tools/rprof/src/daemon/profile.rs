@@ -152,6 +152,16 @@ pub fn rotate(dir: &Path, keep: u64) -> Result<(), Error> {
 mod tests {
     use super::*;
 
+    /// The file names in `dir`, sorted.
+    fn names_in(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        names
+    }
+
     #[test]
     fn summary_line() {
         use rprof_decode::Record;
@@ -189,11 +199,7 @@ mod tests {
             std::fs::write(dir.join(n), b"x").unwrap();
         }
         assert_eq!(remove_temporaries(&dir).unwrap(), 1);
-        let mut left: Vec<String> = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect();
-        left.sort();
+        let left = names_in(&dir);
         assert_eq!(
             left,
             [
@@ -218,11 +224,7 @@ mod tests {
         }
         std::fs::write(dir.join("other.txt"), b"x").unwrap();
         rotate(&dir, 2).unwrap();
-        let mut left: Vec<String> = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect();
-        left.sort();
+        let left = names_in(&dir);
         assert_eq!(
             left,
             [
