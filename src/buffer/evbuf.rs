@@ -172,6 +172,11 @@ impl EventBuffer {
         Ok(buf)
     }
 
+    /// The bytes charged to the owner's locked memory for this buffer.
+    pub(crate) fn charged_bytes(&self) -> u64 {
+        self.charge.bytes()
+    }
+
     /// Bytes in the data area.
     pub(crate) fn size(&self) -> u64 {
         (self.data_pages * PAGE_SIZE) as u64

@@ -75,9 +75,9 @@ pub(crate) struct Session {
 pub(crate) struct Core {
     pub(crate) config: Config,
     rings: Rings,
-    /// The locked-memory charge of the rings and the event buffer (which
-    /// holds a reference of its own, as do its mappings).
-    charge: Charge,
+    /// The locked-memory charge of the rings.  The event buffer holds its
+    /// own (and so do its mappings, which may outlive the session).
+    ring_charge: Charge,
     /// With a descendants filter, the processes it follows.
     follow: Option<Follow>,
     evbuf: Arc<EventBuffer>,
@@ -287,7 +287,10 @@ impl Session {
         let nr_rings = possible.min(RING_BYTES_MAX / one_ring).max(online);
         let page = bindings::PAGE_SIZE as u64;
         let buf_bytes = EventBuffer::bytes(config.buffer_pages as usize).ok_or(EINVAL)? as u64;
-        let charge = Charge::new(nr_rings * one_ring.div_ceil(page) * page + buf_bytes)?;
+        // Two charges: a replaced session's buffer that is still mapped
+        // keeps its own charge, not its rings'.
+        let ring_charge = Charge::new(nr_rings * one_ring.div_ceil(page) * page)?;
+        let buf_charge = Charge::new(buf_bytes)?;
         let rings = Rings::new(nr, config.ring_records)?;
         for cpu in 0..nr {
             // SAFETY: Reads the online mask; a CPU that goes online
@@ -307,7 +310,7 @@ impl Session {
         } else {
             None
         };
-        let evbuf = Arc::new(EventBuffer::new(config.buffer_pages as usize, charge.clone())?, GFP_KERNEL)?;
+        let evbuf = Arc::new(EventBuffer::new(config.buffer_pages as usize, buf_charge)?, GFP_KERNEL)?;
         let chains = config.raw.flags & RPROF_CONFIG_CALLCHAIN != 0;
         let drain = Drain::new(evbuf.producer(), nr, max_cookies as usize, chains)?;
         // Room for every LOST record a drain may owe (ring and five other
@@ -325,7 +328,7 @@ impl Session {
                 core <- pin_init!(Core {
                     config,
                     rings,
-                    charge,
+                    ring_charge,
                     follow,
                     evbuf,
                     drain <- new_mutex!(drain),
@@ -714,7 +717,7 @@ impl Session {
 
     /// The bytes of rings and event buffer charged to the owner.
     pub(crate) fn locked_bytes(&self) -> u64 {
-        self.charge.bytes()
+        self.ring_charge.bytes() + self.evbuf.charged_bytes()
     }
 
     /// Orphans the descendants filter follows, and those it had no room

@@ -182,6 +182,11 @@ impl CookieTable {
         self.len
     }
 
+    /// Whether every cookie the table may hold is taken.
+    pub(crate) fn is_full(&self) -> bool {
+        self.len >= self.max
+    }
+
     fn insert(&mut self, key: Key, object: Object) -> Result<u64, NoCookie> {
         if self.len >= self.max {
             return Err(NoCookie::Full);

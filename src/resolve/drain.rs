@@ -158,6 +158,9 @@ pub(crate) struct Drain {
     pub(crate) resets: u64,
     /// What the last automatic RESET forgot, until the drain lock is let go.
     forgotten: Option<Forgotten>,
+    /// Whether a frame of the chain being resolved found its address
+    /// space's `mmap_lock` taken.
+    chain_busy: bool,
     pub(crate) cookies: CookieTable,
     /// The last TASK written.
     task: Option<TaskKey>,
@@ -253,6 +256,7 @@ impl Drain {
             resets: 0,
             lock_wait_ns: LOCK_WAIT_NS,
             forgotten: None,
+            chain_busy: false,
             cookies: CookieTable::new(max_cookies)?,
             task: None,
             cookie: RPROF_COOKIE_NONE as u64,
@@ -394,9 +398,10 @@ impl Drain {
     #[inline(always)]
     fn deliver(&mut self, buf: &EventBuffer, cpu: usize, rec: &RingRecord, frames: &[u64], reserve: u64) -> Result<(), usize> {
         let w = match self.resolve(rec) {
-            // The table is full: forget it all (RESET in the stream) and
-            // name the sample's file anew, rather than lose it.
-            Err(NO_COOKIE) if self.auto_reset(buf, reserve) => self.resolve(rec)?,
+            // The table is full (not out of memory): forget it all (RESET
+            // in the stream) and name the sample's file anew, rather than
+            // lose it.
+            Err(NO_COOKIE) if self.cookies.is_full() && self.auto_reset(buf, reserve) => self.resolve(rec)?,
             r => r?,
         };
         let stack = if rec.chain & CHAIN_TAKEN != 0 && self.chains.is_some() {
@@ -618,8 +623,14 @@ impl Drain {
         }
         #[cfg(rprof_bench)]
         drop(intern_timer);
+        self.chain_busy = false;
         let id = self.resolve_chain(ch, buf, rec, frames, nk, reserve)?;
-        ch.raw.insert(raw_hash, tag, raw_flags, frames, id.0, id.1);
+        // A chain whose frames found the mmap_lock taken is not the chain
+        // of its address space for good: the next sample of it resolves
+        // afresh rather than from this table.
+        if !self.chain_busy {
+            ch.raw.insert(raw_hash, tag, raw_flags, frames, id.0, id.1);
+        }
         Ok(id)
     }
 
@@ -685,6 +696,7 @@ impl Drain {
                 let res = &mut ch.miss_res[k];
                 let at = ch.miss_at[k];
                 let back = ch.miss_ips[k] != ch.resolved[at].offset;
+                self.chain_busy |= res.how == RESOLVE_BUSY;
                 let target = match res.how {
                     RESOLVE_FILE => {
                         // SAFETY: The helper took a reference on `path` for

@@ -230,7 +230,11 @@ diag "$(cat /tmp/after.err)"
 # PATTERN, at most SECONDS.
 wait_for() {
 	i=0
-	while [ "$(grep -c "$3" "$4")" -lt "$2" ] && [ $i -lt $(($1 * 10)) ]; do
+	while [ $i -lt $(($1 * 10)) ]; do
+		# The file may not exist yet: the background command opens it
+		# after the fork (a missing file stopped this loop at once).
+		n=$(grep -c "$3" "$4" 2>/dev/null)
+		[ "${n:-0}" -lt "$2" ] || break
 		sleep 0.1
 		i=$((i + 1))
 	done

@@ -15,15 +15,21 @@ invariant() { # SUMMARY.json
 json() { # KEY: a field of the last summary
 	rprof-e2e json "$1" <$J
 }
-# The vmalloc space in use, in kB, but what the kernel's own allocators
-# keep as they please: kernel threads' stacks (worker pools start and end
-# threads with the load) and the per-CPU allocator's chunks (it keeps a
-# spare chunk of populated pages, made by its balance work when free ones
-# run low; two runs of these cycles on one build saw VmallocUsed grow by
-# 76 kB through a new 2 MiB pcpu chunk, a third by 0).  rprof's own areas
-# (the event buffer, rings, the module's text) are all counted.
+# VmallocUsed (pages in use, not address space waiting for its lazy
+# purge), in kB, less the pages of what the kernel's own allocators keep
+# as they please: kernel threads' stacks (worker pools start and end
+# threads with the load) and the per-CPU allocator's chunk metadata (its
+# balance work makes a spare chunk when free pages run low; two runs of
+# these cycles on one build saw VmallocUsed grow by 76 kB, all of it
+# pcpu_mem_zalloc for a new 2 MiB chunk, a third by 0).  rprof's own
+# memory (the event buffer, rings, the module's text) is all counted.
 vmalloc_kb() {
-	awk '!/alloc_thread_stack_node|pcpu_/ { s += $2 } END { print int(s / 1024) }' /proc/vmallocinfo
+	awk -v used="$(meminfo VmallocUsed)" '
+		/alloc_thread_stack_node|pcpu_/ {
+			for (i = 1; i <= NF; i++)
+				if ($i ~ /^pages=/) { sub(/^pages=/, "", $i); p += $i }
+		}
+		END { print used - p * 4 }' /proc/vmallocinfo
 }
 meminfo() { # FIELD: its value in kB
 	awk -v k="$1:" '$1 == k { print $2 }' /proc/meminfo
