@@ -148,7 +148,11 @@ pub fn user_allowance() -> u64 {
 
 /// The page size (4096 if `sysconf` cannot say).
 fn page_size() -> u64 {
-    crate::mmap::page_size().map_or(4096, |p| p as u64)
+    // Not crate::mmap's: that module is above this one (its errors are
+    // crate::error's, which name a refusal of this module's).
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    u64::try_from(size).ok().filter(|s| s.is_power_of_two()).unwrap_or(4096)
 }
 
 /// The number of CPUs in a kernel CPU list such as
