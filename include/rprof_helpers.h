@@ -245,14 +245,14 @@ void rprof_poll_wait(struct file *file, struct rprof_waitq *wq,
 		     struct poll_table_struct *pt);
 unsigned int rprof_poll_mask(bool readable, bool error);
 
-/* Event buffer memory and its mapping (src/memlock.c). */
+/* Event buffer memory and its mapping (src/buffer/evbuf.c). */
 void *rprof_vmalloc_account(unsigned long size);
 void rprof_vfree(void *addr);
 /* Maps the control page or the data area of buf; every mapping holds a
  * reference on charge (rprof_charge_new()) until it is unmapped. */
 int rprof_mmap_buffer(struct vm_area_struct *vma, void *buf,
 		      unsigned long buf_pages, bool data_area, void *charge);
-/* The locked-memory charge of pages (src/memlock.c): NULL with *err
+/* The locked-memory charge of pages (src/buffer/memlock.c): NULL with *err
  * -EPERM past the caller's limits, -ENOMEM without memory. */
 void *rprof_charge_new(unsigned long pages, unsigned long allowance_kb, int *err);
 void rprof_charge_get(void *charge);

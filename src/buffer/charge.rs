@@ -5,7 +5,7 @@
 //! One [`Charge`] is made at SET_CONFIG for every byte the session will
 //! allocate (its event buffer and a ring for each possible CPU), before
 //! anything is allocated, and refused past the owner's limits:
-//! `perf_mmap()`'s rule, in `src/memlock.c`.  It is a counted reference:
+//! `perf_mmap()`'s rule, in `memlock.c` beside it.  It is a counted reference:
 //! the session's rings, the event buffer and every mapping of the buffer
 //! each hold one, so the memory stays charged until the last of them
 //! lets go of it (a replaced session's buffer lives on in its mappings).

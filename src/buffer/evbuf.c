@@ -43,7 +43,7 @@ static const struct vm_operations_struct rprof_vm_ops = {
  * The buffer is one control page followed by buf_pages - 1 data pages.
  * data_area false: offset 0, exactly the control page, any protection but
  * exec (the kernel writes data_head there for the reader and trusts nothing
- * it reads back: src/evbuf.rs).  data_area true: offset
+ * it reads back: src/buffer/evbuf.rs).  data_area true: offset
  * PAGE_SIZE, exactly the data pages, read-only for good: no VM_WRITE, and
  * VM_MAYWRITE/VM_MAYEXEC cleared so mprotect() cannot add them later.
  * Both refuse to grow (VM_DONTEXPAND) and are not dumped.
