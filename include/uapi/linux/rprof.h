@@ -515,4 +515,63 @@ struct rprof_throttle {
 	__u32 event;
 };
 
+/*
+ * Unwind tables (issue 31): how the sampling handler finds a caller in code
+ * without frame pointers.  Userspace compiles a file's .eh_frame (and
+ * .debug_frame) into rows sorted by file offset; each row holds from its
+ * start to the next row's start (the last to the table's end).  With the
+ * frame's registers RSP, RBP and RIP:
+ *
+ *   CFA = RSP or RBP (row.cfa) + row.cfa_off, or the PLT stub's rule
+ *   return address = the 8 bytes at CFA - 8 (x86-64: the call pushed it)
+ *   caller's RSP = CFA
+ *   caller's RBP = the 8 bytes at CFA + row.rbp_off (RPROF_UNWIND_RBP_SAVED)
+ *                  or RBP unchanged (RPROF_UNWIND_RBP_SAME)
+ *
+ * A walk stops where a CFA would not be above the frame's RSP: no table
+ * makes it loop.  Rows whose rule is none of these say what to do instead
+ * (RPROF_UNWIND_CFA_FP: this frame by its frame pointer; _STOP: the
+ * outermost frame, or a rule the handler does not follow, e.g. a signal
+ * frame; _NONE: no unwind information covers it).  Offsets are file
+ * offsets (address - p_vaddr + p_offset of the executable PT_LOAD), so a
+ * handler finds a row from ip - vm_start + vm_pgoff * PAGE_SIZE.
+ */
+enum rprof_unwind_cfa {
+	RPROF_UNWIND_CFA_NONE = 0, /* no unwind information: frame pointers */
+	RPROF_UNWIND_CFA_RSP = 1,  /* CFA = RSP + cfa_off */
+	RPROF_UNWIND_CFA_RBP = 2,  /* CFA = RBP + cfa_off */
+	RPROF_UNWIND_CFA_PLT = 3,  /* CFA = RSP + cfa_off + (((RIP & 15) >= 11) ? 8 : 0) */
+	RPROF_UNWIND_CFA_FP = 4,   /* a rule beyond these: frame pointers */
+	RPROF_UNWIND_CFA_STOP = 5  /* the outermost frame (or a signal
+				    * frame): the chain ends here */
+};
+
+enum rprof_unwind_rbp {
+	RPROF_UNWIND_RBP_SAME = 0,  /* the caller's RBP is this frame's */
+	RPROF_UNWIND_RBP_SAVED = 1, /* at CFA + rbp_off */
+	RPROF_UNWIND_RBP_UNDEF = 2  /* not recoverable: the caller's RBP is
+				     * unknown (a later RBP-based rule stops) */
+};
+
+struct rprof_unwind_row {
+	__u32 start;   /* file offset of the first byte the row covers */
+	__s32 cfa_off;
+	__s16 rbp_off; /* RPROF_UNWIND_RBP_SAVED: a multiple of 8 */
+	__u8 cfa;      /* enum rprof_unwind_cfa */
+	__u8 rbp;      /* enum rprof_unwind_rbp */
+};
+
+/* A compiled table as cached on disk (and later uploaded): this header,
+ * then nr_rows rows with strictly increasing starts. */
+#define RPROF_UNWIND_MAGIC 0x52505557U /* "RPUW" */
+#define RPROF_UNWIND_VERSION 1
+struct rprof_unwind_table_header {
+	__u32 magic;     /* RPROF_UNWIND_MAGIC */
+	__u32 version;   /* RPROF_UNWIND_VERSION */
+	__u32 nr_rows;
+	__u32 end;       /* file offset past the last row's range */
+	__u8 build_id[20]; /* the file's GNU build-id, zero-padded */
+	__u32 build_id_len;
+};
+
 #endif /* _UAPI_LINUX_RPROF_H */
