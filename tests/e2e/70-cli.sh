@@ -34,7 +34,7 @@ rows() {
 	grep -E '^ +[0-9.]+% ' "$1"
 }
 
-plan 48
+plan 49
 unload
 load
 
@@ -225,6 +225,14 @@ rprof record -o /tmp/after.data -d 1 >/dev/null 2>/tmp/after.err
 check "after a SIGKILLed daemon, rprof record -d 1 works" \
 	sh -c 'grep -q "rprof: recorded" /tmp/after.err'
 diag "$(cat /tmp/after.err)"
+# The same, made certain: a session its dead owner's forked child keeps
+# mapped for 1 s.  SET_CONFIG gives EBUSY until the mapping goes; record
+# waits that out (it failed at once before).
+rprof-e2e orphan 1 >/tmp/orphan.out 2>&1
+rprof record -o /tmp/orphan.data -d 1 >/dev/null 2>/tmp/orphan.err
+check "a session a dead owner's child keeps mapped: record waits for its end, then works" \
+	sh -c 'grep -q "rprof: recorded" /tmp/orphan.err'
+diag "$(cat /tmp/orphan.out /tmp/orphan.err)"
 
 # wait_for SECONDS N PATTERN FILE: until FILE has N lines matching
 # PATTERN, at most SECONDS.

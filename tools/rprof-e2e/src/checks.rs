@@ -9,6 +9,7 @@ use rprof::events::{EventDisplay, EventSpec, SessionOptions};
 use rprof::{Device, Error};
 use rprof_abi::*;
 use std::io::{self, Write};
+use std::os::fd::AsRawFd;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -357,4 +358,37 @@ pub fn tick(usec: Option<i64>) -> Outcome {
         return Err(format!("adjtimex: {}", std::io::Error::last_os_error()));
     }
     Ok(format!("tick {} us", tx.tick))
+}
+
+/// `orphan SECONDS`: leaves a running session behind as a SIGKILLed owner
+/// can: configures, maps and starts one, then forks a child that keeps only
+/// a copy of the mapping (which holds the file, and so the session) for
+/// SECONDS, and returns without STOP or waiting for it.  The module
+/// releases the session when the child's mapping goes; a tool started
+/// meanwhile must wait for that rather than fail with EBUSY.
+pub fn orphan(seconds: u64) -> Outcome {
+    let dev = open()?;
+    dev.set_config(&good_config())
+        .map_err(|e| format!("SET_CONFIG failed with {}", error_name(&e)))?;
+    let reader = rprof::mmap::MmapReader::new(&dev).map_err(|e| e.to_string())?;
+    dev.start().map_err(|e| format!("START failed with {}", error_name(&e)))?;
+    let fd = dev.as_raw_fd();
+    // SAFETY: rprof-e2e starts no threads; the child only closes, sleeps
+    // and leaves with _exit, never returning into this code.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(format!("fork failed: {}", io::Error::last_os_error()));
+    }
+    if pid == 0 {
+        // SAFETY: `fd` is the child's copy of the device's descriptor, not
+        // used again (the child leaves through _exit below); the mapping
+        // the child inherited stays.
+        unsafe { libc::close(fd) };
+        std::thread::sleep(Duration::from_secs(seconds));
+        // SAFETY: _exit ends the child at once; it has no preconditions.
+        unsafe { libc::_exit(0) };
+    }
+    drop(reader);
+    drop(dev);
+    Ok(format!("left a running session mapped by child {pid} for {seconds} s"))
 }

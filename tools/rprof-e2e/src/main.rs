@@ -114,6 +114,12 @@ enum Command {
         /// How long to keep the device open.
         seconds: u64,
     },
+    /// Leaves a running session that a forked child keeps mapped for
+    /// SECONDS, as a SIGKILLed daemon can (`checks::orphan`).
+    Orphan {
+        /// How long the child keeps the mapping.
+        seconds: u64,
+    },
     /// Runs a cpu-clock session, then expects the bytes seen through the
     /// mapping (without consuming) and those of read() to be the same
     /// records, from START to STOP.
@@ -221,6 +227,7 @@ fn main() -> ExitCode {
         Command::BadConfig { kind } => bad_config::run(kind),
         Command::StartFails { event } => checks::start_fails(event),
         Command::Hold { seconds } => return checks::hold(seconds),
+        Command::Orphan { seconds } => checks::orphan(seconds),
         Command::SameStream => same_stream::run(),
         Command::MmapHardening => hardening::run(),
         Command::LostInvariant { require_loss } => lost_invariant::run(&require_loss),

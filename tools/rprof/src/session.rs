@@ -15,10 +15,34 @@ use crate::{Device, Error, MmapReader};
 use rprof_abi::rprof_config;
 use rprof_decode::{Decoder, Record};
 use std::os::fd::BorrowedFd;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The buffer size of `read()` in read mode.
 const READ_SIZE: usize = 256 * 1024;
+
+/// How long SET_CONFIG's EBUSY is waited out.  A session belongs to the
+/// file that configured it until the kernel lets go of that file, which a
+/// mapping of its buffer holds too: after its owner was SIGKILLed, the
+/// last mapping goes with the owner's address space, which the module's
+/// own unresolved samples keep alive until the next drain (and a forked
+/// child's copy, until that child exits).  A tool started right after
+/// `kill -9` must see that session end, not fail.
+const RELEASE_WAIT: Duration = Duration::from_secs(3);
+
+/// SET_CONFIG, retried while it gives EBUSY, for at most [`RELEASE_WAIT`].
+fn set_config_waiting(dev: &Device, config: &rprof_config) -> Result<(), Error> {
+    let deadline = Instant::now() + RELEASE_WAIT;
+    loop {
+        match dev.set_config(config) {
+            Err(Error::Ioctl { source, .. })
+                if source.raw_os_error() == Some(libc::EBUSY) && Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            r => return r,
+        }
+    }
+}
 
 /// Where the bytes of the stream go.
 pub trait Sink {
@@ -50,7 +74,7 @@ impl<'dev> Session<'dev> {
     /// large it was and what to change.
     pub fn new(dev: &'dev Device, config: &rprof_config, use_read: bool) -> Result<Self, Error> {
         dev.check_version()?;
-        match dev.set_config(config) {
+        match set_config_waiting(dev, config) {
             Err(Error::Ioctl { source, .. })
                 if config.buffer_pages != 0 && source.raw_os_error() == Some(libc::EINVAL) =>
             {
