@@ -173,3 +173,177 @@ fn build_id_of(data: &[u8]) -> Result<Option<Vec<u8>>, CompileError> {
         .filter(|id| !id.is_empty())
         .map(|id| id[..id.len().min(crate::table::BUILD_ID_MAX)].to_vec()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    fn test_dir(name: &str) -> PathBuf {
+        let d =
+            std::env::temp_dir().join(format!("rprof-unwind-cache-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    /// A program with a build-id: /bin/ls (Debian's has one).
+    fn with_build_id() -> Option<PathBuf> {
+        let ls = PathBuf::from("/bin/ls");
+        let data = std::fs::read(&ls).ok()?;
+        build_id_of(&data).ok()?.map(|_| ls)
+    }
+
+    fn compiled(how: &How) -> (&Option<String>, &Result<(), String>) {
+        match how {
+            How::Compiled {
+                replaced, stored, ..
+            } => (replaced, stored),
+            How::Hit => panic!("expected a compile, got a cache hit"),
+        }
+    }
+
+    #[test]
+    fn compiled_once_then_read_back() {
+        let Some(bin) = with_build_id() else {
+            println!("skipped: no /bin/ls with a build-id");
+            return;
+        };
+        let cache = Cache::new(test_dir("once").join("sub/dir"));
+        let first = cache.table_for(&bin).unwrap();
+        let (replaced, stored) = compiled(&first.how);
+        assert_eq!((replaced, stored), (&None, &Ok(())));
+        let path = cache.path_for(&first.table.build_id);
+        assert!(path.ends_with(format!("{}.rpuw", hex(&first.table.build_id))));
+        let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
+        // No temporary file is left behind.
+        assert_eq!(std::fs::read_dir(cache.dir()).unwrap().count(), 1);
+
+        let second = cache.table_for(&bin).unwrap();
+        assert!(matches!(second.how, How::Hit), "{:?}", second.how);
+        assert_eq!(second.table, first.table);
+        assert_eq!(std::fs::metadata(&path).unwrap().modified().unwrap(), mtime);
+    }
+
+    #[test]
+    fn a_corrupt_or_foreign_file_is_compiled_again() {
+        let Some(bin) = with_build_id() else {
+            println!("skipped: no /bin/ls with a build-id");
+            return;
+        };
+        let cache = Cache::new(test_dir("corrupt"));
+        let good = cache.table_for(&bin).unwrap().table;
+        let path = cache.path_for(&good.build_id);
+        let bytes = std::fs::read(&path).unwrap();
+
+        // Cut short, a flipped enum, another file's table under this name.
+        let mut flipped = bytes.clone();
+        flipped[crate::table::HEADER_SIZE + 10] = 0xee;
+        let mut foreign = good.clone();
+        foreign.build_id = vec![0x5a; 20];
+        let foreign = foreign.to_bytes().unwrap();
+        for (what, bad) in [
+            ("cut", bytes[..bytes.len() - 5].to_vec()),
+            ("row 0's cfa", flipped),
+            ("build-id", foreign),
+            ("empty", Vec::new()),
+        ] {
+            std::fs::write(&path, &bad).unwrap();
+            let l = cache.table_for(&bin).unwrap();
+            let (replaced, stored) = compiled(&l.how);
+            assert!(replaced.is_some(), "{what}: not noticed");
+            assert_eq!(stored, &Ok(()), "{what}");
+            assert_eq!(l.table, good, "{what}");
+            assert_eq!(std::fs::read(&path).unwrap(), bytes, "{what}: not replaced");
+            assert!(matches!(cache.table_for(&bin).unwrap().how, How::Hit));
+        }
+    }
+
+    #[test]
+    fn a_file_without_build_id_is_compiled_but_not_stored() {
+        let dir = test_dir("no-id");
+        let src = dir.join("p.c");
+        std::fs::write(&src, "int main(void) { return 0; }\n").unwrap();
+        let bin = dir.join("p");
+        let built = Command::new("cc")
+            .args(["-O2", "-Wl,--build-id=none", "-o"])
+            .arg(&bin)
+            .arg(&src)
+            .status();
+        if !built.is_ok_and(|s| s.success()) {
+            println!("skipped: cc cannot build a program without a build-id");
+            return;
+        }
+        let cache = Cache::new(dir.join("cache"));
+        for _ in 0..2 {
+            let l = cache.table_for(&bin).unwrap();
+            let (_, stored) = compiled(&l.how);
+            assert!(stored.as_ref().is_err_and(|e| e.contains("no build-id")));
+            assert!(l.table.build_id.is_empty());
+            assert!(!l.table.rows.is_empty());
+        }
+        assert!(!cache.dir().exists());
+    }
+
+    #[test]
+    fn an_unwritable_cache_still_gives_the_table() {
+        let Some(bin) = with_build_id() else {
+            println!("skipped: no /bin/ls with a build-id");
+            return;
+        };
+        let dir = test_dir("unwritable");
+        let file = dir.join("not-a-dir");
+        std::fs::write(&file, b"").unwrap();
+        let cache = Cache::new(&file);
+        let l = cache.table_for(&bin).unwrap();
+        let (_, stored) = compiled(&l.how);
+        assert!(stored.is_err());
+        assert!(!l.table.rows.is_empty());
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn not_elf_is_an_error() {
+        let dir = test_dir("not-elf");
+        let cache = Cache::new(&dir);
+        let text = dir.join("text");
+        std::fs::write(&text, b"#!/bin/sh\n").unwrap();
+        assert!(matches!(
+            cache.table_for(&text),
+            Err(CompileError::NotElf(_))
+        ));
+        assert!(matches!(
+            cache.table_for(&dir.join("missing")),
+            Err(CompileError::Io(_))
+        ));
+    }
+
+    #[test]
+    fn the_directory_from_the_environment() {
+        // The only test that touches these variables.
+        let saved: Vec<_> = ["RPROF_UNWIND_CACHE", "XDG_CACHE_HOME", "HOME"]
+            .iter()
+            .map(|v| (*v, std::env::var_os(v)))
+            .collect();
+        std::env::set_var("RPROF_UNWIND_CACHE", "/c");
+        std::env::set_var("XDG_CACHE_HOME", "/x");
+        std::env::set_var("HOME", "/h");
+        assert_eq!(Cache::from_env(), Some(Cache::new("/c")));
+        std::env::set_var("RPROF_UNWIND_CACHE", "");
+        assert_eq!(Cache::from_env(), Some(Cache::new("/x/rprof/unwind")));
+        std::env::remove_var("XDG_CACHE_HOME");
+        assert_eq!(
+            Cache::from_env(),
+            Some(Cache::new("/h/.cache/rprof/unwind"))
+        );
+        std::env::remove_var("HOME");
+        std::env::remove_var("RPROF_UNWIND_CACHE");
+        assert_eq!(Cache::from_env(), None);
+        for (v, value) in saved {
+            match value {
+                Some(value) => std::env::set_var(v, value),
+                None => std::env::remove_var(v),
+            }
+        }
+    }
+}

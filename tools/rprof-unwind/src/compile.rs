@@ -473,3 +473,145 @@ pub fn compile_file(path: &Path) -> Result<Compiled, CompileError> {
     let data = std::fs::read(path).map_err(CompileError::Io)?;
     compile(&data)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::table::RowDisplay;
+
+    fn rsp(off: i32) -> Rule {
+        Rule {
+            cfa_off: off,
+            ..Rule::bare(rprof_abi::RPROF_UNWIND_CFA_RSP)
+        }
+    }
+
+    fn span(start: u32, end: u32, source: Source, order: usize, rows: &[(u32, Rule)]) -> Span {
+        Span {
+            start,
+            end,
+            source,
+            order,
+            rows: rows.to_vec(),
+        }
+    }
+
+    fn shown(rows: &[Row]) -> Vec<String> {
+        rows.iter().map(|r| RowDisplay(r).to_string()).collect()
+    }
+
+    #[test]
+    fn fdes_laid_end_to_end() {
+        use Source::*;
+        let mut stats = Stats::default();
+        let spans = vec![
+            // Out of order on purpose: the layout sorts.
+            span(0x40, 0x50, EhFrame, 3, &[(0x40, rsp(8))]),
+            span(0x10, 0x20, EhFrame, 1, &[(0x10, rsp(8)), (0x11, rsp(16))]),
+            // Touches the one before, same rule: merged into its last row.
+            span(0x20, 0x30, EhFrame, 2, &[(0x20, rsp(16)), (0x28, rsp(8))]),
+            // .debug_frame over .eh_frame's 0x40..0x50: shadowed, and
+            // what lies beyond (0x50..0x58) is kept.
+            span(
+                0x44,
+                0x58,
+                DebugFrame,
+                1,
+                &[(0x44, rsp(24)), (0x52, rsp(32))],
+            ),
+            // Inside another of the same section: overlapping, dropped.
+            span(0x12, 0x18, EhFrame, 4, &[(0x12, rsp(64))]),
+        ];
+        let (rows, end) = lay_out(spans, &mut stats);
+        assert_eq!(
+            shown(&rows),
+            [
+                "0x10 cfa=rsp+8 rbp=same",
+                "0x11 cfa=rsp+16 rbp=same",
+                "0x28 cfa=rsp+8 rbp=same",
+                "0x30 cfa=none",
+                "0x40 cfa=rsp+8 rbp=same",
+                "0x50 cfa=rsp+24 rbp=same",
+                "0x52 cfa=rsp+32 rbp=same",
+            ]
+        );
+        assert_eq!(end, 0x58);
+        assert_eq!((stats.overlapping_fdes, stats.shadowed_fdes), (1, 1));
+    }
+
+    #[test]
+    fn equal_starts_keep_eh_frame_then_the_first() {
+        use Source::*;
+        let mut stats = Stats::default();
+        let spans = vec![
+            span(0x10, 0x20, DebugFrame, 1, &[(0x10, rsp(24))]),
+            span(0x10, 0x20, EhFrame, 2, &[(0x10, rsp(16))]),
+            span(0x10, 0x20, EhFrame, 1, &[(0x10, rsp(8))]),
+        ];
+        let (rows, end) = lay_out(spans, &mut stats);
+        assert_eq!(shown(&rows), ["0x10 cfa=rsp+8 rbp=same"]);
+        assert_eq!(end, 0x20);
+        assert_eq!((stats.overlapping_fdes, stats.shadowed_fdes), (1, 1));
+        assert_eq!(lay_out(Vec::new(), &mut stats), (Vec::new(), 0));
+    }
+
+    #[test]
+    fn file_offsets_through_executable_segments() {
+        let segs = [Segment {
+            vaddr: 0x401000,
+            offset: 0x1000,
+            size: 0x2000,
+        }];
+        assert_eq!(offsets_of(&segs, 0x401010, 0x20), Some((0x1010, 0x1030)));
+        assert_eq!(offsets_of(&segs, 0x402ff0, 0x10), Some((0x2ff0, 0x3000)));
+        // Across the segment's end, before it, beyond u32.
+        assert_eq!(offsets_of(&segs, 0x402ff0, 0x11), None);
+        assert_eq!(offsets_of(&segs, 0x400ff0, 0x10), None);
+        assert_eq!(offsets_of(&segs, u64::MAX, 2), None);
+        let high = [Segment {
+            vaddr: 0,
+            offset: 0xffff_fff0,
+            size: 0x100,
+        }];
+        assert_eq!(offsets_of(&high, 0, 0xf), Some((0xffff_fff0, u32::MAX)));
+        assert_eq!(offsets_of(&high, 0, 0x10), None);
+    }
+
+    /// A 64-byte ELF64 or 52-byte ELF32 header, little endian, without
+    /// sections or segments, for machine `machine`.
+    fn bare_elf(class64: bool, machine: u16) -> Vec<u8> {
+        let mut b = vec![0x7f, b'E', b'L', b'F', if class64 { 2 } else { 1 }, 1, 1];
+        b.resize(16, 0);
+        b.extend_from_slice(&2u16.to_le_bytes()); // ET_EXEC
+        b.extend_from_slice(&machine.to_le_bytes());
+        b.extend_from_slice(&1u32.to_le_bytes()); // EV_CURRENT
+        let (header, rest) = if class64 {
+            (64, 64 - 24)
+        } else {
+            (52, 52 - 24)
+        };
+        b.resize(24 + rest, 0);
+        // e_ehsize
+        let at = if class64 { 52 } else { 40 };
+        b[at..at + 2].copy_from_slice(&(header as u16).to_le_bytes());
+        b
+    }
+
+    #[test]
+    fn x86_64_only() {
+        const EM_X86_64: u16 = 62;
+        let ok = compile(&bare_elf(true, EM_X86_64)).unwrap();
+        assert!(ok.table.rows.is_empty());
+        assert_eq!(ok.table.end, 0);
+        for (class64, machine) in [(true, 183), (false, 3), (false, EM_X86_64)] {
+            let e = compile(&bare_elf(class64, machine)).unwrap_err();
+            assert!(
+                matches!(e, CompileError::NotX86_64(_)),
+                "class64 {class64} machine {machine}: {e}"
+            );
+            assert!(e.to_string().contains("x86-64 only"), "{e}");
+        }
+        assert!(matches!(compile(b"\x7fELF"), Err(CompileError::NotElf(_))));
+        assert!(matches!(compile(b""), Err(CompileError::NotElf(_))));
+    }
+}

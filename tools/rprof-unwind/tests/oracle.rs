@@ -878,3 +878,102 @@ fn gxx_exceptions() {
         check(&bin);
     }
 }
+
+/// The rules that real compilers rarely write, in assembly: the outermost
+/// frame, explicit `undefined rbp` inside remember/restore_state, a
+/// signal frame, a return address in a register, RBP as a value rule, a
+/// CFA from another register.
+const ASM_SOURCE: &str = r#"
+	.text
+	.globl _start
+	.type _start, @function
+_start:
+	.cfi_startproc
+	.cfi_undefined rip
+	xorl %ebp, %ebp
+	call f
+	hlt
+	.cfi_endproc
+
+	.p2align 4
+	.type f, @function
+f:
+	.cfi_startproc
+	pushq %rbp
+	.cfi_def_cfa_offset 16
+	.cfi_offset rbp, -16
+	movq %rsp, %rbp
+	.cfi_def_cfa_register rbp
+	.cfi_remember_state
+	.cfi_undefined rbp
+	nop
+	.cfi_restore_state
+	call g
+	popq %rbp
+	.cfi_def_cfa rsp, 8
+	.cfi_same_value rbp
+	ret
+	.cfi_endproc
+
+	.type g, @function
+g:
+	.cfi_startproc
+	.cfi_signal_frame
+	nop
+	ret
+	.cfi_endproc
+
+	.type h, @function
+h:
+	.cfi_startproc
+	.cfi_register rip, rax
+	nop
+	.cfi_offset rip, -8
+	.cfi_val_offset rbp, -16
+	nop
+	.cfi_offset rbp, -24
+	.cfi_def_cfa rdi, 8
+	nop
+	.cfi_def_cfa rsp, 8
+	ret
+	.cfi_endproc
+"#;
+
+#[test]
+fn gcc_cfi_corner_cases() {
+    let Some(bin) = build("gcc", ASM_SOURCE, "s", "corner", &["-nostdlib", "-static"]) else {
+        return;
+    };
+    check(&bin);
+    // The same, written down by hand from the directives above.
+    let table = compile_file(&bin).unwrap().table;
+    let s = table.rows[0].start;
+    let lines: Vec<String> = table
+        .rows
+        .iter()
+        .map(|r| {
+            let mut r = *r;
+            r.start -= s;
+            RowDisplay(&r).to_string()
+        })
+        .collect();
+    let f = 0x10; // _start's 8 bytes, aligned
+    let g = f + 12;
+    let h = g + 2;
+    assert_eq!(
+        lines,
+        [
+            "0x0 cfa=stop".to_string(),
+            "0x8 cfa=none".to_string(),
+            format!("{f:#x} cfa=rsp+8 rbp=same"),
+            format!("{:#x} cfa=rsp+16 rbp=cfa-16", f + 1),
+            format!("{:#x} cfa=rbp+16 rbp=undef", f + 4),
+            format!("{:#x} cfa=rbp+16 rbp=cfa-16", f + 5),
+            format!("{:#x} cfa=rsp+8 rbp=same", f + 11),
+            format!("{g:#x} cfa=stop"),
+            format!("{h:#x} cfa=fp"),
+            format!("{:#x} cfa=rsp+8 rbp=cfa-24", h + 3),
+        ]
+    );
+    assert_eq!(table.end - s, h + 4);
+}
