@@ -131,7 +131,7 @@ fn offsets_of(segments: &[Segment], addr: u64, len: u64) -> Option<(u32, u32)> {
     let s = segments
         .iter()
         .find(|s| s.vaddr <= addr && end <= s.vaddr.saturating_add(s.size))?;
-    let start = addr - s.vaddr + s.offset;
+    let start = (addr - s.vaddr).checked_add(s.offset)?;
     let end = start.checked_add(len)?;
     Some((u32::try_from(start).ok()?, u32::try_from(end).ok()?))
 }
@@ -154,12 +154,13 @@ struct Span {
     rows: Vec<(u32, Rule)>,
 }
 
-/// Where RBP's rule is an explicit `DW_CFA_undefined` within one FDE: its
-/// state before the first change, then (address, state) at each change.
+/// Where RBP's rule is an explicit `DW_CFA_undefined` within one FDE.
 struct RbpUndefined {
-    initial: bool,
+    /// (address, state) at each change, in order.
     changes: Vec<(u64, bool)>,
+    /// The next change to apply.
     next: usize,
+    /// The state so far (at first: the CIE's).
     now: bool,
 }
 
@@ -234,7 +235,6 @@ impl RbpUndefined {
             changes.clear();
         }
         Ok(RbpUndefined {
-            initial,
             changes,
             next: 0,
             now: initial,
@@ -250,7 +250,7 @@ impl RbpUndefined {
             self.now = v;
             self.next += 1;
         }
-        self.now && (self.initial || !self.changes.is_empty())
+        self.now
     }
 }
 
@@ -322,11 +322,17 @@ fn fde_rows<'a, S: UnwindSection<Slice<'a>>>(
     stats: &mut Stats,
 ) -> gimli::Result<Vec<(u32, Rule)>> {
     let base = fde.initial_address();
+    let end = fde.end_address();
     let mut undefined = RbpUndefined::of(section, bases, fde)?;
     let mut rows = Vec::new();
     let mut table = fde.rows(section, bases, ctx)?;
     while let Some(row) = table.next_row()? {
-        if row.end_address() <= row.start_address() {
+        // Empty rows, and rows outside the FDE (gimli keeps set_loc from
+        // going back, not from going past the end).
+        if row.end_address() <= row.start_address()
+            || row.start_address() < base
+            || row.start_address() >= end
+        {
             continue;
         }
         stats.cfi_rows += 1;
@@ -343,7 +349,7 @@ fn fde_rows<'a, S: UnwindSection<Slice<'a>>>(
             &row.register(RBP),
             undefined.at(row.start_address()),
         );
-        // Within the FDE's range (gimli checks), so within u32 too.
+        // Within the FDE's range, so within u32 too.
         let off = row.start_address().wrapping_sub(base);
         rows.push((start.wrapping_add(off as u32), rule));
     }
@@ -613,5 +619,57 @@ mod tests {
         }
         assert!(matches!(compile(b"\x7fELF"), Err(CompileError::NotElf(_))));
         assert!(matches!(compile(b""), Err(CompileError::NotElf(_))));
+    }
+}
+
+#[cfg(test)]
+mod hostile {
+    use super::*;
+
+    /// xorshift64*: a deterministic stream.
+    struct XorShift(u64);
+    impl XorShift {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        }
+    }
+
+    /// /bin/ls with bytes of its `.eh_frame` flipped: every compile ends
+    /// (no panic), and every table it makes is one the module accepts.
+    #[test]
+    fn damaged_eh_frame_never_panics_nor_makes_an_invalid_table() {
+        let Ok(data) = std::fs::read("/bin/ls") else {
+            println!("skipped: no /bin/ls");
+            return;
+        };
+        let file = object::File::parse(&*data).unwrap();
+        let Some((at, len)) = file
+            .section_by_name(".eh_frame")
+            .and_then(|s| s.file_range())
+        else {
+            println!("skipped: /bin/ls has no .eh_frame");
+            return;
+        };
+        let (at, len) = (at as usize, len as usize);
+        let mut rng = XorShift(0x2545_f491_4f6c_dd1d);
+        let (mut ok, mut damaged) = (0, 0);
+        for _ in 0..300 {
+            let mut d = data.clone();
+            for _ in 0..1 + rng.next() % 16 {
+                let i = at + (rng.next() as usize) % len;
+                d[i] = rng.next() as u8;
+            }
+            let c = compile(&d).unwrap();
+            c.table.to_bytes().unwrap();
+            ok += 1;
+            if c.stats.bad_fdes + c.stats.skipped_fdes + c.stats.overlapping_fdes > 0 {
+                damaged += 1;
+            }
+        }
+        println!("{ok} compiles of a damaged .eh_frame, {damaged} with FDEs dropped");
+        assert!(damaged > 0);
     }
 }
