@@ -22,6 +22,8 @@ use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
+mod unwind;
+
 // ---- parameters ----------------------------------------------------------
 
 fn params_accept_powers_of_two(t: &mut Test) {
