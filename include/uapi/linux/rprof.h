@@ -85,10 +85,15 @@ struct rprof_event_config {
  * the sample.  A process orphaned inside the tree and adopted by a
  * subreaper or init outside it leaves it. */
 #define RPROF_CONFIG_PID_DESCENDANTS (1U << 4)
+/* With CALLCHAIN and max_user_frames: the user side is walked by the
+ * unwind tables given with RPROF_IOC_ADD_UNWIND where one covers a frame,
+ * by its frame pointer elsewhere (RPROF_STACK_USER_TABLE).  A module
+ * without it refuses the flag with -EINVAL. */
+#define RPROF_CONFIG_UNWIND_TABLES (1U << 5)
 #define RPROF_CONFIG_FLAGS_ALL                                                 \
 	(RPROF_CONFIG_EXCLUDE_USER | RPROF_CONFIG_EXCLUDE_KERNEL |             \
 	 RPROF_CONFIG_PID_FILTER | RPROF_CONFIG_CALLCHAIN |                    \
-	 RPROF_CONFIG_PID_DESCENDANTS)
+	 RPROF_CONFIG_PID_DESCENDANTS | RPROF_CONFIG_UNWIND_TABLES)
 
 struct rprof_config {
 	__u32 size;              /* sizeof(struct rprof_config) of the caller */
@@ -158,7 +163,11 @@ struct rprof_chain_stats {
 			      * in the chains of delivered samples */
 	__u64 stacks;        /* STACK records written (distinct stacks) */
 	__u64 user_skipped;  /* user sides not walked (RPROF_STACK_USER_SKIPPED) */
-	__u64 reserved[2];
+	/* With RPROF_CONFIG_UNWIND_TABLES (once reserved, 0 without): user
+	 * frames found by an unwind table, and those found by the frame
+	 * pointer for want of a table covering the frame. */
+	__u64 user_table_frames;
+	__u64 user_no_table;
 };
 
 struct rprof_stats {
@@ -219,6 +228,18 @@ struct rprof_stats {
  * the session runs; -EAGAIN when the record does not fit now (the buffer
  * is full, or START or an unload is still owed): read, then try again. */
 #define RPROF_IOC_RESET_COOKIES _IO(RPROF_IOC_MAGIC, 0x07)
+/*
+ * Give the session (of the calling file, before or while it runs) the
+ * compiled unwind table of one file, named by an open descriptor of it:
+ * every process that maps that file (its inode) walks through the table.
+ * The table is a struct rprof_unwind_table_header then its rows, checked
+ * here (-EINVAL: see the header's rules); -EEXIST if the session has one
+ * for that file; -ENOSPC past the module's unwind_kb parameter per
+ * session; -EPERM past the owner's locked-memory limit (as SET_CONFIG);
+ * -EBADF for a bad descriptor.  Tables go with the session and with
+ * RPROF_IOC_RESET_COOKIES.
+ */
+#define RPROF_IOC_ADD_UNWIND _IOW(RPROF_IOC_MAGIC, 0x08, struct rprof_unwind_add)
 
 /*
  * bindgen cannot evaluate _IOR() and friends; the ioctl command numbers are
@@ -233,7 +254,8 @@ enum rprof_ioctl_nr {
 	RPROF_IOC_NR_FLUSH = 0x04,
 	RPROF_IOC_NR_GET_STATS = 0x05,
 	RPROF_IOC_NR_LOOKUP_COOKIE = 0x06,
-	RPROF_IOC_NR_RESET_COOKIES = 0x07
+	RPROF_IOC_NR_RESET_COOKIES = 0x07,
+	RPROF_IOC_NR_ADD_UNWIND = 0x08
 };
 
 struct rprof_cookie_lookup {
@@ -427,6 +449,10 @@ struct rprof_module {
 					    * segments (e.g. in the task's
 					    * own LDT; only the leaf is
 					    * known) */
+#define RPROF_STACK_USER_TABLE (1U << 7) /* an unwind table gave at least
+					  * one user frame */
+#define RPROF_STACK_USER_LOST_RBP (1U << 8) /* the user walk ended: a rule
+					     * needed an RBP no frame kept */
 
 /* One frame of a chain, relative to a cookie as a sample is (a COOKIE or
  * MODULE record names it earlier in the stream). */
@@ -572,6 +598,14 @@ struct rprof_unwind_table_header {
 	__u32 end;       /* file offset past the last row's range */
 	__u8 build_id[20]; /* the file's GNU build-id, zero-padded */
 	__u32 build_id_len;
+};
+
+/* RPROF_IOC_ADD_UNWIND's argument. */
+struct rprof_unwind_add {
+	__u32 size;        /* sizeof(struct rprof_unwind_add) */
+	__s32 fd;          /* an open descriptor of the file */
+	__u64 table;       /* user address of the header and rows */
+	__u64 table_bytes; /* the header's and rows' size */
 };
 
 #endif /* _UAPI_LINUX_RPROF_H */
