@@ -30,6 +30,7 @@ unsigned int rprof_param_ring_records(void);
 unsigned int rprof_param_buffer_pages(void);
 unsigned int rprof_param_max_cookies(void);
 unsigned int rprof_param_mlock_kb(void);
+unsigned int rprof_param_unwind_kb(void);
 
 /* Misc device: registered with a context pointer Rust gets back in open(). */
 struct rprof_misc;
@@ -62,6 +63,7 @@ struct rprof_raw_sample {
 };
 #define RPROF_RAW_USER (1U << 0)
 #define RPROF_RAW_THROTTLED (1U << 1)
+/* Bits 2 and up are Rust's own (helpers.rs: RAW_TABLE and its counts). */
 
 /*
  * NMI-safe: a counted reference on current's address space (mm_users, so
@@ -206,6 +208,36 @@ typedef bool (*rprof_read_frame_fn)(void *ctx, __u64 addr, __u64 frame[2]);
 __u32 rprof_walk_fp(__u64 fp, __u64 *ips, __u32 max, __u32 *n,
 		    rprof_read_frame_fn read, void *ctx, __u64 lo, __u64 hi,
 		    __u32 word);
+
+/*
+ * The table-driven user walk (src/chains/tables.c).  rprof_callchain_regs()
+ * is rprof_callchain() that, when ur is not NULL and the user side is
+ * 64-bit code to be walked, leaves that walk to the caller: it fills
+ * *ur with the user registers to start from (ur->valid = 1) and stores
+ * no user frame beyond the entry ip of a kernel sample.
+ */
+struct rprof_user_regs {
+	__u64 ip, sp, bp;
+	__u32 valid;
+	__u32 reserved;
+};
+__u32 rprof_callchain_regs(struct pt_regs *regs, __u64 *ips, __u32 max_k,
+			   __u32 max_u, __u32 *nk, __u32 *nu,
+			   struct rprof_user_regs *ur);
+struct rprof_nmi_vma {
+	__u64 start, end, pgoff_bytes;
+	unsigned long inode; /* a key, never dereferenced */
+};
+bool rprof_nmi_exec_vma(__u64 ip, struct rprof_nmi_vma *out);
+bool rprof_user_read_nmi(__u64 addr, __u64 *val);
+void *rprof_fd_inode_get(int fd);
+void rprof_inode_put(void *inode);
+void *rprof_kvzalloc_account(size_t bytes);
+void rprof_kvfree(void *p);
+void rprof_kvfree_rcu(void *p);
+void rprof_synchronize_rcu(void);
+void rprof_rcu_read_lock(void);
+void rprof_rcu_read_unlock(void);
 
 /* perf_event kernel counters. */
 struct rprof_counter_attr {

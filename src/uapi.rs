@@ -38,6 +38,8 @@ pub(crate) const IOC_GET_STATS: u32 = _IOWR::<rprof_stats>(MAGIC, RPROF_IOC_NR_G
 pub(crate) const IOC_LOOKUP_COOKIE: u32 = _IOWR::<rprof_cookie_lookup>(MAGIC, RPROF_IOC_NR_LOOKUP_COOKIE);
 /// `RPROF_IOC_RESET_COOKIES`.
 pub(crate) const IOC_RESET_COOKIES: u32 = _IO(MAGIC, RPROF_IOC_NR_RESET_COOKIES);
+/// `RPROF_IOC_ADD_UNWIND`.
+pub(crate) const IOC_ADD_UNWIND: u32 = _IOW::<rprof_unwind_add>(MAGIC, RPROF_IOC_NR_ADD_UNWIND);
 
 const _: () = assert!(core::mem::size_of::<rprof_config>() == RPROF_CONFIG_SIZE_VER1 as usize);
 const _: () = assert!(core::mem::size_of::<rprof_stats>() == RPROF_STATS_SIZE_VER2 as usize);
@@ -54,4 +56,12 @@ macro_rules! plain_old_data {
         unsafe impl crate::kapi::compat::AsBytes for $t {}
     )*};
 }
-plain_old_data!(rprof_config, rprof_event_config, rprof_stats, rprof_cpu_stats, rprof_cookie_lookup);
+plain_old_data!(
+    rprof_config,
+    rprof_event_config,
+    rprof_stats,
+    rprof_cpu_stats,
+    rprof_cookie_lookup,
+    rprof_unwind_add,
+    rprof_unwind_table_header
+);

@@ -76,6 +76,7 @@ fn handler_ctx(ring: &SampleRing) -> HandlerCtx {
         pid_start: 0,
         follow: core::ptr::null_mut(),
         kick_at: u64::MAX,
+        tables: core::ptr::null(),
     }
 }
 

@@ -249,13 +249,18 @@ unsafe impl Send for RawChains {}
 
 /// The flags part of a raw chain's key: the chain's end flags
 /// (`RPROF_STACK_*`, `CHAIN_FLAGS` of `RingRecord::chain`), the sample's
-/// mode and the count of kernel frames.  The mode belongs in the key: a
+/// mode, the count of kernel frames and whether an unwind table gave a
+/// user frame (the STACK record's `RPROF_STACK_USER_TABLE`).  The mode belongs in the key: a
 /// kernel sample's first user frame is the user ip at kernel entry, a user
 /// sample's is a return address resolved one byte back, so the same words
 /// resolve to different frames.
 #[inline]
-pub(crate) fn raw_key_flags(chain: u8, user_mode: bool, nk: usize) -> u16 {
-    u16::from(chain & crate::sampling::sampler::CHAIN_FLAGS) | u16::from(user_mode) << 7 | (nk as u16) << 8
+pub(crate) fn raw_key_flags(chain: u8, user_mode: bool, nk: usize, table: bool) -> u16 {
+    // nk <= RPROF_MAX_FRAMES (127): bits 8-14.
+    u16::from(chain & crate::sampling::sampler::CHAIN_FLAGS)
+        | u16::from(user_mode) << 7
+        | (nk as u16) << 8
+        | u16::from(table) << 15
 }
 
 /// A stack id and the count of its unresolved user frames, as the raw

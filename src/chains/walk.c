@@ -223,6 +223,12 @@ static u32 rprof_kernel_chain(struct pt_regs *regs, u64 *ips, u32 max, u32 *n)
 u32 rprof_callchain(struct pt_regs *regs, u64 *ips, u32 max_k, u32 max_u,
 		    u32 *nk, u32 *nu)
 {
+	return rprof_callchain_regs(regs, ips, max_k, max_u, nk, nu, NULL);
+}
+
+u32 rprof_callchain_regs(struct pt_regs *regs, u64 *ips, u32 max_k, u32 max_u,
+			 u32 *nk, u32 *nu, struct rprof_user_regs *ur)
+{
 	struct pt_regs *uregs = NULL;
 	u32 flags = 0, k = 0, u = 0, w = 0, word;
 	u64 fp, sp, top;
@@ -257,7 +263,12 @@ u32 rprof_callchain(struct pt_regs *regs, u64 *ips, u32 max_k, u32 max_u,
 			flags |= RPROF_STACK_USER_SKIPPED;
 		else if (!max_u)
 			flags |= fp ? RPROF_STACK_USER_TRUNCATED : 0;
-		else
+		else if (ur && word == 8) {
+			ur->ip = uregs->ip;
+			ur->sp = sp;
+			ur->bp = fp;
+			ur->valid = 1;
+		} else
 			flags |= rprof_walk_user(fp, ips + k + u, max_u, &w, sp, top, word);
 	}
 	*nk = k;

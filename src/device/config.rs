@@ -99,6 +99,9 @@ impl Config {
         } else if raw.max_kernel_frames != 0 || raw.max_user_frames != 0 {
             return bad("chain depths without RPROF_CONFIG_CALLCHAIN");
         }
+        if raw.flags & RPROF_CONFIG_UNWIND_TABLES != 0 && raw.max_user_frames == 0 {
+            return bad("unwind tables without user call chains");
+        }
         let n = raw.nr_events as usize;
         if n == 0 || n > RPROF_MAX_EVENTS as usize {
             return bad("nr_events out of range");

@@ -536,6 +536,14 @@ impl FileOps for RprofFile {
             uapi::IOC_GET_STATS => self.dev.stats(arg)?,
             uapi::IOC_LOOKUP_COOKIE => self.dev.lookup_cookie(me, arg)?,
             uapi::IOC_RESET_COOKIES => self.dev.owned(me)?.reset_cookies()?,
+            uapi::IOC_ADD_UNWIND => {
+                let req: uapi::rprof_unwind_add =
+                    crate::kapi::compat::user_slice(arg, size_of::<uapi::rprof_unwind_add>()).reader().read()?;
+                if req.size as usize != size_of::<uapi::rprof_unwind_add>() {
+                    return Err(EINVAL);
+                }
+                self.dev.owned(me)?.add_unwind(req.fd, req.table as usize, req.table_bytes)?
+            }
             _ => return Err(ENOTTY),
         }
         Ok(0)

@@ -22,6 +22,9 @@ static_assert(sizeof(struct rprof_config) == RPROF_CONFIG_SIZE_VER1);
 static_assert(sizeof(struct rprof_stats) == RPROF_STATS_SIZE_VER2);
 static_assert(sizeof(struct rprof_mmap_page) <= PAGE_SIZE);
 static_assert(sizeof(struct rprof_reset) == 32);
+static_assert(sizeof(struct rprof_unwind_row) == 12);
+static_assert(sizeof(struct rprof_unwind_table_header) == 40);
+static_assert(sizeof(struct rprof_unwind_add) == 24);
 
 struct rprof_misc {
 	struct miscdevice misc;
@@ -51,6 +54,7 @@ static void rprof_check_ioctl_numbers(void)
 	BUILD_BUG_ON(RPROF_IOC_STOP != _IO(RPROF_IOC_MAGIC, RPROF_IOC_NR_STOP));
 	BUILD_BUG_ON(RPROF_IOC_FLUSH != _IO(RPROF_IOC_MAGIC, RPROF_IOC_NR_FLUSH));
 	BUILD_BUG_ON(RPROF_IOC_RESET_COOKIES != _IO(RPROF_IOC_MAGIC, RPROF_IOC_NR_RESET_COOKIES));
+	BUILD_BUG_ON(RPROF_IOC_ADD_UNWIND != _IOW(RPROF_IOC_MAGIC, RPROF_IOC_NR_ADD_UNWIND, struct rprof_unwind_add));
 }
 
 struct rprof_misc *rprof_misc_register(const char *name,

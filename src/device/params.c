@@ -32,3 +32,6 @@ RPROF_PARAM(max_cookies, 4096, 0444,
 /* perf_event_mlock_kb's counterpart (src/buffer/memlock.c). */
 RPROF_PARAM(mlock_kb, 2048, 0644,
 	    "Locked memory per online CPU a user's sessions may take beyond RLIMIT_MEMLOCK without CAP_IPC_LOCK, in KiB (2048)")
+/* The unwind tables of one session (RPROF_IOC_ADD_UNWIND, issue 31). */
+RPROF_PARAM(unwind_kb, 65536, 0644,
+	    "Unwind-table memory one session may hold, in KiB (65536); also charged as locked memory")

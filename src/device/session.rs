@@ -36,6 +36,7 @@ use crate::kapi::kicker::Kicker;
 use crate::sampling::sampler::{self, HandlerCtx, SampleRing};
 use crate::uapi::*;
 use crate::kapi::waitq::WaitQueue;
+use crate::chains::tables::{Published, Store};
 use core::ffi::{c_uint, c_void};
 use core::mem::size_of;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
@@ -85,6 +86,11 @@ pub(crate) struct Core {
     drain: Mutex<Drain>,
     #[pin]
     consumer: Mutex<()>,
+    /// With `RPROF_CONFIG_UNWIND_TABLES`: the unwind tables uploaded
+    /// (process context) and their snapshot the handlers read.
+    #[pin]
+    unwind: Mutex<Store>,
+    unwind_published: Published,
     /// The device's queue (see `device.rs`): it outlives the session.
     waitq: Arc<WaitQueue>,
     phase: AtomicU8,
@@ -333,6 +339,11 @@ impl Session {
                     evbuf,
                     drain <- new_mutex!(drain),
                     consumer <- new_mutex!(()),
+                    unwind <- new_mutex!(Store::new(
+                        // SAFETY: Reads a module parameter.
+                        u64::from(unsafe { helpers::rprof_param_unwind_kb() }) * 1024
+                    )),
+                    unwind_published: Published::new(),
                     waitq,
                     phase: AtomicU8::new(Phase::Configured as u8),
                     retired: AtomicBool::new(false),
@@ -498,6 +509,11 @@ impl Session {
                 pid_start,
                 follow: self.follow.as_ref().map_or(core::ptr::null_mut(), Follow::as_ptr),
                 kick_at: ring.capacity() / 2,
+                tables: if flags & RPROF_CONFIG_UNWIND_TABLES != 0 {
+                    &self.unwind_published
+                } else {
+                    core::ptr::null()
+                },
             };
             match Counter::new(cpu as u32, &attr, ctx) {
                 Ok(c) => counters.push(c, GFP_KERNEL)?,
@@ -622,8 +638,21 @@ impl Session {
         // may be a deleted file's last), outside the drain lock: the
         // drain goes on meanwhile.
         drop(forgotten);
+        // The unwind tables go too: the reader uploads them again as the
+        // files come back (a RESET is how it frees their memory).
+        self.unwind.lock().clear(&self.unwind_published);
         Ok(())
     }
+
+    /// `ADD_UNWIND`: the table at user address `table` for the file behind
+    /// `fd`.  `EINVAL` unless the session walks by tables.
+    pub(crate) fn add_unwind(&self, fd: i32, table: usize, bytes: u64) -> Result {
+        if self.config.raw.flags & RPROF_CONFIG_UNWIND_TABLES == 0 {
+            return Err(EINVAL);
+        }
+        self.unwind.lock().add(&self.unwind_published, fd, table, bytes)
+    }
+
 
     /// `LOOKUP_COOKIE`: a copy of what `cookie` names.
     pub(crate) fn lookup_cookie(&self, cookie: u64) -> Result<(KVec<u8>, u32, u64, u64)> {
@@ -717,7 +746,7 @@ impl Session {
 
     /// The bytes of rings and event buffer charged to the owner.
     pub(crate) fn locked_bytes(&self) -> u64 {
-        self.ring_charge.bytes() + self.evbuf.charged_bytes()
+        self.ring_charge.bytes() + self.evbuf.charged_bytes() + self.unwind.lock().charged()
     }
 
     /// Orphans the descendants filter follows, and those it had no room
@@ -780,6 +809,7 @@ impl Session {
             pid_start: 0,
             follow: core::ptr::null_mut(),
             kick_at: u64::MAX,
+            tables: core::ptr::null(),
         })
     }
 

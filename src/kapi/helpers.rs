@@ -55,6 +55,47 @@ pub(crate) const RAW_USER: u32 = 1 << 0;
 /// `RPROF_RAW_THROTTLED`: perf throttled the counter with this sample.
 pub(crate) const RAW_THROTTLED: u32 = 1 << 1;
 
+/// Rust's own `RawSample::flags` (the C side sets only the two above): the
+/// user side was walked by unwind tables, with this many frames found by a
+/// table (bits 8-15) and by the frame pointer (bits 16-23).
+pub(crate) const RAW_TABLE: u32 = 1 << 2;
+const RAW_TABLE_FRAMES_SHIFT: u32 = 8;
+const RAW_FP_FRAMES_SHIFT: u32 = 16;
+
+/// The `RawSample::flags` of a table walk that found `table` and `fp`
+/// frames (at most `RPROF_MAX_FRAMES` each, so each fits 8 bits).
+pub(crate) fn raw_table_flags(table: u64, fp: u64) -> u32 {
+    RAW_TABLE | (table.min(255) as u32) << RAW_TABLE_FRAMES_SHIFT | (fp.min(255) as u32) << RAW_FP_FRAMES_SHIFT
+}
+
+/// The frames a table walk found by table and by frame pointer, from a
+/// record's `RawSample::flags`.
+pub(crate) fn raw_table_counts(flags: u32) -> (u64, u64) {
+    (u64::from(flags >> RAW_TABLE_FRAMES_SHIFT & 0xff), u64::from(flags >> RAW_FP_FRAMES_SHIFT & 0xff))
+}
+
+/// `struct rprof_user_regs` (`rprof_callchain_regs`).
+#[repr(C)]
+#[derive(Default)]
+pub(crate) struct UserRegs {
+    pub(crate) ip: u64,
+    pub(crate) sp: u64,
+    pub(crate) bp: u64,
+    pub(crate) valid: u32,
+    pub(crate) reserved: u32,
+}
+
+/// `struct rprof_nmi_vma` (`rprof_nmi_exec_vma`).
+#[repr(C)]
+#[derive(Default, Clone, Copy)]
+pub(crate) struct NmiVma {
+    pub(crate) start: u64,
+    pub(crate) end: u64,
+    pub(crate) pgoff_bytes: u64,
+    /// A key, never dereferenced.
+    pub(crate) inode: usize,
+}
+
 /// `RPROF_CHAIN_WORDS`: words of a chain scratch buffer.
 pub(crate) const CHAIN_WORDS: usize = 256;
 
@@ -121,6 +162,7 @@ extern "C" {
     pub(crate) fn rprof_param_buffer_pages() -> c_uint;
     pub(crate) fn rprof_param_max_cookies() -> c_uint;
     pub(crate) fn rprof_param_mlock_kb() -> c_uint;
+    pub(crate) fn rprof_param_unwind_kb() -> c_uint;
 
     pub(crate) fn rprof_misc_register(
         name: *const c_char,
@@ -200,6 +242,29 @@ extern "C" {
     pub(crate) fn rprof_chain_scratch() -> *mut u64;
     pub(crate) fn rprof_callchain(regs: *mut c_void, ips: *mut u64, max_k: u32, max_u: u32, nk: *mut u32, nu: *mut u32)
         -> u32;
+
+    pub(crate) fn rprof_callchain_regs(
+        regs: *mut c_void,
+        ips: *mut u64,
+        max_k: u32,
+        max_u: u32,
+        nk: *mut u32,
+        nu: *mut u32,
+        ur: *mut UserRegs,
+    ) -> u32;
+    /// NMI context: the executable file mapping of `ip` in current's
+    /// address space, found without mmap_lock (`src/chains/tables.c`).
+    pub(crate) fn rprof_nmi_exec_vma(ip: u64, out: *mut NmiVma) -> bool;
+    /// NMI context: 8 bytes of current's user memory, never faulting.
+    pub(crate) fn rprof_user_read_nmi(addr: u64, val: *mut u64) -> bool;
+    pub(crate) fn rprof_fd_inode_get(fd: c_int) -> *mut c_void;
+    pub(crate) fn rprof_inode_put(inode: *mut c_void);
+    pub(crate) fn rprof_kvzalloc_account(bytes: usize) -> *mut c_void;
+    pub(crate) fn rprof_kvfree(p: *mut c_void);
+    pub(crate) fn rprof_kvfree_rcu(p: *mut c_void);
+    pub(crate) fn rprof_synchronize_rcu();
+    pub(crate) fn rprof_rcu_read_lock();
+    pub(crate) fn rprof_rcu_read_unlock();
 
     pub(crate) fn rprof_mm_put(mm: *mut MmStruct);
     pub(crate) fn rprof_mm_put_many(mm: *mut MmStruct, n: u64);

@@ -48,7 +48,7 @@
 use crate::resolve::cookies::{CookieTable, Forgotten, Object, PathRef};
 use crate::buffer::evbuf::{EventBuffer, Producer, Record};
 use crate::kapi::helpers::{
-    self, FrameRes, ModInfo, VmaRange, RAW_THROTTLED, RAW_USER, RESOLVE_ANON, RESOLVE_BUSY, RESOLVE_FILE,
+    self, FrameRes, ModInfo, VmaRange, RAW_TABLE, RAW_THROTTLED, RAW_USER, RESOLVE_ANON, RESOLVE_BUSY, RESOLVE_FILE,
 };
 use crate::resolve::mapcache::{MapCache, Target};
 use crate::sampling::sampler::{CHAIN_FLAGS, CHAIN_TAKEN};
@@ -223,6 +223,11 @@ struct TaskKey {
 struct Where {
     cookie: u64,
     offset: u64,
+}
+
+/// Whether an unwind table gave at least one of `rec`'s user frames.
+fn table_walked(rec: &RingRecord) -> bool {
+    rec.sample.flags & RAW_TABLE != 0 && helpers::raw_table_counts(rec.sample.flags).0 > 0
 }
 
 fn lost_record(stage: u32, cpu: usize, count: u64) -> rprof_lost {
@@ -573,6 +578,11 @@ impl Drain {
         if f & RPROF_STACK_USER_SKIPPED != 0 {
             s.user_skipped += 1;
         }
+        if rec.sample.flags & RAW_TABLE != 0 {
+            let (table, fp) = helpers::raw_table_counts(rec.sample.flags);
+            s.user_table_frames += table;
+            s.user_no_table += fp;
+        }
     }
 
     /// The kernel or module (cookie, offset) of kernel address `ip`.
@@ -616,7 +626,7 @@ impl Drain {
         // SAFETY: The record holds a reference on `mm` (or it is null);
         // process context.
         let tag = unsafe { ch.raw.tag(rec.mm.0, rec.mm_seq) };
-        let raw_flags = stacks::raw_key_flags(rec.chain, rec.sample.flags & RAW_USER != 0, nk);
+        let raw_flags = stacks::raw_key_flags(rec.chain, rec.sample.flags & RAW_USER != 0, nk, table_walked(rec));
         let raw_hash = stacks::hash_raw(frames, tag, raw_flags);
         if let Some(found) = ch.raw.find(raw_hash, tag, raw_flags, frames) {
             return Ok(found);
@@ -723,7 +733,7 @@ impl Drain {
         #[cfg(rprof_bench)]
         drop(resolve_timer);
         let unresolved_now = ch.resolved[nk..].iter().filter(|f| f.cookie == RPROF_COOKIE_UNRESOLVED as u64).count();
-        let flags = u16::from(rec.chain & CHAIN_FLAGS);
+        let flags = u16::from(rec.chain & CHAIN_FLAGS) | if table_walked(rec) { RPROF_STACK_USER_TABLE as u16 } else { 0 };
         let h = stacks::hash(&ch.resolved, flags);
         if let Some(id) = ch.stacks.find(h, &ch.resolved, flags) {
             return Ok((id, unresolved_now as u64));

@@ -186,6 +186,9 @@ pub(crate) struct HandlerCtx {
     pub(crate) follow: *mut helpers::RprofFollow,
     /// Kick the drain when the ring holds at least this many records.
     pub(crate) kick_at: u64,
+    /// With `RPROF_CONFIG_UNWIND_TABLES`, the session's published tables
+    /// (the user side is walked by them); else null.
+    pub(crate) tables: *const crate::chains::tables::Published,
 }
 
 /// The overflow handler's Rust half, called by `rprof_overflow()` in
@@ -277,10 +280,33 @@ fn record_at(ctx: &HandlerCtx, sample: &RawSample, nk: u32, nu: u32, chain: u8, 
 #[inline(never)]
 unsafe fn push_chain(ring: &SampleRing, ctx: &HandlerCtx, sample: &RawSample, regs: *mut c_void) -> Push {
     let walk = |ips: *mut u64, nk: &mut u32, nu: &mut u32| {
-        // SAFETY: `ips` holds CHAIN_WORDS words, more than the 2 x 127
-        // frames rprof_callchain stores; `regs` are the sampled registers
-        // (caller).
-        unsafe { helpers::rprof_callchain(regs, ips, ctx.max_kernel.into(), ctx.max_user.into(), nk, nu) }
+        if ctx.tables.is_null() {
+            // SAFETY: `ips` holds CHAIN_WORDS words, more than the 2 x 127
+            // frames rprof_callchain stores; `regs` are the sampled
+            // registers (caller).
+            let flags = unsafe { helpers::rprof_callchain(regs, ips, ctx.max_kernel.into(), ctx.max_user.into(), nk, nu) };
+            return (flags, 0);
+        }
+        let mut ur = helpers::UserRegs::default();
+        // SAFETY: As above; the user walk of 64-bit code is left to us.
+        let flags = unsafe {
+            helpers::rprof_callchain_regs(regs, ips, ctx.max_kernel.into(), ctx.max_user.into(), nk, nu, &mut ur)
+        };
+        if ur.valid == 0 {
+            return (flags, 0);
+        }
+        let max_u = u32::from(ctx.max_user).min(uapi::RPROF_MAX_FRAMES);
+        let room = max_u.saturating_sub(*nu) as usize;
+        // SAFETY: `ips` holds CHAIN_WORDS words, ours (caller); the C side
+        // stored `nk + nu` and the user walk may add `room`: at most 2 x
+        // RPROF_MAX_FRAMES in all.
+        let out = unsafe { core::slice::from_raw_parts_mut(ips.add((*nk + *nu) as usize), room) };
+        // SAFETY: `tables` outlives the counter (`HandlerCtx` invariant).
+        let published = unsafe { &*ctx.tables };
+        let regs = crate::chains::unwind::Regs { ip: ur.ip, sp: ur.sp, bp: ur.bp };
+        let (n, end, stats) = crate::chains::tables::walk_user(published, regs, out);
+        *nu += n as u32;
+        (flags | end, helpers::raw_table_flags(stats.table_frames, stats.fp_frames))
     };
     // SAFETY: This CPU's scratch of our context level: no other handler
     // uses it until we return (`rprof_chain_scratch`'s contract; the
@@ -293,7 +319,8 @@ unsafe fn push_chain(ring: &SampleRing, ctx: &HandlerCtx, sample: &RawSample, re
 
 /// [`push_chain`] with the walk and its buffer given: `walk(ips, nk, nu)`
 /// stores the chain at `ips`, its counts in `nk`/`nu`, and returns its
-/// `RPROF_STACK_*` flags.  The address-space sequence the record carries
+/// `RPROF_STACK_*` flags and `RAW_*` flags for the record's sample (a
+/// table walk's counts, [`helpers::raw_table_flags`]).  The address-space sequence the record carries
 /// is read *before* the walk: a mapping changed while the chain is walked
 /// (another thread's munmap and mmap) then has a newer sequence than the
 /// record's, and the drain refuses it instead of resolving a frame read
@@ -312,12 +339,13 @@ pub(crate) unsafe fn push_chain_with(
     ctx: &HandlerCtx,
     sample: &RawSample,
     ips: *mut u64,
-    walk: impl FnOnce(*mut u64, &mut u32, &mut u32) -> u32,
+    walk: impl FnOnce(*mut u64, &mut u32, &mut u32) -> (u32, u32),
 ) -> Push {
     // SAFETY: NMI-safe: reads current's mm and its sequence.
     let seq = unsafe { helpers::rprof_current_mm_seq() };
     let (mut nk, mut nu) = (0u32, 0u32);
-    let flags = walk(ips, &mut nk, &mut nu);
+    let (flags, raw) = walk(ips, &mut nk, &mut nu);
+    let sample = &RawSample { flags: sample.flags | raw, ..*sample };
     let total = (nk as usize + nu as usize).min(helpers::CHAIN_WORDS);
     // SAFETY: `walk` wrote `total` words at `ips`, ours until we return
     // (the caller's contract).

@@ -1551,6 +1551,7 @@ fn chain_sequence_is_read_before_the_walk(t: &mut Test) {
         pid_start: 0,
         follow: core::ptr::null_mut(),
         kick_at: u64::MAX,
+        tables: core::ptr::null(),
     };
     // SAFETY: Reads current's mm sequence; current has an mm (above).
     let before = unsafe { helpers::rprof_current_mm_seq() };
@@ -1559,7 +1560,7 @@ fn chain_sequence_is_read_before_the_walk(t: &mut Test) {
         // SAFETY: As above: the running case.
         mapped = unsafe { helpers::rprof_test_user_map(raw, PAGE, 0) };
         (*nk, *nu) = (0, 0);
-        0
+        (0, 0)
     };
     // The test's own buffer, not the per-CPU scratch: this walk sleeps.
     let mut ips = [0u64; helpers::CHAIN_WORDS];
@@ -1677,20 +1678,23 @@ fn drain_drops_references_per_pass(t: &mut Test) {
 /// The raw key tells apart what resolves differently from the same words:
 /// the sample's mode, its end flags and its count of kernel frames (a
 /// kernel sample took for a user sample's chain would lose the entry
-/// frame's byte).  The chain-taken bit is not part of it.
+/// frame's byte), and whether a table walked it (its STACK says so).  The
+/// chain-taken bit is not part of it.
 fn raw_key_flags_tell_modes_apart(t: &mut Test) {
     let mut keys = KVec::new();
-    for user in [false, true] {
-        for chain in [0u8, RPROF_STACK_USER_FAULT as u8, RPROF_STACK_USER_TRUNCATED as u8, sampler::CHAIN_FLAGS] {
-            for nk in [0usize, 1, RPROF_MAX_FRAMES as usize] {
-                let k = stacks::raw_key_flags(chain | sampler::CHAIN_TAKEN, user, nk);
-                kassert_eq!(t, k, stacks::raw_key_flags(chain, user, nk));
-                kassert!(t, !keys.contains(&k), "user {} chain {:#x} nk {}: key {:#x} taken", user, chain, nk, k);
-                let _ = keys.push(k, GFP_KERNEL);
+    for table in [false, true] {
+        for user in [false, true] {
+            for chain in [0u8, RPROF_STACK_USER_FAULT as u8, RPROF_STACK_USER_TRUNCATED as u8, sampler::CHAIN_FLAGS] {
+                for nk in [0usize, 1, RPROF_MAX_FRAMES as usize] {
+                    let k = stacks::raw_key_flags(chain | sampler::CHAIN_TAKEN, user, nk, table);
+                    kassert_eq!(t, k, stacks::raw_key_flags(chain, user, nk, table));
+                    kassert!(t, !keys.contains(&k), "user {} chain {:#x} nk {}: key {:#x} taken", user, chain, nk, k);
+                    let _ = keys.push(k, GFP_KERNEL);
+                }
             }
         }
     }
-    kassert_eq!(t, keys.len(), 24);
+    kassert_eq!(t, keys.len(), 48);
 }
 
 /// Counts that disagree with the words given cannot make a record whose

@@ -192,7 +192,7 @@ struct rprof_stats {
 	 * field of struct rprof_cpu_stats: total.samples == total.delivered +
 	 * every total.lost_* + lost_mm_busy (+ what the rings still hold). */
 	__u64 lost_mm_busy;
-	/* Memory the session's event buffer and rings take, in bytes, charged
+	/* Memory the session's event buffer, rings and unwind tables take, in bytes, charged
 	 * to its owner's locked memory (docs/design.md, "Memory"). */
 	__u64 locked_bytes;
 };
@@ -441,7 +441,10 @@ struct rprof_module {
 #define RPROF_STACK_USER_FAULT (1U << 2)  /* a stack word could not be read
 					   * without faulting it in */
 #define RPROF_STACK_USER_BAD_FP (1U << 3) /* misaligned frame pointer, or
-					   * one not above the previous */
+					   * one not above the previous (with
+					   * tables: a frame address not above
+					   * the stack pointer, or a rule
+					   * needing an RBP no frame kept) */
 #define RPROF_STACK_KERNEL_ERROR (1U << 4) /* the kernel unwinder failed */
 #define RPROF_STACK_CUT (1U << 5)  /* dropped for space in the ring */
 #define RPROF_STACK_USER_SKIPPED (1U << 6) /* the user side was not walked:
@@ -451,8 +454,6 @@ struct rprof_module {
 					    * known) */
 #define RPROF_STACK_USER_TABLE (1U << 7) /* an unwind table gave at least
 					  * one user frame */
-#define RPROF_STACK_USER_LOST_RBP (1U << 8) /* the user walk ended: a rule
-					     * needed an RBP no frame kept */
 
 /* One frame of a chain, relative to a cookie as a sample is (a COOKIE or
  * MODULE record names it earlier in the stream). */
