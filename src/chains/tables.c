@@ -64,16 +64,24 @@ bool rprof_user_read_nmi(__u64 addr, __u64 *val)
 	return !copy_from_user_nmi(val, (const void __user *)addr, sizeof(*val));
 }
 
-/* Process context.  The inode of the file behind fd, with a reference
- * (ihold), or NULL. */
-void *rprof_fd_inode_get(int fd)
+/* Process context.  The inode of the regular file behind fd, with a
+ * reference (ihold); NULL with *err -EBADF for no file, -EINVAL for one
+ * that is not a regular file (a pipe, a socket, the device itself). */
+void *rprof_fd_inode_get(int fd, int *err)
 {
 	struct file *file = fget(fd);
 	struct inode *inode;
 
-	if (!file)
+	if (!file) {
+		*err = -EBADF;
 		return NULL;
+	}
 	inode = file_inode(file);
+	if (!S_ISREG(inode->i_mode)) {
+		fput(file);
+		*err = -EINVAL;
+		return NULL;
+	}
 	ihold(inode);
 	fput(file);
 	return inode;

@@ -146,10 +146,11 @@ impl Store {
         if self.bytes + rows_bytes as u64 > self.limit {
             return Err(ENOSPC);
         }
+        let mut err = 0;
         // SAFETY: Process context.
-        let inode = unsafe { helpers::rprof_fd_inode_get(fd) };
+        let inode = unsafe { helpers::rprof_fd_inode_get(fd, &mut err) };
         if inode.is_null() {
-            return Err(EBADF);
+            return Err(Error::from_errno(err));
         }
         if self.tables.iter().any(|t| t.inode == inode) {
             // SAFETY: The reference just taken.

@@ -236,7 +236,8 @@ struct rprof_stats {
  * here (-EINVAL: see the header's rules); -EEXIST if the session has one
  * for that file; -ENOSPC past the module's unwind_kb parameter per
  * session; -EPERM past the owner's locked-memory limit (as SET_CONFIG);
- * -EBADF for a bad descriptor.  Tables go with the session and with
+ * -EBADF for a bad descriptor (-EINVAL for one of no regular file).
+ * Tables go with the session and with
  * RPROF_IOC_RESET_COOKIES.
  */
 #define RPROF_IOC_ADD_UNWIND _IOW(RPROF_IOC_MAGIC, 0x08, struct rprof_unwind_add)
