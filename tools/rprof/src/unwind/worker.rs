@@ -311,6 +311,45 @@ impl Run {
 mod tests {
     use super::*;
 
+    /// The whole worker on this test process, with a plain file as the
+    /// device (no module on the host): the first table is built and
+    /// refused with ENOTTY, which turns tables off with one note; the
+    /// status file for rprof stat is written.
+    #[test]
+    fn worker_on_an_old_module() {
+        let dir = std::env::temp_dir().join(format!("rprof-worker-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fake_dev = dir.join("dev");
+        std::fs::write(&fake_dev, b"").unwrap();
+        let dev = Device::open(&fake_dev).unwrap();
+        let cache = Cache::new(dir.join("cache"));
+        let me = std::process::id() as i32;
+        let scope = Scope::Pid {
+            pid: me,
+            descendants: false,
+        };
+        let worker = Worker::spawn(dev, Some(cache.clone()), scope).unwrap();
+        let mut watch = worker.watch();
+        watch.task(me as u32);
+        watch.cookie(1, 2, "/nonexistent/file");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut notes = Vec::new();
+        while notes.is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+            notes = worker.take_notes();
+        }
+        let (counts, more, _) = worker.finish(Duration::from_secs(60));
+        notes.extend(more);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].contains("ENOTTY"), "{notes:?}");
+        assert_eq!(counts.uploaded, 0);
+        assert_eq!(counts.compiled + counts.cache_hits, 1, "{counts:?}");
+        let (pid, status) = super::super::counts::read_status(&status_path(cache.dir()))
+            .expect("the status file");
+        assert_eq!((pid, status.compiled), (std::process::id(), counts.compiled));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn watch_sends_each_file_once_between_resets() {
         let (tx, rx) = mpsc::channel();
