@@ -219,6 +219,11 @@ struct Ends {
     uploader: Option<Worker>,
 }
 
+/// The longest wait in `poll()` while unwind tables are uploaded: the
+/// COOKIE of a new program is read this late at most (the module's
+/// watermark may take seconds to reach).
+const UPLOADER_POLL: Duration = Duration::from_millis(200);
+
 /// How long the end of a recording waits for a compile under way.
 const UPLOADER_WAIT: Duration = Duration::from_secs(2);
 
@@ -301,11 +306,15 @@ fn record(
     // Without a pidfd the command's (or PID's) end is noticed by asking;
     // without the signal's pipe (never: installed above), the signal's
     // arrival.
+    // With unwind tables, too: a program that starts gets its table once
+    // its COOKIE has been read, and until then its chains are shallow.
     let longest = if (child.is_some() && exit_fd.is_none())
         || target.as_ref().is_some_and(|w| w.fd().is_none())
         || signal::stop_fd().is_none()
     {
         POLL_INTERVAL
+    } else if uploader.is_some() {
+        UPLOADER_POLL
     } else {
         FOREVER
     };
