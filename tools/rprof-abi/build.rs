@@ -28,7 +28,7 @@ fn main() -> ExitCode {
         // not evaluate; `lib.rs` computes them.  Keep the names free for it
         // should a future bindgen learn to.
         .blocklist_item(
-            "RPROF_IOC_(GET_VERSION|SET_CONFIG|START|STOP|FLUSH|GET_STATS|LOOKUP_COOKIE)",
+            "RPROF_IOC_(GET_VERSION|SET_CONFIG|START|STOP|FLUSH|GET_STATS|LOOKUP_COOKIE|RESET_COOKIES|ADD_UNWIND)",
         )
         // Enum constants keep their C names (`RPROF_RECORD_SAMPLE`), typed
         // by the enum's alias (`rprof_record_type`, a `u32`).

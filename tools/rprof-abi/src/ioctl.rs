@@ -117,6 +117,13 @@ pub const RPROF_IOC_LOOKUP_COOKIE: u32 = iowr(
 );
 /// `RPROF_IOC_RESET_COOKIES`: `_IO(RPROF_IOC_MAGIC, 0x07)`.
 pub const RPROF_IOC_RESET_COOKIES: u32 = io(RPROF_IOC_MAGIC, RPROF_IOC_NR_RESET_COOKIES);
+/// `RPROF_IOC_ADD_UNWIND`:
+/// `_IOW(RPROF_IOC_MAGIC, 0x08, struct rprof_unwind_add)`.
+pub const RPROF_IOC_ADD_UNWIND: u32 = iow(
+    RPROF_IOC_MAGIC,
+    RPROF_IOC_NR_ADD_UNWIND,
+    size_of::<rprof_unwind_add>(),
+);
 
 #[cfg(test)]
 mod tests {
@@ -144,6 +151,8 @@ mod tests {
                 RPROF_IOC_LOOKUP_COOKIE,
                 0xc028_b906,
             ),
+            // 1 << 30 | 24 << 16 | 0xB9 << 8 | 8.
+            ("RPROF_IOC_ADD_UNWIND", RPROF_IOC_ADD_UNWIND, 0x4018_b908),
         ];
         for (name, got, expected) in cases {
             assert_eq!(
@@ -184,6 +193,7 @@ mod tests {
                 RPROF_IOC_NR_LOOKUP_COOKIE,
                 40,
             ),
+            (RPROF_IOC_ADD_UNWIND, IOC_WRITE, RPROF_IOC_NR_ADD_UNWIND, 24),
         ];
         for (req, dir, nr, size) in all {
             assert_eq!(ioc_type(req), RPROF_IOC_MAGIC, "{req:#x}: type");

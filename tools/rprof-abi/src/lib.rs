@@ -89,6 +89,20 @@ impl Default for rprof_module {
     }
 }
 
+impl rprof_unwind_add {
+    /// An upload of the `table_bytes` bytes at user address `table` (the
+    /// caller's buffer, as an integer) as the table of the file open as
+    /// `fd`.
+    pub fn new(fd: i32, table: u64, table_bytes: u64) -> Self {
+        Self {
+            size: core::mem::size_of::<rprof_unwind_add>() as u32,
+            fd,
+            table,
+            table_bytes,
+        }
+    }
+}
+
 impl rprof_cookie_lookup {
     /// A lookup of `cookie` into the `path_len` bytes at user address
     /// `path` (the caller's buffer, as an integer).
@@ -147,6 +161,7 @@ mod tests {
             ("rprof_cookie_record", size_of::<rprof_cookie_record>()),
             ("rprof_module", size_of::<rprof_module>()),
             ("rprof_cookie_lookup", size_of::<rprof_cookie_lookup>()),
+            ("rprof_unwind_add", size_of::<rprof_unwind_add>()),
         ];
         for (name, size) in sizes {
             assert_eq!(
@@ -202,6 +217,8 @@ mod tests {
         assert_eq!(size_of::<rprof_module>(), 88);
         assert_eq!(size_of::<rprof_cookie_lookup>(), 40);
         assert_eq!(size_of::<rprof_cpu_stats>(), 72);
+        assert_eq!(size_of::<rprof_unwind_add>(), 24);
+        assert_eq!(core::mem::offset_of!(rprof_unwind_add, table), 8);
     }
 
     #[test]

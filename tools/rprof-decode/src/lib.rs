@@ -52,7 +52,7 @@ mod totals;
 pub use config::{decode_config, encode_config};
 pub use decode::{decode_all, decode_record, Decoder};
 pub use error::{DecodeError, DecodeErrorKind};
-pub use record::Record;
+pub use record::{Record, StackFlags, STACK_FLAG_NAMES};
 pub use resolve::{resolve_all, CookieName, ResolvedSample, Resolver, Stack, TaskContext};
 pub use totals::{lost_stage_name, LostTotals, SessionSpan, LOST_STAGE_NAMES};
 

@@ -225,3 +225,54 @@ impl Record {
         matches!(self, Record::Module { flags, .. } if u32::from(*flags) & RPROF_MODULE_INIT != 0)
     }
 }
+
+/// The `RPROF_STACK_*` flags of a STACK record's header, by the names
+/// `rprof dump` prints: why each side of the chain ended, and how the user
+/// side was walked.
+pub const STACK_FLAG_NAMES: [(u32, &str); 9] = [
+    (RPROF_STACK_KERNEL_TRUNCATED, "kernel-truncated"),
+    (RPROF_STACK_USER_TRUNCATED, "user-truncated"),
+    (RPROF_STACK_USER_FAULT, "user-fault"),
+    (RPROF_STACK_USER_BAD_FP, "user-bad-fp"),
+    (RPROF_STACK_KERNEL_ERROR, "kernel-error"),
+    (RPROF_STACK_CUT, "cut"),
+    (RPROF_STACK_USER_SKIPPED, "user-skipped"),
+    (RPROF_STACK_USER_TABLE, "user-table"),
+    (RPROF_STACK_USER_LOST_RBP, "user-lost-rbp"),
+];
+
+/// A STACK record's flags as `user-fault|user-table`, bits without a name
+/// in hex after them (`0` for none).
+///
+/// ```
+/// use rprof_abi::*;
+/// use rprof_decode::StackFlags;
+///
+/// let f = (RPROF_STACK_USER_TABLE | RPROF_STACK_USER_LOST_RBP) as u16;
+/// assert_eq!(StackFlags(f).to_string(), "user-table|user-lost-rbp");
+/// assert_eq!(StackFlags(0x8004).to_string(), "user-fault|0x8000");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StackFlags(pub u16);
+
+impl core::fmt::Display for StackFlags {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let flags = u32::from(self.0);
+        let mut known = 0;
+        let mut sep = "";
+        for (bit, name) in STACK_FLAG_NAMES {
+            known |= bit;
+            if flags & bit != 0 {
+                write!(f, "{sep}{name}")?;
+                sep = "|";
+            }
+        }
+        let unknown = flags & !known;
+        if unknown != 0 {
+            write!(f, "{sep}{unknown:#x}")?;
+        } else if sep.is_empty() {
+            f.write_str("0")?;
+        }
+        Ok(())
+    }
+}

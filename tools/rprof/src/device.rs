@@ -181,6 +181,44 @@ impl Device {
         Ok(())
     }
 
+    /// `RPROF_IOC_ADD_UNWIND`: gives this file's session the compiled
+    /// unwind table of the file open as `file` (a `struct
+    /// rprof_unwind_table_header` and its rows, as `rprof-unwind` writes
+    /// them).
+    ///
+    /// The session may already have a table for that file (EEXIST): it is
+    /// the same file, so that is done too and returns `Ok`.  The other
+    /// errors say why the module took none (see the header): EINVAL a
+    /// table it refuses, ENOSPC its `unwind_kb` is used up, EPERM the
+    /// locked-memory limit, EBADF a bad descriptor, EBUSY another file's
+    /// session, and ENOTTY a module without unwind tables.
+    pub fn add_unwind(&self, file: BorrowedFd<'_>, table: &[u8]) -> Result<(), Error> {
+        let mut arg =
+            rprof_unwind_add::new(file.as_raw_fd(), table.as_ptr() as u64, table.len() as u64);
+        // SAFETY: ADD_UNWIND reads the one structure at its argument,
+        // `arg`, and at most `table_bytes` bytes at `table`, which are the
+        // `table.len()` bytes of `table`, borrowed for the call; it writes
+        // nothing.  `file` is open for the call (borrowed).
+        match unsafe { self.ioctl_raw(RPROF_IOC_ADD_UNWIND, (&raw mut arg).cast()) } {
+            Ok(_) => Ok(()),
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => Ok(()),
+            Err(e) => Err(Error::ioctl("RPROF_IOC_ADD_UNWIND", e)),
+        }
+    }
+
+    /// Another descriptor of the same open file (`dup`): its ioctls act on
+    /// this file's session, so that a second thread can use it.
+    pub fn try_clone(&self) -> Result<Device, Error> {
+        let file = self
+            .file
+            .try_clone()
+            .map_err(|e| Error::io("dup of /dev/rprof", e))?;
+        Ok(Device {
+            file,
+            path: self.path.clone(),
+        })
+    }
+
     /// One `RPROF_IOC_GET_STATS` with `nr_cpus` entries at `cpus`.
     fn get_stats(&self, cpus: &mut [rprof_cpu_stats]) -> Result<rprof_stats, Error> {
         let mut stats = rprof_stats::new();
@@ -393,6 +431,12 @@ mod tests {
         assert!(result.is_err());
         assert_eq!((arg.cookie, arg.path, arg.path_len), (17, 0, 1));
         assert!(dev.start().is_err());
+        match dev.add_unwind(dev.as_fd(), &[0u8; 48]) {
+            Err(e) => assert_eq!(e.raw_os_error(), Some(libc::ENOTTY), "got {e}"),
+            Ok(()) => panic!("ADD_UNWIND on a plain file succeeded"),
+        }
+        let copy = dev.try_clone().expect("dup");
+        assert_eq!(copy.path(), dev.path());
         let mut big = rprof_config::new();
         big.size += 8;
         assert!(matches!(dev.set_config(&big), Err(Error::Protocol(_))));

@@ -120,6 +120,20 @@ impl Error {
             ("RPROF_IOC_START" | "RPROF_IOC_STOP" | "RPROF_IOC_FLUSH", libc::EINVAL) => {
                 Some("no session is configured on this file")
             }
+            ("RPROF_IOC_ADD_UNWIND", libc::ENOTTY) => {
+                Some("the module takes no unwind tables (older than these tools)")
+            }
+            ("RPROF_IOC_ADD_UNWIND", libc::EINVAL) => {
+                Some("the module refused the table (or this file has no session)")
+            }
+            ("RPROF_IOC_ADD_UNWIND", libc::ENOSPC) => {
+                Some("the session's unwind tables fill the module's unwind_kb parameter")
+            }
+            ("RPROF_IOC_ADD_UNWIND", libc::EPERM) => {
+                Some("the tables pass your locked-memory limit (ulimit -l); CAP_IPC_LOCK lifts it")
+            }
+            ("RPROF_IOC_ADD_UNWIND", libc::EBADF) => Some("the file's descriptor is not open"),
+            ("RPROF_IOC_ADD_UNWIND", libc::EBUSY) => Some("the session belongs to another file"),
             ("RPROF_IOC_LOOKUP_COOKIE", libc::ENOENT) => Some("the session has no such cookie"),
             ("RPROF_IOC_LOOKUP_COOKIE", libc::EINVAL) => Some("no session is configured"),
             ("RPROF_IOC_LOOKUP_COOKIE", libc::EBUSY) => Some("the session belongs to another file"),
@@ -304,6 +318,15 @@ mod tests {
             ) && text.ends_with("or run with CAP_IPC_LOCK")
                 && !text.contains('\n'),
             "got {text}"
+        );
+        let e = Error::ioctl(
+            "RPROF_IOC_ADD_UNWIND",
+            io::Error::from_raw_os_error(libc::ENOSPC),
+        );
+        assert!(
+            e.to_string()
+                .ends_with("fill the module's unwind_kb parameter"),
+            "got {e}"
         );
         let e = Error::Usage("-p PID and a command cannot be combined".into());
         assert_eq!(

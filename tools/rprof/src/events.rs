@@ -308,6 +308,10 @@ pub struct SessionOptions {
     pub wakeup_bytes: u32,
     /// Call chains: (kernel, user) depths, each 0..=RPROF_MAX_FRAMES.
     pub callchain: Option<(u16, u16)>,
+    /// With `callchain`: walk the user side through uploaded unwind tables
+    /// (`RPROF_CONFIG_UNWIND_TABLES`), unless user mode is excluded or
+    /// its depth is 0 (no user side to walk).
+    pub unwind_tables: bool,
 }
 
 impl SessionOptions {
@@ -399,6 +403,9 @@ impl SessionOptions {
             c.flags |= RPROF_CONFIG_CALLCHAIN;
             c.max_kernel_frames = kernel;
             c.max_user_frames = user;
+            if self.unwind_tables && user > 0 && c.flags & RPROF_CONFIG_EXCLUDE_USER == 0 {
+                c.flags |= RPROF_CONFIG_UNWIND_TABLES;
+            }
         }
         Ok(c)
     }

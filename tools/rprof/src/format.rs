@@ -105,6 +105,7 @@ impl fmt::Display for ConfigDisplay<'_> {
             (RPROF_CONFIG_PID_FILTER, "pid-filter"),
             (RPROF_CONFIG_PID_DESCENDANTS, "descendants"),
             (RPROF_CONFIG_CALLCHAIN, "callchain"),
+            (RPROF_CONFIG_UNWIND_TABLES, "unwind-tables"),
         ] {
             if c.flags & bit != 0 {
                 flags.push(Cow::Borrowed(name));
@@ -188,7 +189,7 @@ impl fmt::Display for RecordLine<'_> {
                     frames.len().saturating_sub(usize::from(*nr_kernel))
                 )?;
                 if *flags != 0 {
-                    write!(f, " flags={flags:#x}")?;
+                    write!(f, " flags={}", rprof_decode::StackFlags(*flags))?;
                 }
                 for (cookie, offset) in frames {
                     write!(f, " {cookie}:{offset:#x}")?;
@@ -304,13 +305,23 @@ pub type ChainCounter = fn(&rprof_chain_stats) -> u64;
 
 /// The call-chain counters (the fields of `struct rprof_chain_stats`):
 /// their JSON key, their words in a sentence, their accessor.
-pub const CHAIN_COLUMNS: [(&str, &str, ChainCounter); 10] = [
+///
+/// `user_table_frames` and `user_no_table` are 0 unless the session walks
+/// unwind tables (`RPROF_CONFIG_UNWIND_TABLES`): the user frames found by
+/// a table, and those found by the frame pointer for want of one.
+pub const CHAIN_COLUMNS: [(&str, &str, ChainCounter); 12] = [
     ("chains", "chains", |c| c.chains),
     ("kernel_frames", "kernel frames", |c| c.kernel_frames),
     ("user_frames", "user frames", |c| c.user_frames),
     ("truncated", "truncated", |c| c.truncated),
     ("user_fault", "user fault", |c| c.user_fault),
     ("user_bad_fp", "user bad fp", |c| c.user_bad_fp),
+    ("user_table_frames", "user frames by table", |c| {
+        c.user_table_frames
+    }),
+    ("user_no_table", "user frames without a table", |c| {
+        c.user_no_table
+    }),
     ("cut_space", "cut for space", |c| c.cut_space),
     ("unresolved", "unresolved frames", |c| c.unresolved),
     ("stacks", "distinct stacks", |c| c.stacks),
@@ -617,13 +628,18 @@ mod tests {
         stats.chains.user_bad_fp = 3;
         stats.chains.stacks = 7;
         stats.chains.user_skipped = 2;
+        stats.chains.user_table_frames = 11;
+        stats.chains.user_no_table = 4;
         let mut out = Vec::new();
         write_stats(&mut out, &stats, &cpus).unwrap();
         let text = String::from_utf8(out).unwrap();
         let last = text.lines().last().unwrap();
         assert!(
             last.starts_with("chains: 25, kernel frames: 0,")
-                && last.contains("user bad fp: 3,")
+                && last.contains(
+                    "user bad fp: 3, user frames by table: 11, \
+                                  user frames without a table: 4,"
+                )
                 && last.contains("distinct stacks: 7,")
                 && last.ends_with("user sides not walked: 2"),
             "{text}"

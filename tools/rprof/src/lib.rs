@@ -18,6 +18,8 @@
 //!   every command that samples; [`sampling`]: their common options.
 //! - [`snapshot`]: what `rprof record` keeps for reporting later;
 //!   [`output`]: its file, renamed into place once complete.
+//! - [`unwind`]: the unwind tables of what runs, compiled and uploaded
+//!   while `record` and `top` sample with `--call-graph dwarf`.
 //! - [`daemon`]: `rprof daemon` / `rprofd`, continuous profiling into
 //!   rotating pprof files.
 //!
@@ -42,6 +44,7 @@ pub mod session;
 pub mod signal;
 pub mod snapshot;
 pub mod summary;
+pub mod unwind;
 
 pub use device::{CookieInfo, Device};
 pub use error::Error;

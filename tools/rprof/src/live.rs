@@ -15,6 +15,9 @@ pub struct AggregateSink {
     pub bytes: u64,
     /// RESET records taken.
     pub resets: u64,
+    /// The unwind-table uploader's eyes on the stream, if tables are
+    /// uploaded.
+    pub watch: Option<crate::unwind::Watch>,
 }
 
 impl AggregateSink {
@@ -39,8 +42,12 @@ impl Sink for AggregateSink {
         self.bytes += bytes.len() as u64;
         let agg = &mut self.agg;
         let resets = &mut self.resets;
+        let watch = &mut self.watch;
         self.framer.feed(bytes, |r| {
             *resets += u64::from(matches!(r, rprof_decode::Record::Reset { .. }));
+            if let Some(w) = watch {
+                w.record(r);
+            }
             agg.feed(r);
             Ok(())
         })

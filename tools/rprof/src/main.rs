@@ -49,6 +49,21 @@ enum Command {
     /// (-m) and the rings (--ring-records) count against your
     /// locked-memory limit (ulimit -l, beyond the module's mlock_kb)
     /// unless you have CAP_IPC_LOCK.
+    ///
+    /// Call chains: --call-graph fp walks frame pointers, which code built
+    /// with -fomit-frame-pointer (most distributions' libraries) lacks.
+    /// --call-graph dwarf compiles the .eh_frame of every program and
+    /// library that runs (in the session's scope) into unwind tables,
+    /// uploads them to the module (RPROF_IOC_ADD_UNWIND), and the module
+    /// walks those, frame pointers elsewhere.  Tables of what runs at the
+    /// start are uploaded first; a program started later gets its table
+    /// once its first samples have been read, so its first samples (the
+    /// first second or so) may have shallower chains.  Compiled tables
+    /// are kept by build-id in $RPROF_UNWIND_CACHE, else
+    /// $XDG_CACHE_HOME/rprof/unwind, else ~/.cache/rprof/unwind; the
+    /// figures of the upload end the run ("rprof: unwind tables: ...")
+    /// and show in rprof stat.  -g takes tables when the module does, and
+    /// frame pointers (said in one line) from an older module.
     #[command(verbatim_doc_comment)]
     Record(cmd::record::RecordArgs),
     /// Show where the samples of a recording are: overhead per command,
@@ -231,6 +246,11 @@ impl DumpArgs {
             drain_interval_ms: self.drain_interval_ms,
             wakeup_bytes: self.wakeup_bytes,
             callchain: self.call_graph.depths().ok().flatten(),
+            // dump uploads no tables: -g is frame pointers; --call-graph
+            // dwarf asks for tables (the module walks none it was not
+            // given, and counts its frames in user_no_table).
+            unwind_tables: self.call_graph.mode().ok().flatten()
+                == Some(rprof::sampling::ChainMode::Tables),
         }
     }
 
@@ -343,6 +363,108 @@ mod tests {
         assert_eq!((c.pid, c.flags), (7, rprof_abi::RPROF_CONFIG_PID_FILTER));
     }
 
+    /// `--call-graph` as perf spells it: `dwarf` asks for unwind tables,
+    /// `fp` is frame pointers exactly as before, `-g` the best the module
+    /// offers (tables, probed at SET_CONFIG); the same for record and top.
+    #[test]
+    fn call_graph_modes() {
+        use rprof::sampling::ChainMode;
+        use rprof_abi::{RPROF_CONFIG_CALLCHAIN, RPROF_CONFIG_UNWIND_TABLES};
+        let chains = RPROF_CONFIG_CALLCHAIN;
+        let tables = RPROF_CONFIG_CALLCHAIN | RPROF_CONFIG_UNWIND_TABLES;
+        let cases: [(&[&str], Option<ChainMode>, u32); 9] = [
+            (&["--call-graph", "dwarf"], Some(ChainMode::Tables), tables),
+            (&["--call-graph=dwarf"], Some(ChainMode::Tables), tables),
+            (
+                &["--call-graph", "dwarf,65528"],
+                Some(ChainMode::Tables),
+                tables,
+            ),
+            (
+                &["--call-graph", "fp"],
+                Some(ChainMode::FramePointers),
+                chains,
+            ),
+            (&["--call-graph=fp"], Some(ChainMode::FramePointers), chains),
+            (&["-g"], Some(ChainMode::Best), tables),
+            // --call-graph wins over -g, as perf's does.
+            (
+                &["-g", "--call-graph", "fp"],
+                Some(ChainMode::FramePointers),
+                chains,
+            ),
+            // No user side to walk: no tables asked for.
+            (&["-g", "--exclude-user"], Some(ChainMode::Best), chains),
+            (&[], None, 0),
+        ];
+        for (command, events) in [("record", &["-e", "cpu-clock"][..]), ("top", &[][..])] {
+            for (opts, mode, flags) in &cases {
+                let argv: Vec<&str> = ["rprof", command]
+                    .iter()
+                    .chain(*opts)
+                    .chain(events)
+                    .copied()
+                    .collect();
+                let cli = Cli::try_parse_from(&argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+                let sampling = match cli.command {
+                    Command::Record(a) => a.sampling,
+                    Command::Top(a) => a.sampling,
+                    c => panic!("{argv:?}: expected {command}, got {c:?}"),
+                };
+                assert_eq!(sampling.call_graph.mode().unwrap(), *mode, "{argv:?}");
+                let c = sampling.config(None).unwrap();
+                let expected_flags = flags | (c.flags & rprof_abi::RPROF_CONFIG_EXCLUDE_USER);
+                assert_eq!(c.flags, expected_flags, "{argv:?}");
+                if mode.is_some() {
+                    assert_eq!(
+                        (c.max_kernel_frames, c.max_user_frames),
+                        (127, 127),
+                        "{argv:?}"
+                    );
+                }
+            }
+        }
+        // dump: -g stays frame pointers (it uploads nothing); dwarf asks.
+        for (opt, flags) in [("-g", chains), ("--call-graph=dwarf", tables)] {
+            let cli = Cli::try_parse_from(["rprof", "dump", opt]).unwrap();
+            let Command::Dump(args) = cli.command else {
+                panic!("expected dump")
+            };
+            assert_eq!(
+                args.session_options().to_config().unwrap().flags,
+                flags,
+                "{opt}"
+            );
+        }
+        // The daemon takes the option.
+        Cli::try_parse_from([
+            "rprof",
+            "daemon",
+            "--dir",
+            "/tmp/d",
+            "--call-graph",
+            "dwarf",
+        ])
+        .unwrap();
+        // lbr and unknown modes are usage errors (exit status 2).
+        for mode in ["lbr", "frame", ""] {
+            let cli = Cli::try_parse_from(["rprof", "record", "--call-graph", mode]).unwrap();
+            let Command::Record(args) = cli.command else {
+                panic!("expected record")
+            };
+            let e = args.sampling.config(None).unwrap_err();
+            assert!(matches!(e, rprof::Error::Usage(_)), "{mode}: {e}");
+        }
+        let cli = Cli::try_parse_from(["rprof", "record", "--max-stack", "9"]).unwrap();
+        let Command::Record(args) = cli.command else {
+            panic!("expected record")
+        };
+        assert!(
+            args.sampling.config(None).is_err(),
+            "--max-stack without chains"
+        );
+    }
+
     #[test]
     fn report_export_annotate_top_daemon_parse() {
         for argv in [
@@ -407,8 +529,19 @@ mod tests {
     fn record_help_says_what_a_session_holds() {
         let err = Cli::try_parse_from(["rprof", "record", "--help"]).unwrap_err();
         let help = err.to_string();
-        for what in ["EBUSY", "RESET_COOKIES", "ulimit -l", "CAP_IPC_LOCK"] {
-            assert!(help.contains(what), "record --help does not say {what}:\n{help}");
+        for what in [
+            "EBUSY",
+            "RESET_COOKIES",
+            "ulimit -l",
+            "CAP_IPC_LOCK",
+            "--call-graph dwarf",
+            "first samples",
+            ".cache/rprof/unwind",
+        ] {
+            assert!(
+                help.contains(what),
+                "record --help does not say {what}:\n{help}"
+            );
         }
     }
 

@@ -86,12 +86,17 @@ pub struct SamplingArgs {
 /// The call-chain options, as perf spells them.
 #[derive(Debug, Clone, Args, Default)]
 pub struct CallGraphArgs {
-    /// Record call chains (frame pointers; as `--call-graph fp`).
+    /// Record call chains, the best way the module offers: through unwind
+    /// tables where it takes them (as `--call-graph dwarf`), else by frame
+    /// pointers (as `--call-graph fp`, said in one line).
     #[arg(short = 'g')]
     pub g: bool,
 
-    /// Record call chains by MODE: only `fp` (frame pointers) is
-    /// supported; `dwarf` and `lbr` are refused.
+    /// Record call chains by MODE: `fp` walks frame pointers only; `dwarf`
+    /// compiles the .eh_frame of every program and library that runs into
+    /// unwind tables the module walks, frame pointers elsewhere (code
+    /// built without them gets whole chains; perf's `dwarf,SIZE` is taken,
+    /// SIZE ignored: nothing is copied from the stack).  `lbr` is refused.
     #[arg(long = "call-graph", value_name = "MODE")]
     pub call_graph: Option<String>,
 
@@ -102,32 +107,59 @@ pub struct CallGraphArgs {
     pub max_stack: Option<u16>,
 }
 
+/// How the user side of call chains is walked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChainMode {
+    /// `--call-graph fp`: frame pointers only, as before unwind tables.
+    FramePointers,
+    /// `--call-graph dwarf`: unwind tables (`RPROF_CONFIG_UNWIND_TABLES`),
+    /// which the module must take.
+    Tables,
+    /// `-g`: unwind tables if the module takes them, else frame pointers.
+    Best,
+}
+
+impl ChainMode {
+    /// Whether the session asks for `RPROF_CONFIG_UNWIND_TABLES`.
+    pub fn asks_for_tables(self) -> bool {
+        self != ChainMode::FramePointers
+    }
+}
+
 impl CallGraphArgs {
-    /// The (kernel, user) depths asked for, if any.
-    pub fn depths(&self) -> Result<Option<(u16, u16)>, Error> {
+    /// The chain mode asked for, if any: `--call-graph` wins over `-g`.
+    pub fn mode(&self) -> Result<Option<ChainMode>, Error> {
         let mode = self
             .call_graph
             .as_ref()
             .map(|m| m.split(',').next().unwrap_or("").to_string());
-        match mode.as_deref() {
-            None | Some("fp") => {}
-            Some(m @ ("dwarf" | "lbr")) => {
-                return Err(Error::Usage(format!(
-                    "--call-graph {m} is not supported: rprof takes frame-pointer chains in the \
-                     kernel (--call-graph fp, or -g); build the profiled code with \
-                     -fno-omit-frame-pointer"
-                )))
+        let mode = match mode.as_deref() {
+            None if self.g => ChainMode::Best,
+            None => return Ok(None),
+            Some("fp") => ChainMode::FramePointers,
+            Some("dwarf") => ChainMode::Tables,
+            Some("lbr") => {
+                return Err(Error::Usage(
+                    "--call-graph lbr is not supported: rprof walks frame pointers and unwind \
+                     tables in the kernel (--call-graph fp|dwarf, or -g)"
+                        .into(),
+                ))
             }
             Some(m) => {
                 return Err(Error::Usage(format!(
-                    "unknown --call-graph mode '{m}' (only fp)"
+                    "unknown --call-graph mode '{m}' (fp or dwarf)"
                 )))
             }
-        }
-        if !self.g && mode.is_none() {
+        };
+        Ok(Some(mode))
+    }
+
+    /// The (kernel, user) depths asked for, if any.
+    pub fn depths(&self) -> Result<Option<(u16, u16)>, Error> {
+        if self.mode()?.is_none() {
             if self.max_stack.is_some() {
                 return Err(Error::Usage(
-                    "--max-stack needs -g or --call-graph fp".into(),
+                    "--max-stack needs -g or --call-graph fp|dwarf".into(),
                 ));
             }
             return Ok(None);
@@ -142,6 +174,12 @@ impl SamplingArgs {
     pub fn session_options(&self, pid: Option<i32>) -> SessionOptions {
         // `config()` reports a bad call-graph mode; here it is left out.
         let callchain = self.call_graph.depths().ok().flatten();
+        let unwind_tables = self
+            .call_graph
+            .mode()
+            .ok()
+            .flatten()
+            .is_some_and(ChainMode::asks_for_tables);
         SessionOptions {
             events: self.events.clone(),
             freq: Some(self.freq.unwrap_or(DEFAULT_RECORD_FREQ_HZ)),
@@ -155,6 +193,7 @@ impl SamplingArgs {
             drain_interval_ms: 0,
             wakeup_bytes: self.wakeup_bytes,
             callchain,
+            unwind_tables,
         }
     }
 

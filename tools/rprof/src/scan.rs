@@ -13,6 +13,7 @@
 //! `make bench` measures it as "rprof's reader".)
 
 use crate::session::Sink;
+use crate::unwind::Watch;
 use crate::Error;
 use rprof_abi::*;
 use rprof_decode::{decode_record, Record, Resolver};
@@ -42,6 +43,9 @@ pub struct Scan {
     /// Records reported lost by LOST records, saturating.
     pub lost: u64,
     resolver: Resolver,
+    /// The unwind-table uploader's eyes on the stream: TASK, COOKIE and
+    /// RESET records (see [`Scan::watch`]).
+    watch: Option<Watch>,
 }
 
 /// The size a record header at the start of `b` (at least [`HEADER`]
@@ -75,6 +79,12 @@ impl Scan {
     /// A scan at the start of a stream.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Has `watch` see the stream's TASK, COOKIE and RESET records (the
+    /// TASK's pid read in place, RESET by its type alone).
+    pub fn watch(&mut self, watch: Watch) {
+        self.watch = Some(watch);
     }
 
     /// Takes the next bytes of the stream.  A malformed record ends the
@@ -154,7 +164,21 @@ impl Scan {
             }
             // Context a report needs, not `record`; and types this
             // program does not know, which readers skip by their size.
-            RPROF_RECORD_TASK | RPROF_RECORD_SWITCH | RPROF_RECORD_UNTHROTTLE => Ok(()),
+            RPROF_RECORD_TASK => {
+                if let Some(w) = &mut self.watch {
+                    let at = std::mem::offset_of!(rprof_task, pid);
+                    let pid = r.get(at..at + 4).ok_or("TASK record too short")?;
+                    w.task(u32::from_le_bytes([pid[0], pid[1], pid[2], pid[3]]));
+                }
+                Ok(())
+            }
+            RPROF_RECORD_RESET => {
+                if let Some(w) = &mut self.watch {
+                    w.reset();
+                }
+                Ok(())
+            }
+            RPROF_RECORD_SWITCH | RPROF_RECORD_UNTHROTTLE => Ok(()),
             RPROF_RECORD_COOKIE
             | RPROF_RECORD_MODULE
             | RPROF_RECORD_LOST
@@ -165,6 +189,11 @@ impl Scan {
                 match &record {
                     Record::Stop { .. } => self.stops += 1,
                     Record::Lost { count, .. } => self.lost = self.lost.saturating_add(*count),
+                    Record::Cookie { dev, ino, path, .. } => {
+                        if let Some(w) = &mut self.watch {
+                            w.cookie(*dev, *ino, path);
+                        }
+                    }
                     _ => {}
                 }
                 self.resolver.feed(&record);
@@ -295,6 +324,43 @@ mod tests {
             b.extend_from_slice(&r.to_bytes());
         }
         b
+    }
+
+    /// The uploader sees TASK's pid, COOKIE's file and RESET, chunks cut
+    /// anywhere.
+    #[test]
+    fn the_watch_sees_tasks_cookies_and_resets() {
+        use crate::unwind::worker::Job;
+        use crate::unwind::FileKey;
+        let mut b = stream();
+        Record::Reset {
+            time_ns: 5,
+            next_cookie: 17,
+            next_stack: 8,
+        }
+        .encode(&mut b);
+        for chunk in [1, 7, 64, b.len()] {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let mut scan = Scan::new();
+            scan.watch(crate::unwind::Watch::new(tx));
+            for c in b.chunks(chunk) {
+                scan.feed(c);
+            }
+            scan.finish().unwrap();
+            let jobs: Vec<Job> = rx.try_iter().collect();
+            assert_eq!(
+                jobs,
+                [
+                    Job::Cookie {
+                        key: FileKey { dev: 3, ino: 4 },
+                        path: "/bin/work".into(),
+                        pid: Some(7)
+                    },
+                    Job::Reset
+                ],
+                "chunks of {chunk}"
+            );
+        }
     }
 
     /// Cut into chunks of every size from 1 byte up, the scan agrees with

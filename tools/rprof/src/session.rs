@@ -44,6 +44,44 @@ fn set_config_waiting(dev: &Device, config: &rprof_config) -> Result<(), Error> 
     }
 }
 
+/// What SET_CONFIG made of a request for unwind tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tables {
+    /// The configuration did not ask for them.
+    NotAsked,
+    /// The module took `RPROF_CONFIG_UNWIND_TABLES`.
+    On,
+    /// The module refused the flag (EINVAL) and took the same
+    /// configuration without it: an older module, frame pointers only.
+    Refused,
+}
+
+/// SET_CONFIG of `config`; if it asks for unwind tables and `set` refuses
+/// it with EINVAL, once more without them: a module older than
+/// `RPROF_CONFIG_UNWIND_TABLES` refuses the unknown flag so.  `config` is
+/// left as the module took it.  An error of the second try is the one
+/// returned (it is about the rest of the configuration).
+pub fn set_config_probing(
+    config: &mut rprof_config,
+    mut set: impl FnMut(&rprof_config) -> Result<(), Error>,
+) -> Result<Tables, Error> {
+    use rprof_abi::RPROF_CONFIG_UNWIND_TABLES;
+    if config.flags & RPROF_CONFIG_UNWIND_TABLES == 0 {
+        return set(config).map(|()| Tables::NotAsked);
+    }
+    match set(config) {
+        Ok(()) => Ok(Tables::On),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+            let mut plain = *config;
+            plain.flags &= !RPROF_CONFIG_UNWIND_TABLES;
+            set(&plain)?;
+            *config = plain;
+            Ok(Tables::Refused)
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// Where the bytes of the stream go.
 pub trait Sink {
     /// Takes the next bytes of the stream, exactly as read.
@@ -74,7 +112,36 @@ impl<'dev> Session<'dev> {
     /// large it was and what to change.
     pub fn new(dev: &'dev Device, config: &rprof_config, use_read: bool) -> Result<Self, Error> {
         dev.check_version()?;
-        match set_config_waiting(dev, config) {
+        let result = set_config_waiting(dev, config);
+        Self::configured(dev, config, use_read, result)
+    }
+
+    /// [`Session::new`] of a configuration that may ask for unwind tables
+    /// (`RPROF_CONFIG_UNWIND_TABLES`): a module that refuses them gets the
+    /// same configuration without (see [`set_config_probing`]), and
+    /// `config` is what it took.
+    pub fn new_probing(
+        dev: &'dev Device,
+        config: &mut rprof_config,
+        use_read: bool,
+    ) -> Result<(Self, Tables), Error> {
+        dev.check_version()?;
+        let mut tables = Tables::NotAsked;
+        let result = set_config_probing(config, |c| set_config_waiting(dev, c)).map(|t| {
+            tables = t;
+        });
+        Ok((Self::configured(dev, config, use_read, result)?, tables))
+    }
+
+    /// The session once SET_CONFIG of `config` gave `result`: its error
+    /// said the way a person can act on, or the buffer mapped.
+    fn configured(
+        dev: &'dev Device,
+        config: &rprof_config,
+        use_read: bool,
+        result: Result<(), Error>,
+    ) -> Result<Self, Error> {
+        match result {
             Err(Error::Ioctl { source, .. })
                 if config.buffer_pages != 0 && source.raw_os_error() == Some(libc::EINVAL) =>
             {
@@ -287,6 +354,65 @@ impl Framer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `-g` on an older module: EINVAL with the flag, accepted without.
+    #[test]
+    fn probing_falls_back_only_for_the_flag() {
+        use rprof_abi::{RPROF_CONFIG_CALLCHAIN, RPROF_CONFIG_UNWIND_TABLES};
+        let einval = || {
+            Error::ioctl(
+                "RPROF_IOC_SET_CONFIG",
+                std::io::Error::from_raw_os_error(libc::EINVAL),
+            )
+        };
+        let mut asked = rprof_config::new();
+        asked.flags = RPROF_CONFIG_CALLCHAIN | RPROF_CONFIG_UNWIND_TABLES;
+        // An older module: refuses the flag, takes the rest.
+        let mut c = asked;
+        let mut tries = Vec::new();
+        let old_module = |c: &rprof_config| {
+            tries.push(c.flags);
+            if c.flags & RPROF_CONFIG_UNWIND_TABLES != 0 {
+                Err(einval())
+            } else {
+                Ok(())
+            }
+        };
+        assert_eq!(
+            set_config_probing(&mut c, old_module).unwrap(),
+            Tables::Refused
+        );
+        assert_eq!(c.flags, RPROF_CONFIG_CALLCHAIN, "the configuration taken");
+        assert_eq!(tries, [asked.flags, RPROF_CONFIG_CALLCHAIN]);
+        // A new module takes it at once.
+        let mut c = asked;
+        assert_eq!(set_config_probing(&mut c, |_| Ok(())).unwrap(), Tables::On);
+        assert_eq!(c.flags, asked.flags);
+        // EINVAL for the rest too: the second error, nothing changed.
+        let mut c = asked;
+        let e = set_config_probing(&mut c, |_| Err(einval())).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EINVAL));
+        assert_eq!(c.flags, asked.flags);
+        // Another error is not a refusal of the flag: no second try.
+        let mut c = asked;
+        let mut n = 0;
+        let busy = |_: &rprof_config| {
+            n += 1;
+            Err(Error::ioctl(
+                "RPROF_IOC_SET_CONFIG",
+                std::io::Error::from_raw_os_error(libc::EBUSY),
+            ))
+        };
+        assert!(set_config_probing(&mut c, busy).is_err());
+        assert_eq!(n, 1);
+        // Not asked: one try, whatever it says.
+        let mut c = rprof_config::new();
+        assert_eq!(
+            set_config_probing(&mut c, |_| Ok(())).unwrap(),
+            Tables::NotAsked
+        );
+        assert!(set_config_probing(&mut c, |_| Err(einval())).is_err());
+    }
 
     #[test]
     fn framer_reassembles_and_counts_stops() {

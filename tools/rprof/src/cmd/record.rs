@@ -25,6 +25,7 @@ use rprof::pidfd::Watch;
 use rprof::sampling::SamplingArgs;
 use rprof::scan::Scan;
 use rprof::session::{Session, Sink};
+use rprof::unwind::Worker;
 use rprof::{signal, snapshot, Device, Error};
 use rprof_data::{meta, Writer};
 use rprof_decode::LostTotals;
@@ -158,14 +159,17 @@ pub fn run(device: &Path, args: &RecordArgs) -> Result<u8, Error> {
         Some(l) if !args.all => (Some(l.pid()), true),
         _ => (args.pid, args.children),
     };
-    let config = args.sampling.config_with(pid, descendants)?;
+    let mut config = args.sampling.config_with(pid, descendants)?;
+    let mode = args.sampling.call_graph.mode()?;
     // -p PID ends when PID does, as perf's does; watched by its pidfd,
     // opened before the module's filter takes the pid number, so that a
     // new process given the same pid (before or after) is never taken
     // for it.
     // (A pid that names no process is reported by SET_CONFIG, below.)
     let watched = args.pid.map(|pid| (pid, Watch::new(pid)));
-    let mut session = Session::new(&dev, &config, args.read)?;
+    // With unwind tables (if asked for and the module takes them), their
+    // uploader starts now: it compiles what runs while the rest is set up.
+    let (mut session, uploader) = rprof::unwind::configure(&dev, &mut config, args.read, mode)?;
     let target = watched
         .map(|(pid, w)| rprof::pidfd::confirm(pid, w))
         .transpose()?;
@@ -183,7 +187,11 @@ pub fn run(device: &Path, args: &RecordArgs) -> Result<u8, Error> {
         &config,
         file,
         pending,
-        Ends { launch, target },
+        Ends {
+            launch,
+            target,
+            uploader,
+        },
     )
 }
 
@@ -207,6 +215,23 @@ fn kept(e: Error, partial: &Path) -> Error {
 struct Ends {
     launch: Option<Launch>,
     target: Option<Watch>,
+    /// And the unwind tables' uploader, which ends with it.
+    uploader: Option<Worker>,
+}
+
+/// The longest wait in `poll()` while unwind tables are uploaded: the
+/// COOKIE of a new program is read this late at most (the module's
+/// watermark may take seconds to reach).
+const UPLOADER_POLL: Duration = Duration::from_millis(200);
+
+/// How long the end of a recording waits for a compile under way.
+const UPLOADER_WAIT: Duration = Duration::from_secs(2);
+
+/// Prints the uploader's notes, each once.
+fn say(notes: Vec<String>) {
+    for n in notes {
+        eprintln!("rprof: {n}");
+    }
 }
 
 /// Samples into `sink` until the end, then completes the file.
@@ -219,7 +244,11 @@ fn record(
     pending: PendingFile,
     ends: Ends,
 ) -> Result<u8, Error> {
-    let Ends { launch, target } = ends;
+    let Ends {
+        launch,
+        target,
+        uploader,
+    } = ends;
     let start_unix = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()
@@ -251,6 +280,9 @@ fn record(
         writer,
         counts: Scan::new(),
     };
+    if let Some(u) = &uploader {
+        sink.counts.watch(u.watch());
+    }
 
     let mut child: Option<Running> = None;
     let mut child_status = None;
@@ -274,11 +306,15 @@ fn record(
     // Without a pidfd the command's (or PID's) end is noticed by asking;
     // without the signal's pipe (never: installed above), the signal's
     // arrival.
+    // With unwind tables, too: a program that starts gets its table once
+    // its COOKIE has been read, and until then its chains are shallow.
     let longest = if (child.is_some() && exit_fd.is_none())
         || target.as_ref().is_some_and(|w| w.fd().is_none())
         || signal::stop_fd().is_none()
     {
         POLL_INTERVAL
+    } else if uploader.is_some() {
+        UPLOADER_POLL
     } else {
         FOREVER
     };
@@ -318,10 +354,14 @@ fn record(
         session
             .pump_with(wait, &wake, &mut sink)
             .map_err(|e| kept(e, &partial_file))?;
+        if let Some(u) = &uploader {
+            say(u.take_notes());
+        }
     }
     let stopped = session
         .stop_and_drain(&mut sink)
         .map_err(|e| kept(e, &partial_file))?;
+    let uploads = uploader.map(|u| u.finish(UPLOADER_WAIT));
     let elapsed = started.elapsed();
     let (stats, _) = dev.stats(false).map_err(|e| kept(e, &partial_file))?;
     if !stopped {
@@ -378,6 +418,14 @@ fn record(
     );
     if stats.chains.chains > 0 {
         eprintln!("rprof: {}", rprof::format::chain_line(&stats.chains));
+    }
+    if let Some((counts, notes, pending)) = uploads {
+        say(notes);
+        let left = match pending {
+            0 => String::new(),
+            n => format!(", {n} files not done at the end"),
+        };
+        eprintln!("rprof: unwind tables: {counts}{left}");
     }
     let mut status = 0;
     if let Some(s) = child_status {

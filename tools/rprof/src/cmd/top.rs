@@ -18,7 +18,6 @@
 use clap::Args;
 use rprof::live::{self, AggregateSink};
 use rprof::sampling::SamplingArgs;
-use rprof::session::Session;
 use rprof::{signal, Device, Error};
 use rprof_report::{table, Filter};
 use std::io::{self, Write};
@@ -192,15 +191,17 @@ fn draw(
 
 /// Runs `rprof top`.
 pub fn run(device: &Path, args: &TopArgs) -> Result<(), Error> {
-    let config = args.sampling.config(None)?;
+    let mut config = args.sampling.config(None)?;
+    let mode = args.sampling.call_graph.mode()?;
     let dev = Device::open(device)?;
-    let mut session = Session::new(&dev, &config, false)?;
+    let (mut session, uploader) = rprof::unwind::configure(&dev, &mut config, false, mode)?;
     signal::install_stop_handler().map_err(|e| Error::io("installing a SIGINT handler", e))?;
     // kallsyms once: parsing it every second would cost more than the
     // rest of a refresh.  Files are cached per cookie of this session.
     let mut sym = live::symbolizer();
     let input = RawInput::new();
     let mut sink = AggregateSink::new();
+    sink.watch = uploader.as_ref().map(|u| u.watch());
     // Threads apart only when a column shows them.
     sink.agg
         .count_threads(args.sort.0.contains(&table::SortKey::Tid));
@@ -244,6 +245,14 @@ pub fn run(device: &Path, args: &TopArgs) -> Result<(), Error> {
     }
     drop(input);
     session.stop_and_drain(&mut sink)?;
+    if let Some(u) = uploader {
+        // Said at the end: the screen is top's while it runs.
+        let (counts, notes, _) = u.finish(Duration::from_secs(1));
+        for n in notes {
+            eprintln!("rprof: {n}");
+        }
+        eprintln!("rprof: unwind tables: {counts}");
+    }
     sink.finish()
 }
 

@@ -124,7 +124,17 @@ fn last_line(
 /// was handed and never wrote count as skipped, and those of later jobs
 /// are written by this thread.
 pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
-    let config = args.sampling.config(args.pid)?;
+    let mut config = args.sampling.config(args.pid)?;
+    // The daemon uploads no unwind tables (yet): its chains are frame
+    // pointers, whatever the mode.
+    if config.flags & rprof_abi::RPROF_CONFIG_UNWIND_TABLES != 0 {
+        config.flags &= !rprof_abi::RPROF_CONFIG_UNWIND_TABLES;
+        if args.sampling.call_graph.mode()? == Some(crate::sampling::ChainMode::Tables) {
+            eprintln!(
+                "rprof daemon: --call-graph dwarf: the daemon uploads no unwind tables yet;                  call chains by frame pointers"
+            );
+        }
+    }
     // The device first: a missing module or capability is the error to
     // report, before anything is created.
     let dev = Device::open(device)?;

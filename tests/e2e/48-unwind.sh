@@ -1,0 +1,105 @@
+#!/bin/sh
+# Call chains through unwind tables (issue 31): rprof record --call-graph
+# dwarf of a program built without frame pointers (tests/workloads/nofp.c,
+# -O2 -fomit-frame-pointer), checked in the folded stacks of `rprof
+# export`: the leaf's chains reach main through both callers at 3:1, a
+# callback under libc's qsort reaches main, the tables come from the
+# cache the second time, and the chain counters say the tables walked.
+. /tests/e2e/lib.sh
+
+# The tables' cache: a directory of this test's (the guest has no $HOME).
+export RPROF_UNWIND_CACHE=/tmp/unwind-cache
+rm -rf "$RPROF_UNWIND_CACHE"
+
+# folded_split FILE: "H A X" for nofp's chains: samples whose leaf is hot,
+# those under main;a;b and those under main;x.
+folded_split() {
+	awk '{
+		n = $NF; s = $0; sub(/ [0-9]+$/, "", s)
+		if (index(s, "nofp;") != 1 || s !~ /;hot$/) next
+		h += n
+		if (s ~ /;main;a;b;hot$/) a += n
+		if (s ~ /;main;x;hot$/) x += n
+	} END { printf "%d %d %d\n", h, a, x }' "$1"
+}
+
+# folded_qsort FILE: "C M" for nofp's chains: samples whose leaf is cmp,
+# and those whose chain goes up through at least one frame between
+# sort_round and cmp (qsort's, in libc) to main.
+folded_qsort() {
+	awk '{
+		n = $NF; s = $0; sub(/ [0-9]+$/, "", s)
+		if (index(s, "nofp;") != 1 || s !~ /;cmp$/) next
+		c += n
+		if (s ~ /;main;sort_round;.+;cmp$/ && s !~ /;main;sort_round;cmp$/) m += n
+	} END { printf "%d %d\n", c, m }' "$1"
+}
+
+# record_dwarf NAME MODE SECONDS: rprof record --call-graph dwarf -- nofp
+# MODE SECONDS into /tmp/NAME.data, its folded stacks into
+# /tmp/NAME.folded, rprof's stderr in /tmp/NAME.err; one check.
+record_dwarf() {
+	if rprof record --call-graph dwarf -o /tmp/$1.data -- /tests/bin/nofp $2 $3 \
+		>/tmp/$1.out 2>/tmp/$1.err; then
+		ok "rprof record --call-graph dwarf -- nofp $2 $3"
+	else
+		not_ok "rprof record --call-graph dwarf -- nofp $2 $3"
+	fi
+	diag "$(cat /tmp/$1.out /tmp/$1.err)"
+	rprof export --format folded -i /tmp/$1.data -o /tmp/$1.folded >/dev/null 2>&1
+	diag "$(grep '^nofp;' /tmp/$1.folded | awk '{ print $NF, $0 }' | sort -nr | head -6)"
+}
+
+plan 12
+unload
+load
+
+# 1. The split: main -> a -> b -> hot and main -> x -> hot at 3:1.  The
+# first run compiles the tables (nofp's, libc's, the loader's...).
+record_dwarf split split 6
+check "the tables were compiled and uploaded" \
+	grep -Eq 'rprof: unwind tables: uploaded [1-9][0-9]* .*compiled [1-9]' /tmp/split.err
+check "the module walked user frames by table" \
+	grep -Eq 'rprof: chains: .*user frames by table: [1-9]' /tmp/split.err
+set -- $(folded_split /tmp/split.folded)
+diag "hot $1, under main;a;b $2, under main;x $3"
+# The first samples may come before the table: 80%, not all.
+check "at least 80% of hot's $1 samples have their chain down to main ($(($2 + $3)))" \
+	test "$1" -gt 100 -a $((10 * ($2 + $3))) -ge $((8 * $1))
+# 3:1 within 10%: a/x in [2.7, 3.3].
+check "the two paths split 3:1 within 10% ($2 : $3)" \
+	test "$3" -gt 0 -a $((10 * $2)) -ge $((27 * $3)) -a $((10 * $2)) -le $((33 * $3))
+
+# 2. A callback under libc's qsort: its chain goes through libc's frames
+# (walked by libc's table) to sort_round and main.  libc's table is in
+# the cache by now.
+record_dwarf qsort qsort 5
+check "the second run takes its tables from the cache" \
+	grep -Eq 'rprof: unwind tables: .*cache hits [1-9]' /tmp/qsort.err
+set -- $(folded_qsort /tmp/qsort.folded)
+diag "cmp $1, under main;sort_round;...qsort...: $2"
+diag "$(grep '^nofp;.*;cmp ' /tmp/qsort.folded | awk '{ print $NF, $0 }' | sort -nr | head -3)"
+check "at least 80% of cmp's $1 samples reach main through qsort's frames ($2)" \
+	test "$1" -gt 100 -a $((10 * $2)) -ge $((8 * $1))
+
+# 3. The same program by frame pointers: for contrast only (%rbp holds
+# anything), and the fp mode uploads nothing.
+rprof record --call-graph fp -o /tmp/fp.data -- /tests/bin/nofp split 3 >/dev/null 2>/tmp/fp.err
+rprof export --format folded -i /tmp/fp.data -o /tmp/fp.folded >/dev/null 2>&1
+set -- $(folded_split /tmp/fp.folded)
+diag "frame pointers: hot $1, under main;a;b $2, under main;x $3"
+check "--call-graph fp uploads no tables" sh -c '! grep -q "unwind tables" /tmp/fp.err'
+
+# 4. rprof stat shows the last uploader's figures; -g takes tables on
+# this module (no fallback line).
+rprof stat >/tmp/stat.out 2>&1
+diag "$(tail -3 /tmp/stat.out)"
+check "rprof stat shows the uploader's line" \
+	grep -Eq '^unwind tables \(rprof pid [0-9]+, ended\): uploaded [1-9]' /tmp/stat.out
+rprof record -g -o /tmp/g.data -- /tests/bin/nofp split 2 >/dev/null 2>/tmp/g.err
+diag "$(cat /tmp/g.err)"
+check "-g uploads tables on a module that takes them" \
+	sh -c 'grep -q "rprof: unwind tables: uploaded" /tmp/g.err && ! grep -q "takes no unwind tables" /tmp/g.err'
+
+check "the module unloads cleanly after all that" rmmod rprof
+done_testing

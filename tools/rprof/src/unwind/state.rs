@@ -1,0 +1,395 @@
+//! What has been uploaded to the session, and what to do with the next file: the upload state machine.
+//!
+//! [`Uploads`] is given files (by [`FileKey`], with a way to open them)
+//! and decides: a file uploaded since the last RESET, or one that failed
+//! for good, is not done again; otherwise it is opened, its table built
+//! (cache or compile) and uploaded.  EEXIST is success (the session had
+//! it).  ENOSPC or EPERM (the module's `unwind_kb`, the locked-memory
+//! limit) stop uploading until a RESET frees the session's tables;
+//! ENOTTY (a module without tables) or EBUSY stop it for good.  Each of
+//! those is said once, as a note for the caller to print.  The device,
+//! the files and the compiler are a [`Backend`], faked in the tests.
+
+use super::counts::Counts;
+use super::maps::FileKey;
+use std::collections::HashMap;
+use std::time::Instant;
+
+/// Why a file has no table in the session.  The `&'static str` names
+/// are the keys of [`Counts::failures`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// A short name: `open`, `changed`, `read`, `not-elf`, `not-x86-64`,
+    /// `no-cfi`, `refused`...
+    pub reason: &'static str,
+    /// Whether a RESET makes it worth another try (the file could not be
+    /// opened now), or the file itself is the cause (never retried).
+    pub retry_after_reset: bool,
+}
+
+impl Failure {
+    /// A failure that is the file's own (its content).
+    pub fn of_file(reason: &'static str) -> Failure {
+        Failure {
+            reason,
+            retry_after_reset: false,
+        }
+    }
+
+    /// A failure of the moment (the file could not be reached).
+    pub fn of_moment(reason: &'static str) -> Failure {
+        Failure {
+            reason,
+            retry_after_reset: true,
+        }
+    }
+}
+
+/// A table ready to upload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Built {
+    /// The table in the module's format.
+    pub bytes: Vec<u8>,
+    /// It came from the cache (else it was compiled).
+    pub cache_hit: bool,
+}
+
+/// The device, the files and the compiler.
+pub trait Backend {
+    /// Where a file is opened from (a process's mapping, a path).
+    type Source;
+    /// An open file.
+    type File;
+    /// Opens the file `source` names, checking it is `key`.
+    fn open(&mut self, key: FileKey, source: &Self::Source) -> Result<Self::File, Failure>;
+    /// Its table, from the cache or compiled.
+    fn build(&mut self, file: &Self::File) -> Result<Built, Failure>;
+    /// `RPROF_IOC_ADD_UNWIND`: `Err(errno)` (EEXIST is `Ok`).
+    fn upload(&mut self, file: &Self::File, table: &[u8]) -> Result<(), i32>;
+}
+
+/// Where a file stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Done {
+    Uploaded,
+    Failed(Failure),
+}
+
+/// Why uploading stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Halt {
+    /// ENOSPC or EPERM: until a RESET.
+    Full,
+    /// ENOTTY or EBUSY: for good.
+    Off,
+}
+
+/// The upload state of one session.
+#[derive(Debug)]
+pub struct Uploads<B: Backend> {
+    backend: B,
+    files: HashMap<FileKey, Done>,
+    halt: Option<Halt>,
+    said_full: bool,
+    /// The figures so far.
+    pub counts: Counts,
+    /// Lines to print once each (`rprof: unwind tables: ...`), taken by
+    /// the caller.
+    pub notes: Vec<String>,
+}
+
+impl<B: Backend> Uploads<B> {
+    /// Nothing uploaded yet.
+    pub fn new(backend: B) -> Self {
+        Uploads {
+            backend,
+            files: HashMap::new(),
+            halt: None,
+            said_full: false,
+            counts: Counts::default(),
+            notes: Vec::new(),
+        }
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &B {
+        &self.backend
+    }
+
+    /// Whether `key` has been dealt with (uploaded since the last RESET,
+    /// or failed).
+    pub fn known(&self, key: FileKey) -> bool {
+        self.files.contains_key(&key)
+    }
+
+    /// Why uploading stopped, if it did.
+    pub fn halted(&self) -> Option<Halt> {
+        self.halt
+    }
+
+    /// Uploads the table of `key`, opened from `source`, unless it is
+    /// known or uploading has stopped.  Returns whether the session has
+    /// its table now.
+    pub fn offer(&mut self, key: FileKey, source: &B::Source) -> bool {
+        match self.files.get(&key) {
+            Some(Done::Uploaded) => return true,
+            Some(Done::Failed(_)) => return false,
+            None => {}
+        }
+        if self.halt.is_some() {
+            return false;
+        }
+        let t0 = Instant::now();
+        let result = self.one(key, source);
+        self.counts.time += t0.elapsed();
+        match result {
+            Ok(true) => {
+                self.files.insert(key, Done::Uploaded);
+                true
+            }
+            // Halted: the file is not marked, a RESET may let it in.
+            Ok(false) => false,
+            Err(f) => {
+                self.counts.fail(f.reason);
+                self.files.insert(key, Done::Failed(f));
+                false
+            }
+        }
+    }
+
+    /// Open, build, upload: `Ok(false)` if uploading has stopped.
+    fn one(&mut self, key: FileKey, source: &B::Source) -> Result<bool, Failure> {
+        let file = self.backend.open(key, source)?;
+        let built = self.backend.build(&file)?;
+        if built.cache_hit {
+            self.counts.cache_hits += 1;
+        } else {
+            self.counts.compiled += 1;
+        }
+        match self.backend.upload(&file, &built.bytes) {
+            Ok(()) => {
+                self.counts.uploaded += 1;
+                self.counts.bytes += built.bytes.len() as u64;
+                Ok(true)
+            }
+            Err(errno @ (libc::ENOSPC | libc::EPERM)) => {
+                self.halt = Some(Halt::Full);
+                if !self.said_full {
+                    self.said_full = true;
+                    let why = if errno == libc::ENOSPC {
+                        "the module's unwind_kb is used up (ENOSPC)"
+                    } else {
+                        "they pass the locked-memory limit (EPERM; ulimit -l)"
+                    };
+                    self.notes.push(format!(
+                        "unwind tables: no more uploaded: {why}; the rest of the programs \
+                         are walked by frame pointers"
+                    ));
+                }
+                self.counts.fail("no-space");
+                Ok(false)
+            }
+            Err(errno @ (libc::ENOTTY | libc::EBUSY)) => {
+                self.halt = Some(Halt::Off);
+                self.notes.push(if errno == libc::ENOTTY {
+                    "unwind tables: the module takes none (ENOTTY: older than these tools); \
+                     call chains by frame pointers"
+                        .to_string()
+                } else {
+                    "unwind tables: the session belongs to another file (EBUSY); none uploaded"
+                        .to_string()
+                });
+                Ok(false)
+            }
+            Err(libc::EINVAL) => Err(Failure::of_file("refused")),
+            Err(_) => Err(Failure::of_moment("upload")),
+        }
+    }
+
+    /// A RESET record: the module dropped the session's tables.  What was
+    /// uploaded is forgotten (and uploaded again when named again), as
+    /// are failures of the moment; a full session has room again.
+    /// Failures of the file's own stay.
+    pub fn reset(&mut self) {
+        self.files.retain(|_, d| match d {
+            Done::Uploaded => false,
+            Done::Failed(f) => !f.retry_after_reset,
+        });
+        if self.halt == Some(Halt::Full) {
+            self.halt = None;
+        }
+        self.counts.resets += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fake: files are names; `fail_build` and `fail_open` name the
+    /// ones that fail; the device answers from `answers` (then `Ok`).
+    #[derive(Debug, Default)]
+    struct Fake {
+        opens: Vec<&'static str>,
+        builds: Vec<&'static str>,
+        uploads: Vec<&'static str>,
+        fail_open: Vec<&'static str>,
+        fail_build: Vec<&'static str>,
+        answers: Vec<i32>,
+        cached: Vec<&'static str>,
+    }
+
+    impl Backend for Fake {
+        type Source = &'static str;
+        type File = &'static str;
+        fn open(&mut self, _: FileKey, s: &&'static str) -> Result<&'static str, Failure> {
+            self.opens.push(s);
+            if self.fail_open.contains(s) {
+                return Err(Failure::of_moment("open"));
+            }
+            Ok(s)
+        }
+        fn build(&mut self, f: &&'static str) -> Result<Built, Failure> {
+            self.builds.push(f);
+            if self.fail_build.contains(f) {
+                return Err(Failure::of_file("not-elf"));
+            }
+            Ok(Built {
+                bytes: vec![0; 64],
+                cache_hit: self.cached.contains(f),
+            })
+        }
+        fn upload(&mut self, f: &&'static str, _: &[u8]) -> Result<(), i32> {
+            self.uploads.push(f);
+            if self.answers.is_empty() {
+                Ok(())
+            } else {
+                match self.answers.remove(0) {
+                    0 => Ok(()),
+                    e => Err(e),
+                }
+            }
+        }
+    }
+
+    fn key(ino: u64) -> FileKey {
+        FileKey { dev: 0x801, ino }
+    }
+
+    #[test]
+    fn once_per_inode() {
+        let mut u = Uploads::new(Fake {
+            cached: vec!["/lib/libc.so.6"],
+            ..Fake::default()
+        });
+        assert!(u.offer(key(1), &"/bin/prog"));
+        assert!(u.offer(key(2), &"/lib/libc.so.6"));
+        // The same inode under another name (a hard link, another
+        // process's mapping): nothing more.
+        assert!(u.offer(key(1), &"/proc/7/root/bin/prog"));
+        assert!(u.known(key(1)));
+        assert_eq!(u.backend().uploads, ["/bin/prog", "/lib/libc.so.6"]);
+        let c = &u.counts;
+        assert_eq!(
+            (c.uploaded, c.compiled, c.cache_hits, c.bytes),
+            (2, 1, 1, 128)
+        );
+        assert!(u.notes.is_empty());
+    }
+
+    #[test]
+    fn a_failed_compile_is_not_retried_even_after_reset() {
+        let mut u = Uploads::new(Fake {
+            fail_build: vec!["/bin/bad"],
+            ..Fake::default()
+        });
+        assert!(!u.offer(key(1), &"/bin/bad"));
+        assert!(!u.offer(key(1), &"/bin/bad"));
+        u.reset();
+        assert!(!u.offer(key(1), &"/bin/bad"));
+        assert_eq!(u.backend().builds, ["/bin/bad"]);
+        assert_eq!(u.counts.failures.get("not-elf"), Some(&1));
+        assert_eq!(u.counts.uploaded, 0);
+    }
+
+    #[test]
+    fn an_open_failure_is_retried_after_reset_only() {
+        let mut u = Uploads::new(Fake {
+            fail_open: vec!["/gone"],
+            ..Fake::default()
+        });
+        assert!(!u.offer(key(1), &"/gone"));
+        assert!(!u.offer(key(1), &"/gone"));
+        assert_eq!(u.backend().opens.len(), 1);
+        u.reset();
+        assert!(!u.offer(key(1), &"/gone"));
+        assert_eq!(u.backend().opens.len(), 2);
+        assert_eq!(u.counts.failures.get("open"), Some(&2));
+    }
+
+    #[test]
+    fn eexist_is_done() {
+        // The device wrapper turns EEXIST into Ok; a refusal (EINVAL) is
+        // the file's.
+        let mut u = Uploads::new(Fake {
+            answers: vec![libc::EINVAL],
+            ..Fake::default()
+        });
+        assert!(!u.offer(key(1), &"/bin/odd"));
+        assert!(!u.offer(key(1), &"/bin/odd"));
+        assert!(u.offer(key(2), &"/bin/fine"));
+        assert_eq!(u.backend().uploads, ["/bin/odd", "/bin/fine"]);
+        assert_eq!(u.counts.failures.get("refused"), Some(&1));
+    }
+
+    #[test]
+    fn enospc_stops_until_reset_and_is_said_once() {
+        let mut u = Uploads::new(Fake {
+            answers: vec![0, libc::ENOSPC, 0, libc::ENOSPC],
+            ..Fake::default()
+        });
+        assert!(u.offer(key(1), &"/a"));
+        assert!(!u.offer(key(2), &"/b"));
+        assert_eq!(u.halted(), Some(Halt::Full));
+        // Stopped: nothing is even opened.
+        assert!(!u.offer(key(3), &"/c"));
+        assert_eq!(u.backend().opens, ["/a", "/b"]);
+        assert!(!u.known(key(2)), "a file refused for space is not marked");
+        assert_eq!(u.notes.len(), 1);
+        assert!(u.notes[0].contains("ENOSPC"), "{:?}", u.notes);
+        // A RESET frees the tables: /b and /a go in again.
+        u.reset();
+        assert_eq!(u.halted(), None);
+        assert!(u.offer(key(2), &"/b"));
+        assert!(!u.offer(key(1), &"/a"));
+        assert_eq!(u.notes.len(), 1, "said once: {:?}", u.notes);
+        assert_eq!(u.counts.uploaded, 2);
+        assert_eq!(u.counts.failures.get("no-space"), Some(&2));
+        assert_eq!(u.counts.resets, 1);
+    }
+
+    #[test]
+    fn reset_forgets_what_was_uploaded() {
+        let mut u = Uploads::new(Fake::default());
+        assert!(u.offer(key(1), &"/a"));
+        u.reset();
+        assert!(!u.known(key(1)));
+        assert!(u.offer(key(1), &"/a"));
+        assert_eq!(u.backend().uploads, ["/a", "/a"]);
+    }
+
+    #[test]
+    fn enotty_turns_tables_off_for_good() {
+        let mut u = Uploads::new(Fake {
+            answers: vec![libc::ENOTTY],
+            ..Fake::default()
+        });
+        assert!(!u.offer(key(1), &"/a"));
+        assert_eq!(u.halted(), Some(Halt::Off));
+        u.reset();
+        assert!(!u.offer(key(2), &"/b"));
+        assert_eq!(u.backend().uploads, ["/a"]);
+        assert_eq!(u.notes.len(), 1);
+        assert!(u.notes[0].contains("ENOTTY"), "{:?}", u.notes);
+    }
+}
