@@ -507,16 +507,17 @@ static void judge_valid_config(const struct rprof_config *c, int res)
 
 /*
  * UNWIND_TABLES without a user depth (CFG_NOUSER): EINVAL.  The file may
- * also not be allowed to configure now (EBUSY), or a pid filter's process
- * be gone (ESRCH): the header does not say which error comes first.
+ * also be open O_PATH (EBADF, as judge_valid_config), not be allowed to
+ * configure now (EBUSY), or a pid filter's process be gone (ESRCH): the
+ * header does not say which error comes first.
  */
 static void judge_nouser_config(const struct rprof_config *c, int res)
 {
 	reach_add(ROW_SET_CONFIG_NOUSER, res);
-	if (res == EINVAL || res == EBUSY || (res == ESRCH && (c->flags & RPROF_CONFIG_PID_FILTER)))
+	if (res == EINVAL || res == EBUSY || res == EBADF || (res == ESRCH && (c->flags & RPROF_CONFIG_PID_FILTER)))
 		return;
 	oracle_fail("SET_CONFIG with RPROF_CONFIG_UNWIND_TABLES and no user depth (flags %#x, chains %u/%u) "
-		    "gave %s, expected EINVAL (or EBUSY)",
+		    "gave %s, expected EINVAL (or EBUSY, EBADF, ESRCH)",
 		    c->flags, c->max_kernel_frames, c->max_user_frames, res ? strerrorname_np(res) : "success");
 }
 
