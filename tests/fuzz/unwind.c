@@ -576,7 +576,8 @@ void gen_add_unwind_self(struct rng *r, uint64_t *a, uint64_t f)
 	a[5] = 0;
 }
 
-enum fdkind { FD_FILE, FD_SELF, FD_BAD, FD_UNSURE };
+/* FD_NOTREG: open, but no regular file (the device, a pipe): EINVAL. */
+enum fdkind { FD_FILE, FD_NOTREG, FD_BAD, FD_UNSURE };
 
 /* The descriptor of fdsel, and what it is. */
 static int pick_fd(uint64_t sel, int own, enum fdkind *kind)
@@ -588,9 +589,10 @@ static int pick_fd(uint64_t sel, int own, enum fdkind *kind)
 	case 1:
 		return nfiles > 1 ? files[1 + (sel >> 8) % (nfiles - 1)] : files[0];
 	case 2:
-		*kind = FD_SELF;
+		*kind = FD_NOTREG;
 		return own;
 	case 3:
+		*kind = FD_NOTREG;
 		return fd_pipe;
 	case 4:
 		*kind = FD_BAD;
@@ -710,11 +712,13 @@ static void judge_call(const struct verdict *v, enum fdkind kind, const struct r
 	} else if (arg_ok) {
 		int i = 0;
 
-		if (kind == FD_FILE || kind == FD_SELF)
+		if (kind == FD_NOTREG)
+			hard |= BIT(EINVAL);
+		if (kind == FD_FILE)
 			for (i = 0; i < M.nkeys; i++)
 				if (M.keys[i].dev == dev && M.keys[i].ino == ino)
 					break;
-		if ((kind == FD_FILE || kind == FD_SELF) && i < M.nkeys)
+		if (kind == FD_FILE && i < M.nkeys)
 			hard |= BIT(EEXIST);
 		else if (kind == FD_UNSURE)
 			soft |= BIT(EEXIST);
@@ -786,7 +790,7 @@ int run_add_unwind(const uint64_t *a)
 	res = RET_OF(ioctl(own, RPROF_IOC_ADD_UNWIND, place(a[5], &add, sizeof(add))));
 	if (judge)
 		p2 = probe(own);
-	if ((kind == FD_FILE || kind == FD_SELF) && key_of(add.fd, &dev, &ino) < 0)
+	if (kind == FD_FILE && key_of(add.fd, &dev, &ino) < 0)
 		kind = FD_UNSURE;
 
 	if (in_child) {
