@@ -26,9 +26,10 @@ fi
 
 # A small event buffer and rings: sessions are cheaper to set up under
 # TCG with KASAN (SET_CONFIG allocates both), and the programs reach the
-# full-buffer and lost-record paths more often.
+# full-buffer and lost-record paths more often.  unwind_kb=256: a table
+# of 25000 rows, or a few of 10000, passes a session's budget (ENOSPC).
 unload
-load ring_records=256 buffer_pages=16
+load ring_records=256 buffer_pages=16 unwind_kb=256
 diag "rprof-fuzz -s $seed $budget (RPROF_FUZZ_SEED=$seed reruns this seed)"
 # -k: each program's seed goes to the console, before whatever it causes.
 /tests/bin/rprof-fuzz -k -s "$seed" $budget >/tmp/fuzz.out 2>&1 &

@@ -26,6 +26,7 @@
  *   waiter b kind target ms   join b
  *   fork c seed ncalls   exec c flags   reap c how
  *   cpu online   perf on   busy us   sleep us   splice f len   open_nobody
+ *   add_unwind f fdsel seed class tablesel argsel (unwind.c)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -56,7 +57,7 @@ static const uint64_t noncanonical = 0x0000800000000000ULL;
 
 /* Whether fd is open on the device under test (its character device
  * number, as opt.device has it). */
-static int is_rprof_file(int fd)
+int is_rprof_file(int fd)
 {
 	struct stat dev, st;
 
@@ -69,15 +70,10 @@ static int fd_of(uint64_t slot)
 	return S.fd[slot % NFD];
 }
 
-static uint64_t pick(struct rng *r, const uint64_t *v, size_t n)
+uint64_t pick(struct rng *r, const uint64_t *v, size_t n)
 {
 	return v[rn(r, n)];
 }
-/* One of the values; at most one of them may draw from r (C leaves the
- * order of their evaluation open, and replays must not depend on it). */
-#define PICK(r, ...)                                                       \
-	pick(r, (const uint64_t[]){ __VA_ARGS__ },                         \
-	     sizeof((const uint64_t[]){ __VA_ARGS__ }) / sizeof(uint64_t))
 
 /* A slot index: low slots most often, so calls meet each other. */
 static uint64_t slot(struct rng *r, int n)
@@ -103,7 +99,7 @@ static uint64_t ptrsel(struct rng *r)
  * a PROT_NONE page, a read-only page, a buffer running into a PROT_NONE
  * page, an unaligned buffer, a non-canonical address.
  */
-static void *place(uint64_t sel, const void *src, size_t len)
+void *place(uint64_t sel, const void *src, size_t len)
 {
 	char *p;
 
@@ -283,13 +279,56 @@ static int other_valid_size(uint32_t pages)
 	return !(pages & (pages - 1)) && pages <= max && pages * page_size != data_size;
 }
 
+/* Bits of set_config's fourth argument. */
+#define CFG_VALID 1   /* never mutated */
+#define CFG_NOUSER 2  /* UNWIND_TABLES without a user depth: EINVAL */
+#define CFG_TABLES 4  /* user call chains walked by unwind tables */
+
+/*
+ * RPROF_CONFIG_UNWIND_TABLES, from a random source of its own (the
+ * configurations of older seeds stay what they were): on half of the
+ * configurations with a user depth; on all with CFG_TABLES (a user depth
+ * then); with CFG_NOUSER, on one without a user depth (and nothing else
+ * wrong), which the module must refuse with EINVAL.
+ */
+static void config_tables(uint64_t seed, unsigned how, struct rprof_config *c)
+{
+	struct rng rr, *r = &rr;
+
+	rng_seed(r, seed ^ 0x756e77696e64ULL);
+	if (how & CFG_NOUSER) {
+		c->flags |= RPROF_CONFIG_UNWIND_TABLES;
+		c->max_user_frames = 0;
+		if (chance(r, 50)) {
+			c->flags |= RPROF_CONFIG_CALLCHAIN;
+			c->max_kernel_frames = PICK(r, 1, 16, RPROF_MAX_FRAMES);
+		} else {
+			c->flags &= ~RPROF_CONFIG_CALLCHAIN;
+			c->max_kernel_frames = 0;
+		}
+		return;
+	}
+	if (how & CFG_TABLES) {
+		c->flags |= RPROF_CONFIG_CALLCHAIN | RPROF_CONFIG_UNWIND_TABLES;
+		c->flags &= ~RPROF_CONFIG_EXCLUDE_USER;
+		c->max_user_frames = PICK(r, 1, 8, 64, RPROF_MAX_FRAMES);
+		if (chance(r, 50))
+			c->max_kernel_frames = 0;
+		return;
+	}
+	if ((c->flags & RPROF_CONFIG_CALLCHAIN) && c->max_user_frames && chance(r, 50))
+		c->flags |= RPROF_CONFIG_UNWIND_TABLES;
+}
+
 /*
  * Builds a configuration from `seed` into `buf` (CONFIG_BUF bytes) and
- * returns how many bytes to hand over.  Unless `valid`, a quarter of them
- * are mutated (*mutated says so).
+ * returns how many bytes to hand over.  Unless `how` has CFG_VALID (or
+ * CFG_NOUSER), a quarter of them are mutated (*mutated says so).
  */
-static size_t build_config(uint64_t seed, int valid, unsigned char *buf, int *mutated)
+static size_t build_config(uint64_t seed, unsigned how, unsigned char *buf, int *mutated)
 {
+	int valid = how & (CFG_VALID | CFG_NOUSER);
+
 	struct rprof_config *c = (struct rprof_config *)buf;
 	struct rng rr, *r = &rr;
 	uint32_t i, n;
@@ -340,6 +379,7 @@ static size_t build_config(uint64_t seed, int valid, unsigned char *buf, int *mu
 			c->max_user_frames = 1 + rn(r, RPROF_MAX_FRAMES);
 	}
 	*mutated = 0;
+	config_tables(seed, how, c);
 	if (valid || !chance(r, 25))
 		return sizeof(*c);
 
@@ -436,7 +476,7 @@ static void gen_set_config(struct rng *r, uint64_t *a)
 	a[0] = slot(r, NFD);
 	a[1] = rnd(r);
 	a[2] = ptrsel(r);
-	a[3] = 0; /* 1: never mutate */
+	a[3] = chance(r, 4) ? CFG_NOUSER : 0; /* CFG_* */
 }
 
 /*
@@ -453,6 +493,8 @@ static void judge_valid_config(const struct rprof_config *c, int res)
 		reach_add(ROW_SET_CONFIG_PAGES, res);
 	if (c->flags & RPROF_CONFIG_CALLCHAIN)
 		reach_add(ROW_SET_CONFIG_CHAINS, res);
+	if (c->flags & RPROF_CONFIG_UNWIND_TABLES)
+		reach_add(ROW_SET_CONFIG_UNWIND, res);
 	if (res == RES_OK || res == EBADF || res == EBUSY || res == ENOMEM ||
 	    (res == ESRCH && (c->flags & RPROF_CONFIG_PID_FILTER)))
 		return;
@@ -463,18 +505,40 @@ static void judge_valid_config(const struct rprof_config *c, int res)
 		    c->events[0].flags, strerrorname_np(res));
 }
 
+/*
+ * UNWIND_TABLES without a user depth (CFG_NOUSER): EINVAL.  The file may
+ * also be open O_PATH (EBADF, as judge_valid_config), not be allowed to
+ * configure now (EBUSY), or a pid filter's process be gone (ESRCH): the
+ * header does not say which error comes first.
+ */
+static void judge_nouser_config(const struct rprof_config *c, int res)
+{
+	reach_add(ROW_SET_CONFIG_NOUSER, res);
+	if (res == EINVAL || res == EBUSY || res == EBADF || (res == ESRCH && (c->flags & RPROF_CONFIG_PID_FILTER)))
+		return;
+	oracle_fail("SET_CONFIG with RPROF_CONFIG_UNWIND_TABLES and no user depth (flags %#x, chains %u/%u) "
+		    "gave %s, expected EINVAL (or EBUSY, EBADF, ESRCH)",
+		    c->flags, c->max_kernel_frames, c->max_user_frames, res ? strerrorname_np(res) : "success");
+}
+
 static int run_set_config(const uint64_t *a)
 {
 	static __thread unsigned char buf[CONFIG_BUF];
 	int mutated, res, fd = fd_of(a[0]), own;
-	size_t len = build_config(a[1], a[3] & 1, buf, &mutated);
+	size_t len = build_config(a[1], a[3], buf, &mutated);
 
 	/* Through a duplicate, as run_ioctl: the oracle judges only what
 	 * rprof's own files answer. */
 	own = dup(fd);
+	model_enter();
 	res = RET(ioctl(own >= 0 ? own : fd, RPROF_IOC_SET_CONFIG, place(a[2], buf, len)));
-	if (!mutated && a[2] % 100 < 80 && own >= 0 && is_rprof_file(own))
-		judge_valid_config((const struct rprof_config *)buf, res);
+	model_leave_config(res, ((const struct rprof_config *)buf)->flags);
+	if (!mutated && a[2] % 100 < 80 && own >= 0 && is_rprof_file(own)) {
+		if (a[3] & CFG_NOUSER)
+			judge_nouser_config((const struct rprof_config *)buf, res);
+		else
+			judge_valid_config((const struct rprof_config *)buf, res);
+	}
 	if (own >= 0)
 		close(own);
 	return res;
@@ -487,7 +551,7 @@ static int row_set_config(const uint64_t *a)
 
 	if (a[2] % 100 >= 80)
 		return ROW_SET_CONFIG_BADPTR;
-	build_config(a[1], a[3] & 1, buf, &mutated);
+	build_config(a[1], a[3], buf, &mutated);
 	return mutated ? ROW_SET_CONFIG_MUTATED : -1;
 }
 
@@ -516,7 +580,12 @@ static int run_flush(const uint64_t *a)
 
 static int run_reset_cookies(const uint64_t *a)
 {
-	return RET(ioctl(fd_of(a[0]), RPROF_IOC_RESET_COOKIES, (unsigned long)a[1]));
+	int res;
+
+	model_enter();
+	res = RET(ioctl(fd_of(a[0]), RPROF_IOC_RESET_COOKIES, (unsigned long)a[1]));
+	model_leave_reset(res);
+	return res;
 }
 
 static void gen_fd_ptr(struct rng *r, uint64_t *a)
@@ -621,6 +690,7 @@ static int known_cmd(unsigned long cmd)
 {
 	return cmd == RPROF_IOC_GET_VERSION || cmd == RPROF_IOC_START || cmd == RPROF_IOC_STOP ||
 	       cmd == RPROF_IOC_FLUSH || cmd == RPROF_IOC_LOOKUP_COOKIE || cmd == RPROF_IOC_RESET_COOKIES ||
+	       cmd == RPROF_IOC_ADD_UNWIND ||
 	       sizeless(cmd) == sizeless(RPROF_IOC_SET_CONFIG) || sizeless(cmd) == sizeless(RPROF_IOC_GET_STATS);
 }
 
@@ -670,6 +740,11 @@ static int run_ioctl(const uint64_t *a)
 	 * that the file checked below is the one the ioctl met (the slot's
 	 * number may name another file by then: FOUND.md 6). */
 	own = dup(fd);
+	/* Random bytes seldom make a configuration or a table, but a reset
+	 * needs none: the session model cannot follow these. */
+	if (cmd == RPROF_IOC_RESET_COOKIES || cmd == RPROF_IOC_ADD_UNWIND ||
+	    sizeless(cmd) == sizeless(RPROF_IOC_SET_CONFIG))
+		model_unknown();
 	ret = ioctl(own >= 0 ? own : fd, cmd, place(a[2], fill, n));
 	res = RET(ret);
 	/* Only rprof's own files owe ENOTTY: the slot may hold an epoll file
@@ -1526,6 +1601,7 @@ static int run_fork(const uint64_t *a)
 	pid_t pid;
 
 	child_reap(i, SIGKILL, 0);
+	model_forked();
 	pid = fork();
 	if (pid < 0)
 		return errno_res(errno);
@@ -1824,6 +1900,7 @@ const struct call_def calls[] = {
 	{ "busy", 30, 0, gen_us, run_busy, NULL },
 	{ "sleep", 30, 0, gen_us, run_sleep, NULL },
 	{ "badfp", 25, 0, gen_badfp, run_badfp, NULL },
+	{ "add_unwind", 50, 0, gen_add_unwind, run_add_unwind, NULL },
 };
 const int ncalls = sizeof(calls) / sizeof(calls[0]);
 
@@ -1847,16 +1924,22 @@ void gen_setup_prefix(struct rng *r, struct prog *p, int max)
 	uint64_t seed = rnd(r);
 	int skip_data = chance(r, 30);
 	int skip_start = chance(r, 20);
-	const struct call c[5] = {
+	/* A third walk user stacks by tables, the fuzzer's own executable
+	 * through a table of random rules: its busy and badfp calls are
+	 * sampled through them. */
+	uint64_t tables = chance(r, 33) ? CFG_TABLES : 0;
+	struct call c[6] = {
 		{ .kind = call_by_name("open"), .a = { f, nonblock } },
-		{ .kind = call_by_name("set_config"), .a = { f, seed, 0, 1 } },
+		{ .kind = call_by_name("set_config"), .a = { f, seed, 0, CFG_VALID | tables } },
+		{ .kind = call_by_name("add_unwind") },
 		{ .kind = call_by_name("mmap"), .a = { f, 0, 0, 0, PROT_READ | PROT_WRITE, 0 } },
 		{ .kind = call_by_name("mmap"), .a = { f, 1, 0, 1, PROT_READ, 0 } },
 		{ .kind = call_by_name("start"), .a = { f } },
 	};
 
-	for (int i = 0; i < 5 && p->n < max; i++) {
-		if ((i == 3 && skip_data) || (i == 4 && skip_start))
+	gen_add_unwind_self(r, c[2].a, f);
+	for (int i = 0; i < 6 && p->n < max; i++) {
+		if ((i == 2 && !tables) || (i == 4 && skip_data) || (i == 5 && skip_start))
 			continue;
 		p->c[p->n++] = c[i];
 	}

@@ -88,6 +88,13 @@ uint64_t rn(struct rng *r, uint64_t n);
 int chance(struct rng *r, unsigned pct);
 uint64_t mix64(uint64_t x);
 
+uint64_t pick(struct rng *r, const uint64_t *v, size_t n);
+/* One of the values; at most one of them may draw from r (C leaves the
+ * order of their evaluation open, and replays must not depend on it). */
+#define PICK(r, ...)                                                       \
+	pick(r, (const uint64_t[]){ __VA_ARGS__ },                         \
+	     sizeof((const uint64_t[]){ __VA_ARGS__ }) / sizeof(uint64_t))
+
 /* The grammar (calls.c). */
 enum call_flags {
 	CF_NO_CHILD = 1 << 0, /* not inside a forked child's sub-program */
@@ -194,7 +201,13 @@ enum {
 	ROW_CLEANUP_CHILDREN,
 	ROW_CLEANUP_FILES,
 	ROW_CLEANUP_CPU,
-	ROW_BG0, /* + kind: background waiters' calls */
+	ROW_SET_CONFIG_UNWIND,   /* valid, with RPROF_CONFIG_UNWIND_TABLES */
+	ROW_SET_CONFIG_NOUSER,   /* UNWIND_TABLES without a user depth */
+	ROW_UNWIND_KNOWN,        /* ADD_UNWIND judged with the session known */
+	ROW_UNWIND_GOOD,         /* ... and nothing wrong with it: must be ok */
+	ROW_UNWIND_OTHER,        /* ADD_UNWIND on another kind of file */
+	ROW_UNWIND_CLASS0,       /* + the table's class (unwind.c) */
+	ROW_BG0 = ROW_UNWIND_CLASS0 + 6, /* + kind: background waiters' calls */
 	NROWS = ROW_BG0 + 6
 };
 const char *row_name(int row, char *buf, size_t n);
@@ -214,6 +227,8 @@ void disarm(void);
 /* Runs call `c` on an idle worker; returns 0 if none was idle. */
 int worker_submit(const struct call *c);
 void workers_wait(void);
+/* Whether a worker runs a call now. */
+int workers_busy(void);
 /* Background waiters. */
 void bg_start(int slot, int kind, int target, unsigned ms);
 void bg_stop(int slot);
@@ -259,6 +274,34 @@ void perf_user_set(int on);
 /* Ends child slot i: signal `sig` (0: none), wait up to `ms`, then
  * SIGKILL (calls.c). */
 int child_reap(int i, int sig, unsigned ms);
+
+/* Whether fd is open on the device under test (calls.c). */
+int is_rprof_file(int fd);
+/* Puts len bytes of src where selector sel says (a good buffer most of
+ * the time; NULL, kernel, PROT_NONE, read-only, half-mapped, unaligned,
+ * non-canonical) and returns the address to give the kernel (calls.c). */
+void *place(uint64_t sel, const void *src, size_t len);
+
+/*
+ * RPROF_IOC_ADD_UNWIND (unwind.c), and the model of the session its
+ * oracle keeps: every call that may change the session brackets itself
+ * with model_enter() and a model_leave_*(); a raw ioctl that may change
+ * it calls model_unknown(), a fork that runs calls model_forked().
+ */
+void unwind_setup(void); /* once, before the threads start */
+void gen_add_unwind(struct rng *r, uint64_t *a);
+/* A valid table of random rules for the fuzzer's own executable. */
+void gen_add_unwind_self(struct rng *r, uint64_t *a, uint64_t f);
+int run_add_unwind(const uint64_t *a);
+/* A valid table of random rules for /proc/self/exe, uploaded through fd
+ * (the health check); returns the ioctl's result. */
+int unwind_upload_self(int fd, uint64_t seed);
+void model_program_start(void);
+void model_enter(void);
+void model_leave_config(int res, uint32_t flags);
+void model_leave_reset(int res);
+void model_unknown(void);
+void model_forked(void);
 
 /* Call execution (main.c). */
 int run_call(const struct call *c);

@@ -164,6 +164,12 @@ const char *row_name(int row, char *buf, size_t n)
 		snprintf(buf, n, "ioctl %#x/%#04x", RPROF_IOC_MAGIC, row - ROW_IOCTL_NR0);
 		return buf;
 	}
+	if (row >= ROW_UNWIND_CLASS0 && row < ROW_UNWIND_CLASS0 + 6) {
+		static const char *const cls[] = { "garbage", "extreme", "many", "mutated", "random", "huge" };
+
+		snprintf(buf, n, "add_unwind:%s", cls[row - ROW_UNWIND_CLASS0]);
+		return buf;
+	}
 	if (row >= ROW_BG0 && row < NROWS) {
 		snprintf(buf, n, "waiter:%s", bg[row - ROW_BG0]);
 		return buf;
@@ -179,6 +185,16 @@ const char *row_name(int row, char *buf, size_t n)
 		return "set_config:pages";
 	case ROW_SET_CONFIG_CHAINS:
 		return "set_config:chains";
+	case ROW_SET_CONFIG_UNWIND:
+		return "set_config:unwind";
+	case ROW_SET_CONFIG_NOUSER:
+		return "set_config:nouser";
+	case ROW_UNWIND_KNOWN:
+		return "add_unwind:known";
+	case ROW_UNWIND_GOOD:
+		return "add_unwind:good";
+	case ROW_UNWIND_OTHER:
+		return "add_unwind:other";
 	case ROW_HEALTH:
 		return "health";
 	case ROW_PERF_OPEN:
@@ -312,10 +328,14 @@ static void busy_ms(unsigned ms)
 /*
  * One normal session after everything the programs did: configure, map
  * the control page, start, run, stop, read the whole stream with read(),
- * and compare it with the statistics.
+ * and compare it with the statistics.  Every other one walks user call
+ * chains by unwind tables, the fuzzer's own executable through a table
+ * of random rules (valid ones: the walk must end, whatever they say).
  */
 static void health(void)
 {
+	static unsigned long round;
+	int tables = round++ & 1;
 	struct rprof_config cfg = { .size = sizeof(cfg), .nr_events = 1, .buffer_pages = session_pages };
 	struct rprof_stats st = { .size = sizeof(st) };
 	uint64_t samples = 0, lost = 0, starts = 0, stops = 0;
@@ -325,6 +345,11 @@ static void health(void)
 	cfg.events[0].kind = RPROF_EVENT_CPU_CLOCK;
 	cfg.events[0].flags = RPROF_EVENT_FREQ;
 	cfg.events[0].period = 1000;
+	if (tables) {
+		cfg.flags = RPROF_CONFIG_CALLCHAIN | RPROF_CONFIG_UNWIND_TABLES;
+		cfg.max_kernel_frames = round & 2 ? 16 : 0;
+		cfg.max_user_frames = RPROF_MAX_FRAMES;
+	}
 	fd = open(opt.device, O_RDWR | O_NONBLOCK);
 	if (fd < 0) {
 		oracle_fail("health: cannot open %s: %s", opt.device, strerror(errno));
@@ -340,6 +365,14 @@ static void health(void)
 	if (ret < 0) {
 		oracle_fail("health: SET_CONFIG of a good configuration: %s", strerror(errno));
 		goto out;
+	}
+	if (tables) {
+		int res = unwind_upload_self(fd, mix64(opt.seed ^ round));
+
+		if (res) {
+			oracle_fail("health: ADD_UNWIND of a valid table: %s", strerrorname_np(res));
+			goto out;
+		}
 	}
 	if (ioctl(fd, RPROF_IOC_START) < 0) {
 		oracle_fail("health: START: %s", strerror(errno));
@@ -634,6 +667,7 @@ int main(int argc, char **argv)
 			return 3;
 		}
 		close(fd);
+		unwind_setup();
 		if (opt.kmsg) {
 			/* Lines written to /dev/kmsg are rate-limited (ten in
 			 * five seconds) unless printk_devkmsg says "on". */
@@ -683,6 +717,7 @@ int main(int argc, char **argv)
 		}
 		kmsg(&p, done);
 		choose_buffer(&p);
+		model_program_start();
 		for (i = 0; i < p.n; i++) {
 			if (opt.seconds > 0 && now_ns() - start > opt.seconds * 1e9) {
 				stopped = 1;

@@ -249,6 +249,17 @@ void workers_wait(void)
 	pthread_mutex_unlock(&wk_lock);
 }
 
+int workers_busy(void)
+{
+	int busy = 0;
+
+	pthread_mutex_lock(&wk_lock);
+	for (int i = 0; i < NWORKER; i++)
+		busy |= wk[i].busy;
+	pthread_mutex_unlock(&wk_lock);
+	return busy;
+}
+
 /* ---- background waiters --------------------------------------------------------- */
 
 static struct {
