@@ -563,6 +563,13 @@ struct rprof_throttle {
  * frame; _NONE: no unwind information covers it).  Offsets are file
  * offsets (address - p_vaddr + p_offset of the executable PT_LOAD), so a
  * handler finds a row from ip - vm_start + vm_pgoff * PAGE_SIZE.
+ *
+ * RPROF_IOC_ADD_UNWIND refuses (-EINVAL) a table unless: it has 1 to 2^24
+ * rows; starts strictly increase and the last is below `end`; every cfa
+ * and rbp is one of the enums below; RSP/RBP/PLT rows have 8 <= cfa_off
+ * <= 2^24, and rbp_off == 0 unless RBP_SAVED, where rbp_off <= -16 and
+ * is a multiple of 8; NONE/FP/STOP rows have RBP_SAME and both offsets 0
+ * (one spelling per rule).
  */
 enum rprof_unwind_cfa {
 	RPROF_UNWIND_CFA_NONE = 0, /* no unwind information: frame pointers */

@@ -238,7 +238,6 @@ pub const STACK_FLAG_NAMES: [(u32, &str); 9] = [
     (RPROF_STACK_CUT, "cut"),
     (RPROF_STACK_USER_SKIPPED, "user-skipped"),
     (RPROF_STACK_USER_TABLE, "user-table"),
-    (RPROF_STACK_USER_LOST_RBP, "user-lost-rbp"),
 ];
 
 /// A STACK record's flags as `user-fault|user-table`, bits without a name
@@ -248,7 +247,6 @@ pub const STACK_FLAG_NAMES: [(u32, &str); 9] = [
 /// use rprof_abi::*;
 /// use rprof_decode::StackFlags;
 ///
-/// let f = (RPROF_STACK_USER_TABLE | RPROF_STACK_USER_LOST_RBP) as u16;
 /// assert_eq!(StackFlags(f).to_string(), "user-table|user-lost-rbp");
 /// assert_eq!(StackFlags(0x8004).to_string(), "user-fault|0x8000");
 /// ```
