@@ -229,7 +229,7 @@ impl Record {
 /// The `RPROF_STACK_*` flags of a STACK record's header, by the names
 /// `rprof dump` prints: why each side of the chain ended, and how the user
 /// side was walked.
-pub const STACK_FLAG_NAMES: [(u32, &str); 9] = [
+pub const STACK_FLAG_NAMES: [(u32, &str); 8] = [
     (RPROF_STACK_KERNEL_TRUNCATED, "kernel-truncated"),
     (RPROF_STACK_USER_TRUNCATED, "user-truncated"),
     (RPROF_STACK_USER_FAULT, "user-fault"),
@@ -247,7 +247,8 @@ pub const STACK_FLAG_NAMES: [(u32, &str); 9] = [
 /// use rprof_abi::*;
 /// use rprof_decode::StackFlags;
 ///
-/// assert_eq!(StackFlags(f).to_string(), "user-table|user-lost-rbp");
+/// let f = (RPROF_STACK_USER_TABLE | RPROF_STACK_USER_BAD_FP) as u16;
+/// assert_eq!(StackFlags(f).to_string(), "user-bad-fp|user-table");
 /// assert_eq!(StackFlags(0x8004).to_string(), "user-fault|0x8000");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
