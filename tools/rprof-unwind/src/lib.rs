@@ -15,6 +15,8 @@
 //!   expression; RBP saved, kept or undefined; frame pointers or stop for
 //!   the rest).
 //! - [`cache`]: compiled tables on disk by build-id.
+//! - [`deps`]: the files a program loads at start (interpreter and
+//!   DT_NEEDED closure), whose tables go up before it runs.
 //!
 //! Nothing here panics on a malformed file: a file that cannot be read is
 //! an error value; CFI that does not parse is counted and left out.
@@ -23,6 +25,7 @@
 
 pub mod cache;
 pub mod compile;
+pub mod deps;
 pub mod rules;
 pub mod table;
 

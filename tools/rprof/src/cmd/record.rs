@@ -224,6 +224,9 @@ struct Ends {
 /// watermark may take seconds to reach).
 const UPLOADER_POLL: Duration = Duration::from_millis(200);
 
+/// How long the command waits for its tables (`Worker::preload`).
+const PRELOAD_WAIT: Duration = Duration::from_secs(10);
+
 /// How long the end of a recording waits for a compile under way.
 const UPLOADER_WAIT: Duration = Duration::from_secs(2);
 
@@ -287,6 +290,17 @@ fn record(
     let mut child: Option<Running> = None;
     let mut child_status = None;
     let mut wait_failed = false;
+    if let (Some(u), Some(_)) = (&uploader, &launch) {
+        // The command's own tables, and those of what it loads at start,
+        // before it runs: its first samples walk through them too.
+        if let Some(exe) = rprof::unwind::program_path(&args.command[0]) {
+            let ld_path = std::env::var("LD_LIBRARY_PATH").ok();
+            let files = rprof_unwind::deps::closure(&exe, ld_path.as_deref(), 256, &mut |p| std::fs::read(p).ok());
+            if !u.preload(files, PRELOAD_WAIT) {
+                eprintln!("rprof: the command's unwind tables are not all uploaded yet: its first samples may have shorter chains");
+            }
+        }
+    }
     if let Some(l) = launch {
         match l.release() {
             Ok(c) => child = Some(c),

@@ -21,7 +21,8 @@
 //! The table of a program that starts during the recording is uploaded
 //! once its first COOKIE has been read: the first samples of a new
 //! program (up to a drain and a compile later) have frame-pointer chains
-//! only.
+//! only.  `record -- CMD` uploads CMD's own tables and those of what it
+//! loads at start (`rprof_unwind::deps`) before CMD runs.
 
 pub mod counts;
 pub mod files;
@@ -37,6 +38,22 @@ pub use worker::{Watch, Worker};
 /// else `$XDG_CACHE_HOME/rprof/unwind`, else `~/.cache/rprof/unwind`).
 pub fn cache() -> Option<rprof_unwind::cache::Cache> {
     rprof_unwind::cache::Cache::from_env()
+}
+
+/// The file `record -- PROGRAM` runs: PROGRAM if it has a `/`, else the
+/// first executable file of that name in `PATH` (as execvp finds it).
+pub fn program_path(program: &str) -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let runs = |p: &std::path::Path| p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    if program.contains('/') {
+        let p = std::path::PathBuf::from(program);
+        return runs(&p).then_some(p);
+    }
+    let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into());
+    path.split(':')
+        .filter(|d| !d.is_empty())
+        .map(|d| std::path::Path::new(d).join(program))
+        .find(|p| runs(p))
 }
 
 use crate::sampling::ChainMode;

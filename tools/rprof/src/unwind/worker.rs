@@ -38,7 +38,28 @@ pub enum Job {
     },
     /// A RESET record: the module dropped the session's tables.
     Reset,
+    /// These files now, before anything else; then `ack` (the program
+    /// `record` is about to start and what it loads, `Worker::preload`).
+    Preload {
+        /// The files, by path in our own root.
+        paths: Vec<PathBuf>,
+        /// Told when they are done.
+        ack: Ack,
+    },
 }
+
+/// The answer channel of [`Job::Preload`]; jobs compare equal whatever
+/// their channels (tests compare the jobs a [`Watch`] sends).
+#[derive(Debug, Clone)]
+pub struct Ack(Sender<()>);
+
+impl PartialEq for Ack {
+    fn eq(&self, _: &Ack) -> bool {
+        true
+    }
+}
+
+impl Eq for Ack {}
 
 /// The reader's side: turns records into [`Job`]s, each file once
 /// between RESETs.
@@ -158,6 +179,13 @@ impl Worker {
         Watch::new(self.tx.clone())
     }
 
+    /// Uploads the tables of `paths` before any other work and waits for
+    /// them, at most `wait`: whether they were done in time.
+    pub fn preload(&self, paths: Vec<PathBuf>, wait: Duration) -> bool {
+        let (ack, done) = mpsc::channel();
+        self.tx.send(Job::Preload { paths, ack: Ack(ack) }).is_ok() && done.recv_timeout(wait).is_ok()
+    }
+
     /// The lines to print once each since the last call.
     pub fn take_notes(&self) -> Vec<String> {
         match self.shared.lock() {
@@ -233,6 +261,12 @@ impl Run {
                     self.uploads.reset();
                     self.scanned.clear();
                 }
+                Some(Job::Preload { paths, ack }) => {
+                    for path in paths {
+                        self.path(path);
+                    }
+                    let _ = ack.0.send(());
+                }
                 None => {
                     if let Some((key, source)) = self.backlog.pop_front() {
                         self.uploads.offer(key, &source);
@@ -284,6 +318,22 @@ impl Run {
         let source = match mapped.and_then(|i| self.backlog.remove(i)) {
             Some((_, source)) => source,
             None => Source::Path { pid, path },
+        };
+        self.uploads.offer(key, &source);
+    }
+
+    /// The file at `path` (in our root), unless known.
+    fn path(&mut self, path: PathBuf) {
+        let Ok(meta) = std::fs::metadata(&path) else {
+            return;
+        };
+        let key = key_of(&meta);
+        if self.uploads.known(key) || Some(key) == self.own_exe {
+            return;
+        }
+        let source = Source::Path {
+            pid: None,
+            path: path.to_string_lossy().into_owned(),
         };
         self.uploads.offer(key, &source);
     }
@@ -347,6 +397,29 @@ mod tests {
         let (pid, status) = super::super::counts::read_status(&status_path(cache.dir()))
             .expect("the status file");
         assert_eq!((pid, status.compiled), (std::process::id(), counts.compiled));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A preload is answered once its files were tried: /bin/ls and what
+    /// it loads, compiled (no cache) and refused by the plain file that
+    /// stands in for the device (ENOTTY: tables off after the first).
+    #[test]
+    fn preload_is_answered() {
+        let dir = std::env::temp_dir().join(format!("rprof-preload-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fake_dev = dir.join("dev");
+        std::fs::write(&fake_dev, b"").unwrap();
+        let scope = Scope::Pid {
+            pid: i32::MAX,
+            descendants: false,
+        };
+        let w = Worker::spawn(Device::open(&fake_dev).unwrap(), None, scope).unwrap();
+        let files = rprof_unwind::deps::closure(Path::new("/bin/ls"), None, 16, &mut |p| std::fs::read(p).ok());
+        assert!(files.len() >= 2, "{files:?}");
+        assert!(w.preload(files, Duration::from_secs(60)), "no answer");
+        let (counts, _, _) = w.finish(Duration::from_secs(10));
+        assert_eq!(counts.uploaded, 0);
+        assert!(counts.compiled >= 1, "{counts:?}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
