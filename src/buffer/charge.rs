@@ -54,7 +54,7 @@ impl Charge {
                 // SAFETY: printk_ratelimit() may be called anywhere.
                 if err == -(bindings::EPERM as c_int) && unsafe { helpers::rprof_printk_ratelimit() } {
                     pr_info!(
-                        "SET_CONFIG: {} KiB of buffers pass the caller's locked-memory limit (RLIMIT_MEMLOCK beyond mlock_kb={} per CPU; CAP_IPC_LOCK lifts it)\n",
+                        "{} KiB of buffers or unwind tables pass the caller's locked-memory limit (RLIMIT_MEMLOCK beyond mlock_kb={} per CPU; CAP_IPC_LOCK lifts it)\n",
                         pages as u64 * page / 1024,
                         allowance_kb
                     );

@@ -6,6 +6,7 @@
  * sleep, no page faulted in), and for uploads (process context) the file
  * behind a descriptor and memory for tables.
  */
+#include <linux/dcache.h>
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/maple_tree.h>
@@ -15,6 +16,7 @@
 #include <linux/seqlock.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include <asm/barrier.h>
 #include "rprof_helpers.h"
 
 /*
@@ -23,14 +25,22 @@
  * RCU, believed only if no write section of mmap_lock was open when it
  * began nor opened until it ended (the lock's sequence was even and did
  * not change), the speculation the kernel's own lockless VMA lookups make.
- * The VMA and its file are read under RCU, which keeps their memory (a
- * freed VMA or file may have been reused, which the sequence then tells).
- * The inode is returned as a key only, never dereferenced.
+ *
+ * The VMA is RCU-freed (6.12, with per-VMA locks) or type-safe by RCU
+ * (7.x): its fields may be read under rcu_read_lock().  Its file may not
+ * be: an overlayfs or FUSE-passthrough mapping's file is a backing file,
+ * which 6.12 frees with kfree() after the last fput(), not after a grace
+ * period.  So the file's inode is read with copy_from_kernel_nofault(),
+ * which neither faults nor is instrumented (KASAN), and believed only if
+ * the sequence did not change: a file freed meanwhile had its VMA taken
+ * out of the tree under the write lock first, which changes it.  The inode
+ * is returned as a key only, never dereferenced.
  */
 bool rprof_nmi_exec_vma(__u64 ip, struct rprof_nmi_vma *out)
 {
 	struct mm_struct *mm = current->mm;
 	struct vm_area_struct *vma;
+	struct inode *inode = NULL;
 	struct file *file;
 	unsigned int seq;
 	bool ok = false;
@@ -47,8 +57,9 @@ bool rprof_nmi_exec_vma(__u64 ip, struct rprof_nmi_vma *out)
 		out->end = READ_ONCE(vma->vm_end);
 		out->pgoff_bytes = (__u64)READ_ONCE(vma->vm_pgoff) << PAGE_SHIFT;
 		file = READ_ONCE(vma->vm_file);
-		out->inode = file ? (unsigned long)READ_ONCE(file->f_inode) : 0;
-		ok = file && out->start <= ip && ip < out->end;
+		ok = file && out->start <= ip && ip < out->end &&
+		     !copy_from_kernel_nofault(&inode, &file->f_inode, sizeof(inode)) && inode;
+		out->inode = (unsigned long)inode;
 	}
 	rcu_read_unlock();
 	return ok && !read_seqcount_retry(&mm->mm_lock_seq, seq);
@@ -61,41 +72,49 @@ bool rprof_nmi_exec_vma(__u64 ip, struct rprof_nmi_vma *out)
  */
 bool rprof_user_read_nmi(__u64 addr, __u64 *val)
 {
+	/* The address came from user memory (a stack word plus a table's
+	 * offset) and passed only access_ok()'s branch: no speculative load
+	 * through it (Spectre v1), as walk.c's frame reads. */
+	barrier_nospec();
 	return !copy_from_user_nmi(val, (const void __user *)addr, sizeof(*val));
 }
 
-/* Process context.  The inode of the regular file behind fd, with a
- * reference (ihold); NULL with *err -EBADF for no file, -EINVAL for one
- * that is not a regular file (a pipe, a socket, the device itself). */
-void *rprof_fd_inode_get(int fd, int *err)
+/*
+ * Process context.  The regular file behind fd, with a reference, and in
+ * *key the inode its mappings' files have: the real inode under overlayfs
+ * (a mapping of an overlay file maps the file beneath, whose inode
+ * d_real_inode() names).  The reference on the file keeps its mount busy
+ * (an inode reference alone would not: umount would free the superblock
+ * under it) and the key's inode alive.  NULL with *err -EBADF for no
+ * file, -EINVAL for one that is not a regular file (a pipe, a socket, the
+ * device itself).
+ */
+void *rprof_fd_file_get(int fd, unsigned long *key, int *err)
 {
 	struct file *file = fget(fd);
-	struct inode *inode;
 
 	if (!file) {
 		*err = -EBADF;
 		return NULL;
 	}
-	inode = file_inode(file);
-	if (!S_ISREG(inode->i_mode)) {
+	if (!S_ISREG(file_inode(file)->i_mode)) {
 		fput(file);
 		*err = -EINVAL;
 		return NULL;
 	}
-	ihold(inode);
-	fput(file);
-	return inode;
+	*key = (unsigned long)d_real_inode(file->f_path.dentry);
+	return file;
 }
 
-void rprof_inode_put(void *inode)
+void rprof_file_put(void *file)
 {
-	iput(inode);
+	fput(file);
 }
 
 /* Process context.  Memory for tables, charged to the caller's cgroup. */
-void *rprof_kvzalloc_account(size_t bytes)
+void *rprof_kvmalloc_account(size_t bytes)
 {
-	return kvzalloc(bytes, GFP_KERNEL_ACCOUNT);
+	return kvmalloc(bytes, GFP_KERNEL_ACCOUNT);
 }
 
 void rprof_kvfree(void *p)

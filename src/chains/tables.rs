@@ -3,14 +3,14 @@
 //! A session's unwind tables (`RPROF_IOC_ADD_UNWIND`) and the sampling
 //! handler's view of them.
 //!
-//! Uploads, resets and the session's end change the [`Store`] in process
-//! context, under the session's mutex; each change publishes a new
-//! immutable [`Snapshot`] (sorted by file, the key being the file's inode,
-//! which the store holds a reference on so that no other inode can take
-//! its address while the key is in use).  The handler (NMI context) reads
-//! only the snapshot it loads under `rcu_read_lock()`; a replaced snapshot
-//! is freed after a grace period, and tables only after one has passed
-//! with no snapshot naming them.
+//! An upload is copied from userspace and checked without a lock
+//! ([`Table::from_user`]: a slow or faulting user buffer holds up no one
+//! else), then entered into the session's [`Store`] under its mutex, which
+//! publishes a new immutable [`Snapshot`] (entries sorted by key: the inode
+//! the file's mappings have, kept alive by the table's reference on the
+//! file).  The handler (NMI context) reads only the snapshot it loads under
+//! `rcu_read_lock()`; a replaced snapshot is freed after a grace period,
+//! and tables only after one has passed with no snapshot naming them.
 
 use crate::buffer::charge::Charge;
 use crate::chains::unwind::{self, Regs, Rule, UserMem, WalkStats};
@@ -18,40 +18,108 @@ use crate::kapi::helpers::{self, NmiVma};
 use crate::uapi::*;
 use core::ffi::c_void;
 use core::mem::size_of;
-use core::sync::atomic::{AtomicPtr, Ordering};
+use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use kernel::prelude::*;
 
 /// The most rows one table may have (a table of 16 Mi rows is 192 MiB).
 const ROWS_MAX: u32 = 1 << 24;
 
-/// One file's table, owned by the store.
+/// One file's table.
 ///
 /// # Invariants
 ///
 /// `rows` points to `nrows` validated rows (`unwind::validate`) in memory
-/// from `rprof_kvzalloc_account`, owned by this value; `inode` is an inode
-/// this value holds a reference on.
-struct Table {
-    inode: *mut c_void,
+/// from `rprof_kvmalloc_account`, owned by this value; `file` is a file
+/// this value holds a reference on, and `key` the inode its mappings have
+/// (`rprof_fd_file_get`), alive while the file is.
+pub(crate) struct Table {
+    file: *mut c_void,
+    key: usize,
     rows: *mut rprof_unwind_row,
     nrows: u32,
     end: u32,
-    _charge: Charge,
+    charge: Charge,
 }
 
-// SAFETY: The table's memory and inode reference may be released from any
+// SAFETY: The table's memory and file reference may be released from any
 // process context.
 unsafe impl Send for Table {}
 
 impl Drop for Table {
     fn drop(&mut self) {
-        // SAFETY: Owned by this value (type invariant); no snapshot names
-        // it any more (the store frees tables only after a grace period
-        // that followed their last snapshot's replacement).
+        // SAFETY: Owned by this value (type invariant).  No handler reads
+        // the rows any more: a store drops a table only after a grace
+        // period that followed the publication of a snapshot without it
+        // (`Store::clear`), or with its session, whose counters are gone
+        // (no handler runs: see `Published`'s `Drop`).
         unsafe {
             helpers::rprof_kvfree(self.rows.cast());
-            helpers::rprof_inode_put(self.inode);
+            helpers::rprof_file_put(self.file);
         }
+    }
+}
+
+impl Table {
+    /// The table at user address `table` (`bytes` long: a header and its
+    /// rows) for the regular file behind `fd`, copied and checked, charged
+    /// to the caller's locked memory.  No lock is held.
+    pub(crate) fn from_user(fd: i32, table: usize, bytes: u64) -> Result<Self> {
+        let head_size = size_of::<rprof_unwind_table_header>();
+        let bytes = usize::try_from(bytes).map_err(|_| EINVAL)?;
+        if bytes < head_size {
+            return Err(EINVAL);
+        }
+        let mut reader = crate::kapi::compat::user_slice(table, bytes).reader();
+        let header: rprof_unwind_table_header = reader.read()?;
+        if header.magic != RPROF_UNWIND_MAGIC || header.version != RPROF_UNWIND_VERSION {
+            return Err(EINVAL);
+        }
+        let nrows = header.nr_rows;
+        if nrows == 0 || nrows > ROWS_MAX {
+            return Err(EINVAL);
+        }
+        // At most 2^24 rows of 12 bytes: no overflow.
+        let rows_bytes = nrows as usize * size_of::<rprof_unwind_row>();
+        if bytes != head_size + rows_bytes {
+            return Err(EINVAL);
+        }
+        let (mut key, mut err) = (0usize, 0);
+        // SAFETY: Process context.
+        let file = unsafe { helpers::rprof_fd_file_get(fd, &mut key, &mut err) };
+        if file.is_null() {
+            return Err(Error::from_errno(err));
+        }
+        let charge = match Charge::new(rows_bytes as u64) {
+            Ok(c) => c,
+            Err(e) => {
+                // SAFETY: The reference just taken.
+                unsafe { helpers::rprof_file_put(file) };
+                return Err(e);
+            }
+        };
+        // SAFETY: Process context.
+        let rows = unsafe { helpers::rprof_kvmalloc_account(rows_bytes) }.cast::<rprof_unwind_row>();
+        if rows.is_null() {
+            // SAFETY: The reference just taken.
+            unsafe { helpers::rprof_file_put(file) };
+            return Err(ENOMEM);
+        }
+        // INVARIANT: the rows are checked below before the table leaves
+        // this function; `Drop` frees rows and file on the way out if not.
+        let t = Table { file, key, rows, nrows, end: header.end, charge };
+        // SAFETY: `rows` holds `rows_bytes` bytes, ours alone.
+        let dst = unsafe { core::slice::from_raw_parts_mut(rows.cast::<u8>(), rows_bytes) };
+        reader.read_slice(dst)?;
+        // SAFETY: The rows just copied, of plain integers.
+        let view = unsafe { core::slice::from_raw_parts(rows, nrows as usize) };
+        unwind::validate(view, header.end).map_err(|_| EINVAL)?;
+        Ok(t)
+    }
+
+    /// What the table costs against the session's limit: what it is
+    /// charged (whole pages), so that small tables are bounded in number too.
+    fn cost(&self) -> u64 {
+        self.charge.bytes()
     }
 }
 
@@ -66,7 +134,7 @@ struct Entry {
 }
 
 /// What the handler sees: `n` entries sorted by key, in one allocation
-/// from `rprof_kvzalloc_account` (a header then the entries).
+/// from `rprof_kvmalloc_account` (a header then the entries).
 #[repr(C)]
 struct Snapshot {
     n: usize,
@@ -82,7 +150,7 @@ impl Snapshot {
     /// the store's lock).
     unsafe fn entries<'a>(snap: *const Snapshot) -> &'a [Entry] {
         // SAFETY: A snapshot is allocated with room for its `n` entries
-        // right after the header (`Store::publish`).
+        // right after the header (`Store::snapshot_with`).
         unsafe { core::slice::from_raw_parts(core::ptr::addr_of!((*snap).entries).cast::<Entry>(), (*snap).n) }
     }
 }
@@ -91,127 +159,91 @@ impl Snapshot {
 /// mutex.
 pub(crate) struct Store {
     tables: KVec<Table>,
-    /// Bytes of rows held, against `limit`.
-    bytes: u64,
-    /// Bytes charged for them (whole pages per table).
-    charged: u64,
+    /// What the tables cost ([`Table::cost`]), against `limit`.
+    cost: u64,
     limit: u64,
 }
 
-/// The published snapshot, which the handler loads.
-pub(crate) struct Published(AtomicPtr<Snapshot>);
+/// The lock-free side of a session's tables: the published snapshot, which
+/// the handler loads, and the bytes charged, which GET_STATS reads.
+pub(crate) struct Published {
+    snap: AtomicPtr<Snapshot>,
+    charged: AtomicU64,
+}
 
 impl Published {
     pub(crate) const fn new() -> Self {
-        Self(AtomicPtr::new(core::ptr::null_mut()))
+        Self { snap: AtomicPtr::new(core::ptr::null_mut()), charged: AtomicU64::new(0) }
+    }
+
+    /// Bytes charged to the owner's locked memory for the tables.
+    pub(crate) fn charged(&self) -> u64 {
+        self.charged.load(Ordering::Relaxed)
     }
 }
 
 impl Drop for Published {
     fn drop(&mut self) {
-        let snap = *self.0.get_mut();
+        let snap = *self.snap.get_mut();
         if !snap.is_null() {
-            // SAFETY: The session is dropped after its counters: no handler
-            // reads the snapshot any more.  Allocated by
-            // rprof_kvzalloc_account.
+            // SAFETY: The session is dropped after its counters are
+            // released, and releasing a counter waits for its handler on
+            // that CPU (perf's cross-CPU call cannot run while the CPU is in
+            // the handler): no handler reads the snapshot any more.
+            // Allocated by rprof_kvmalloc_account.
             unsafe { helpers::rprof_kvfree(snap.cast()) };
         }
     }
 }
 
 impl Store {
-    /// An empty store that holds at most `limit` bytes of rows.
+    /// An empty store whose tables may cost at most `limit` bytes.
     pub(crate) fn new(limit: u64) -> Self {
-        Self { tables: KVec::new(), bytes: 0, charged: 0, limit }
+        Self { tables: KVec::new(), cost: 0, limit }
     }
 
-    /// Adds the table at user address `table` (`bytes` long: a header and
-    /// its rows) for the file behind `fd`, and publishes it.
-    pub(crate) fn add(&mut self, published: &Published, fd: i32, table: usize, bytes: u64) -> Result {
-        let head_size = size_of::<rprof_unwind_table_header>();
-        let bytes = usize::try_from(bytes).map_err(|_| EINVAL)?;
-        if bytes < head_size {
-            return Err(EINVAL);
-        }
-        let mut reader = crate::kapi::compat::user_slice(table, bytes).reader();
-        let header: rprof_unwind_table_header = reader.read()?;
-        if header.magic != RPROF_UNWIND_MAGIC || header.version != RPROF_UNWIND_VERSION {
-            return Err(EINVAL);
-        }
-        let nrows = header.nr_rows;
-        let rows_bytes = nrows as usize * size_of::<rprof_unwind_row>();
-        if nrows == 0 || nrows > ROWS_MAX || bytes != head_size + rows_bytes {
-            return Err(EINVAL);
-        }
-        if self.bytes + rows_bytes as u64 > self.limit {
-            return Err(ENOSPC);
-        }
-        let mut err = 0;
-        // SAFETY: Process context.
-        let inode = unsafe { helpers::rprof_fd_inode_get(fd, &mut err) };
-        if inode.is_null() {
-            return Err(Error::from_errno(err));
-        }
-        if self.tables.iter().any(|t| t.inode == inode) {
-            // SAFETY: The reference just taken.
-            unsafe { helpers::rprof_inode_put(inode) };
+    /// Whether a table of `rows_bytes` would pass the limit now (a check
+    /// before the copy; `insert` decides).
+    pub(crate) fn full_for(&self, rows_bytes: u64) -> bool {
+        self.cost.saturating_add(rows_bytes) > self.limit
+    }
+
+    /// Enters `t` and publishes it: `EEXIST` if the store has a table for
+    /// its file, `ENOSPC` past the limit.
+    pub(crate) fn insert(&mut self, published: &Published, t: Table) -> Result {
+        if self.tables.iter().any(|o| o.key == t.key) {
             return Err(EEXIST);
         }
-        let charge = match Charge::new(rows_bytes as u64) {
-            Ok(c) => c,
-            Err(e) => {
-                // SAFETY: The reference just taken.
-                unsafe { helpers::rprof_inode_put(inode) };
-                return Err(e);
-            }
-        };
-        // SAFETY: Process context.
-        let rows = unsafe { helpers::rprof_kvzalloc_account(rows_bytes) }.cast::<rprof_unwind_row>();
-        if rows.is_null() {
-            // SAFETY: The reference just taken.
-            unsafe { helpers::rprof_inode_put(inode) };
-            return Err(ENOMEM);
+        if self.cost.saturating_add(t.cost()) > self.limit {
+            return Err(ENOSPC);
         }
-        // INVARIANT: rows and inode are ours from here; `Drop` frees them
-        // if the rows turn out invalid.
-        let charged = charge.bytes();
-        let t = Table { inode, rows, nrows, end: header.end, _charge: charge };
-        // SAFETY: `rows` holds `rows_bytes` bytes, ours alone.
-        let dst = unsafe { core::slice::from_raw_parts_mut(rows.cast::<u8>(), rows_bytes) };
-        reader.read_slice(dst)?;
-        // SAFETY: The rows just copied, of plain integers.
-        let view = unsafe { core::slice::from_raw_parts(rows, nrows as usize) };
-        unwind::validate(view, header.end).map_err(|_| EINVAL)?;
         self.tables.reserve(1, GFP_KERNEL)?;
         let snap = self.snapshot_with(&t)?;
+        let cost = t.cost();
         if let Err(e) = self.tables.push(t, GFP_KERNEL) {
             // Not published: ours to free.  (Room was reserved: unreachable.)
-            // SAFETY: Allocated by rprof_kvzalloc_account.
+            // SAFETY: Allocated by rprof_kvmalloc_account.
             unsafe { helpers::rprof_kvfree(snap.cast()) };
             return Err(e.into());
         }
-        self.bytes += rows_bytes as u64;
-        self.charged += charged;
-        let old = published.0.swap(snap, Ordering::AcqRel);
+        self.cost += cost;
+        published.charged.fetch_add(cost, Ordering::Relaxed);
+        let old = published.snap.swap(snap, Ordering::AcqRel);
         if !old.is_null() {
             // SAFETY: Replaced: a handler may still read it until a grace
-            // period ends; allocated by rprof_kvzalloc_account.
+            // period ends; allocated by rprof_kvmalloc_account.
             unsafe { helpers::rprof_kvfree_rcu(old.cast()) };
         }
         Ok(())
     }
 
-    /// Bytes charged to the owner's locked memory for the tables.
-    pub(crate) fn charged(&self) -> u64 {
-        self.charged
-    }
-
-    /// A snapshot of every table and `new`, not yet published.
+    /// A snapshot of every table and `new`, not yet published: the sorted
+    /// entries with `new`'s put in its place.
     fn snapshot_with(&self, new: &Table) -> Result<*mut Snapshot> {
         let n = self.tables.len() + 1;
         let size = size_of::<Snapshot>() + n * size_of::<Entry>();
         // SAFETY: Process context.
-        let snap = unsafe { helpers::rprof_kvzalloc_account(size) }.cast::<Snapshot>();
+        let snap = unsafe { helpers::rprof_kvmalloc_account(size) }.cast::<Snapshot>();
         if snap.is_null() {
             return Err(ENOMEM);
         }
@@ -222,16 +254,16 @@ impl Store {
             core::slice::from_raw_parts_mut(core::ptr::addr_of_mut!((*snap).entries).cast::<Entry>(), n)
         };
         for (e, t) in entries.iter_mut().zip(Iterator::chain(self.tables.iter(), core::iter::once(new))) {
-            *e = Entry { key: t.inode as usize, rows: t.rows, nrows: t.nrows, end: t.end };
+            *e = Entry { key: t.key, rows: t.rows, nrows: t.nrows, end: t.end };
         }
         entries.sort_unstable_by_key(|e| e.key);
         Ok(snap)
     }
 
-    /// Drops every table (RESET_COOKIES, or the session's end): unpublishes
-    /// them, waits for handlers that may walk them, frees them.
+    /// Drops every table (RESET_COOKIES): unpublishes them, waits for
+    /// handlers that may walk them, frees them.
     pub(crate) fn clear(&mut self, published: &Published) {
-        let old = published.0.swap(core::ptr::null_mut(), Ordering::AcqRel);
+        let old = published.snap.swap(core::ptr::null_mut(), Ordering::AcqRel);
         if old.is_null() && self.tables.is_empty() {
             return;
         }
@@ -243,8 +275,8 @@ impl Store {
             unsafe { helpers::rprof_kvfree(old.cast()) };
         }
         drop(core::mem::replace(&mut self.tables, KVec::new()));
-        self.bytes = 0;
-        self.charged = 0;
+        published.charged.fetch_sub(self.cost.min(published.charged()), Ordering::Relaxed);
+        self.cost = 0;
     }
 }
 
@@ -269,7 +301,7 @@ impl UserMem for NmiMem {
 pub(crate) fn walk_user(published: &Published, regs: Regs, ips: &mut [u64]) -> (usize, u32, WalkStats) {
     // SAFETY: NMI-safe.
     unsafe { helpers::rprof_rcu_read_lock() };
-    let snap = published.0.load(Ordering::Acquire);
+    let snap = published.snap.load(Ordering::Acquire);
     let entries: &[Entry] = if snap.is_null() {
         &[]
     } else {

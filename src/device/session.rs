@@ -36,7 +36,7 @@ use crate::kapi::kicker::Kicker;
 use crate::sampling::sampler::{self, HandlerCtx, SampleRing};
 use crate::uapi::*;
 use crate::kapi::waitq::WaitQueue;
-use crate::chains::tables::{Published, Store};
+use crate::chains::tables::{Published, Store, Table};
 use core::ffi::{c_uint, c_void};
 use core::mem::size_of;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
@@ -617,6 +617,13 @@ impl Session {
     /// session runs; `EAGAIN` if RESET cannot be written now.
     pub(crate) fn reset_cookies(&self) -> Result {
         self.drain_in_worker();
+        // The unwind tables go with the cookies, under the store's lock
+        // from before the RESET record to after they are gone: an upload
+        // waits, and so is either dropped before RESET (the reader uploads
+        // again as the files come back) or kept after it, never dropped
+        // after it was accepted past RESET.  Lock order: the store's, then
+        // the drain's.
+        let mut store = self.unwind.lock();
         let forgotten = {
             let mut d = self.drain.lock();
             // Under the drain lock, which `finish` holds to set the phase
@@ -637,10 +644,9 @@ impl Session {
         // The files' references (up to `max_cookies` of them, any of which
         // may be a deleted file's last), outside the drain lock: the
         // drain goes on meanwhile.
+        store.clear(&self.unwind_published);
+        drop(store);
         drop(forgotten);
-        // The unwind tables go too: the reader uploads them again as the
-        // files come back (a RESET is how it frees their memory).
-        self.unwind.lock().clear(&self.unwind_published);
         Ok(())
     }
 
@@ -650,7 +656,14 @@ impl Session {
         if self.config.raw.flags & RPROF_CONFIG_UNWIND_TABLES == 0 {
             return Err(EINVAL);
         }
-        self.unwind.lock().add(&self.unwind_published, fd, table, bytes)
+        // A store past its limit takes nothing: say so before the copy.
+        if self.unwind.lock().full_for(bytes) {
+            return Err(ENOSPC);
+        }
+        // Copied and checked without the lock: a slow user buffer (a
+        // fault on a network file, userfaultfd) holds up only its caller.
+        let t = Table::from_user(fd, table, bytes)?;
+        self.unwind.lock().insert(&self.unwind_published, t)
     }
 
 
@@ -746,7 +759,7 @@ impl Session {
 
     /// The bytes of rings and event buffer charged to the owner.
     pub(crate) fn locked_bytes(&self) -> u64 {
-        self.ring_charge.bytes() + self.evbuf.charged_bytes() + self.unwind.lock().charged()
+        self.ring_charge.bytes() + self.evbuf.charged_bytes() + self.unwind_published.charged()
     }
 
     /// Orphans the descendants filter follows, and those it had no room

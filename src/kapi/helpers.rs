@@ -257,9 +257,9 @@ extern "C" {
     pub(crate) fn rprof_nmi_exec_vma(ip: u64, out: *mut NmiVma) -> bool;
     /// NMI context: 8 bytes of current's user memory, never faulting.
     pub(crate) fn rprof_user_read_nmi(addr: u64, val: *mut u64) -> bool;
-    pub(crate) fn rprof_fd_inode_get(fd: c_int, err: *mut c_int) -> *mut c_void;
-    pub(crate) fn rprof_inode_put(inode: *mut c_void);
-    pub(crate) fn rprof_kvzalloc_account(bytes: usize) -> *mut c_void;
+    pub(crate) fn rprof_fd_file_get(fd: c_int, key: *mut usize, err: *mut c_int) -> *mut c_void;
+    pub(crate) fn rprof_file_put(file: *mut c_void);
+    pub(crate) fn rprof_kvmalloc_account(bytes: usize) -> *mut c_void;
     pub(crate) fn rprof_kvfree(p: *mut c_void);
     pub(crate) fn rprof_kvfree_rcu(p: *mut c_void);
     pub(crate) fn rprof_synchronize_rcu();

@@ -227,7 +227,9 @@ struct Where {
 
 /// Whether an unwind table gave at least one of `rec`'s user frames.
 fn table_walked(rec: &RingRecord) -> bool {
-    rec.sample.flags & RAW_TABLE != 0 && helpers::raw_table_counts(rec.sample.flags).0 > 0
+    rec.sample.flags & RAW_TABLE != 0
+        && u32::from(rec.chain) & RPROF_STACK_CUT == 0
+        && helpers::raw_table_counts(rec.sample.flags).0 > 0
 }
 
 fn lost_record(stage: u32, cpu: usize, count: u64) -> rprof_lost {
@@ -578,7 +580,9 @@ impl Drain {
         if f & RPROF_STACK_USER_SKIPPED != 0 {
             s.user_skipped += 1;
         }
-        if rec.sample.flags & RAW_TABLE != 0 {
+        // A chain cut for space has no frames: the walk's counts are not
+        // its.
+        if rec.sample.flags & RAW_TABLE != 0 && f & RPROF_STACK_CUT == 0 {
             let (table, fp) = helpers::raw_table_counts(rec.sample.flags);
             s.user_table_frames += table;
             s.user_no_table += fp;

@@ -49,9 +49,12 @@ pub(crate) const CHAIN_TAKEN: u8 = 1 << 7;
 /// `RingRecord::chain`: the `RPROF_STACK_*` flags of the chain.
 pub(crate) const CHAIN_FLAGS: u8 = 0x7f;
 
-// Every `RPROF_STACK_*` flag fits `CHAIN_FLAGS`, apart from `CHAIN_TAKEN`
-// (and, in `stacks::raw_key_flags`, apart from the mode bit above them): a
-// new flag must find room here first.
+// Every `RPROF_STACK_*` flag the walks return fits `CHAIN_FLAGS`, apart
+// from `CHAIN_TAKEN` (and, in `stacks::raw_key_flags`, apart from the mode
+// bit above them): a new flag must find room here first.
+// `RPROF_STACK_USER_TABLE` (bit 7) is not one of them: it travels in the
+// sample's `RAW_TABLE` bits (`helpers::raw_table_flags`) and only the
+// drain sets it, in the STACK record's 16-bit flags.
 const _: () = assert!(
     (uapi::RPROF_STACK_KERNEL_TRUNCATED
         | uapi::RPROF_STACK_USER_TRUNCATED

@@ -164,8 +164,10 @@ struct rprof_chain_stats {
 	__u64 stacks;        /* STACK records written (distinct stacks) */
 	__u64 user_skipped;  /* user sides not walked (RPROF_STACK_USER_SKIPPED) */
 	/* With RPROF_CONFIG_UNWIND_TABLES (once reserved, 0 without): user
-	 * frames found by an unwind table, and those found by the frame
-	 * pointer for want of a table covering the frame. */
+	 * frames found by an unwind table's rule, and those found by the
+	 * frame pointer in a table walk: no table covers the frame (its file
+	 * has none yet, a JIT, a gap between functions) or its row says so
+	 * (RPROF_UNWIND_CFA_NONE or _FP). */
 	__u64 user_table_frames;
 	__u64 user_no_table;
 };
