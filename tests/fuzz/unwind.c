@@ -496,6 +496,13 @@ struct verdict {
  * `readable` can be read, holding b: EINVAL for a table that breaks a
  * rule (judging what can be read), EFAULT if some of it cannot be read.
  */
+/* What the module charges (and counts against unwind_kb) for rows of
+ * `bytes`: whole pages. */
+static uint64_t charged(uint64_t bytes)
+{
+	return (bytes + page_size - 1) / page_size * page_size;
+}
+
 static struct verdict classify(const char *b, uint64_t bytes, uint64_t readable)
 {
 	struct verdict v = { 0 };
@@ -722,7 +729,12 @@ static void judge_call(const struct verdict *v, enum fdkind kind, const struct r
 			hard |= BIT(EEXIST);
 		else if (kind == FD_UNSURE)
 			soft |= BIT(EEXIST);
-		if (M.bytes + v->rows > limit_bytes) {
+		/* The module counts what a table is charged (its rows in
+		 * whole pages) and refuses before the copy a table whose
+		 * size alone would pass the limit. */
+		uint64_t cost = charged(v->rows);
+
+		if (M.bytes + (cost > bytes ? cost : bytes) > limit_bytes) {
 			/* Past unwind_kb: certain for a table otherwise
 			 * good, possible for one that is not. */
 			if (hard)
@@ -815,7 +827,7 @@ int run_add_unwind(const uint64_t *a)
 		} else {
 			M.known = 0;
 		}
-		M.bytes += v.rows;
+		M.bytes += charged(v.rows);
 	}
 	if (res == RES_OK && !known)
 		M.known = 0;
