@@ -50,3 +50,29 @@ kernel_dir() {
 kmake() {
 	make RUSTC="$KERNEL_RUSTC" BINDGEN="$KERNEL_BINDGEN" ${RPROF_LLVM:+LLVM=$RPROF_LLVM} "$@"
 }
+
+# perf, as Debian's linux-perf installs it: /usr/bin/perf is the 6.1
+# binary itself on Debian 12 (older packages had a wrapper script in front
+# of perf_X.Y; take the binary if so).
+perf_binary() {
+	local p
+	for p in /usr/bin/perf_* /usr/lib/linux-tools-*/perf /usr/bin/perf; do
+		[ -x "$p" ] && [ "$(head -c 4 "$p" | tail -c 3)" = ELF ] && { echo "$p"; return 0; }
+	done
+	return 1
+}
+
+# install_perf ROOT: the host's perf into the guest tree ROOT as
+# /usr/bin/perf, with the loader and every library ldd names at the same
+# paths.
+install_perf() {
+	local root=$1 perf lib
+	perf=$(perf_binary) || die "no perf binary (apt-get install linux-perf)"
+	mkdir -p "$root/usr/bin"
+	cp -L "$perf" "$root/usr/bin/perf"
+	ldd "$perf" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' |
+		sort -u | while read -r lib; do
+			mkdir -p "$root$(dirname "$lib")"
+			cp -L "$lib" "$root$lib"
+		done
+}

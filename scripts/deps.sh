@@ -5,14 +5,16 @@
 # (go tool pprof) and binutils (addr2line) check the pprof export in the
 # host tests, python3-jsonschema and speedscope's published schema (the
 # npm package, into the cache) the speedscope export, and chromium runs
-# that package's app headless to see the export rendered.
+# that package's app headless to see the export rendered.  linux-perf is
+# the guest's perf: the oracle of the call-chain tests (48-unwind) and the
+# other profiler of make bench.
 # Idempotent: installs only what is missing.
 . "$(dirname "$0")/common.sh"
 
 PKGS=(linux-source-6.12 rustc-web rust-web-src libclang-dev clang lld llvm
 	qemu-system-x86 busybox-static cpio flex bison bc libelf-dev libssl-dev
 	kmod xz-utils python3 gcc gcc-multilib make golang-go binutils python3-jsonschema
-	chromium)
+	chromium linux-perf)
 # npm, unless a Node.js installation already brings it.
 command -v npm >/dev/null || PKGS+=(npm)
 

@@ -74,6 +74,8 @@ install_into() {
 	done
 	cp "$OUT/busymod/rprof_busy.ko" "$OUT/busymod/rprof_mmhold.ko" "$root/lib/"
 	cp "$OUT/storm" "$OUT/tiny" "$OUT/fifo_spin" "$OUT/chains32" "$OUT/rprof-fuzz" "$root/tests/bin/"
+	# perf: the oracle of the call-chain tests (48-unwind).
+	install_perf "$root"
 	# The loader and libraries, as ldd resolves them on this host:
 	# "libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)" and
 	# "/lib64/ld-linux-x86-64.so.2 (0x...)"; linux-vdso has no file.

@@ -28,19 +28,8 @@ build() {
 	grep -E 'warning|error' "$mod/build.log" >&2 || true
 }
 
-# perf, as Debian's linux-perf installs it: /usr/bin/perf is the 6.1
-# binary itself on Debian 12 (older packages had a wrapper script in front
-# of perf_X.Y; take the binary if so).
-perf_binary() {
-	local p
-	for p in /usr/bin/perf_* /usr/lib/linux-tools-*/perf /usr/bin/perf; do
-		[ -x "$p" ] && [ "$(head -c 4 "$p" | tail -c 3)" = ELF ] && { echo "$p"; return 0; }
-	done
-	return 1
-}
-
 install_into() {
-	local root=$1 perf lib
+	local root=$1
 	for f in work maxrss floor/rprof_floor.ko; do
 		[ -f "$OUT/$f" ] || die "$OUT/$f is missing (run tests/bench/build.sh build KDIR)"
 	done
@@ -49,14 +38,7 @@ install_into() {
 	cp "$OUT/floor/rprof_floor.ko" "$root/lib/rprof_floor.ko"
 	# The settings tests/harness/bench.sh wrote for the guest script.
 	[ ! -f "$OUT/bench.conf" ] || cp "$OUT/bench.conf" "$root/tests/bench.conf"
-	perf=$(perf_binary) || die "no perf binary (apt-get install linux-perf)"
-	cp -L "$perf" "$root/usr/bin/perf"
-	# The loader and every library ldd names, at the same paths.
-	ldd "$perf" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' |
-		sort -u | while read -r lib; do
-			mkdir -p "$root$(dirname "$lib")"
-			cp -L "$lib" "$root$lib"
-		done
+	install_perf "$root"
 }
 
 case "${1:-}" in

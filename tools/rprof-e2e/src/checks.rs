@@ -360,13 +360,13 @@ pub fn tick(usec: Option<i64>) -> Outcome {
     Ok(format!("tick {} us", tx.tick))
 }
 
-/// `orphan SECONDS`: leaves a running session behind as a SIGKILLed owner
+/// `orphan MILLIS`: leaves a running session behind as a SIGKILLed owner
 /// can: configures, maps and starts one, then forks a child that keeps only
 /// a copy of the mapping (which holds the file, and so the session) for
-/// SECONDS, and returns without STOP or waiting for it.  The module
+/// MILLIS ms, and returns without STOP or waiting for it.  The module
 /// releases the session when the child's mapping goes; a tool started
 /// meanwhile must wait for that rather than fail with EBUSY.
-pub fn orphan(seconds: u64) -> Outcome {
+pub fn orphan(millis: u64) -> Outcome {
     let dev = open()?;
     dev.set_config(&good_config())
         .map_err(|e| format!("SET_CONFIG failed with {}", error_name(&e)))?;
@@ -384,11 +384,11 @@ pub fn orphan(seconds: u64) -> Outcome {
         // used again (the child leaves through _exit below); the mapping
         // the child inherited stays.
         unsafe { libc::close(fd) };
-        std::thread::sleep(Duration::from_secs(seconds));
+        std::thread::sleep(Duration::from_millis(millis));
         // SAFETY: _exit ends the child at once; it has no preconditions.
         unsafe { libc::_exit(0) };
     }
     drop(reader);
     drop(dev);
-    Ok(format!("left a running session mapped by child {pid} for {seconds} s"))
+    Ok(format!("left a running session mapped by child {pid} for {millis} ms"))
 }

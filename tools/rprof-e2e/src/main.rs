@@ -115,10 +115,10 @@ enum Command {
         seconds: u64,
     },
     /// Leaves a running session that a forked child keeps mapped for
-    /// SECONDS, as a SIGKILLed daemon can (`checks::orphan`).
+    /// MILLIS ms, as a SIGKILLed daemon can (`checks::orphan`).
     Orphan {
-        /// How long the child keeps the mapping.
-        seconds: u64,
+        /// How long the child keeps the mapping, in ms.
+        millis: u64,
     },
     /// Runs a cpu-clock session, then expects the bytes seen through the
     /// mapping (without consuming) and those of read() to be the same
@@ -227,7 +227,7 @@ fn main() -> ExitCode {
         Command::BadConfig { kind } => bad_config::run(kind),
         Command::StartFails { event } => checks::start_fails(event),
         Command::Hold { seconds } => return checks::hold(seconds),
-        Command::Orphan { seconds } => checks::orphan(seconds),
+        Command::Orphan { millis } => checks::orphan(millis),
         Command::SameStream => same_stream::run(),
         Command::MmapHardening => hardening::run(),
         Command::LostInvariant { require_loss } => lost_invariant::run(&require_loss),

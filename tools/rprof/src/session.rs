@@ -24,10 +24,11 @@ const READ_SIZE: usize = 256 * 1024;
 /// file that configured it until the kernel lets go of that file, which a
 /// mapping of its buffer holds too: after its owner was SIGKILLed, the
 /// last mapping goes with the owner's address space, which the module's
-/// own unresolved samples keep alive until the next drain (and a forked
-/// child's copy, until that child exits).  A tool started right after
-/// `kill -9` must see that session end, not fail.
-const RELEASE_WAIT: Duration = Duration::from_secs(3);
+/// own unresolved samples keep alive until the next drain (50 ms), and a
+/// forked child's copy until that child exits.  A tool started right after
+/// `kill -9` must see that session end, not fail; one started beside a
+/// live owner must be refused soon (`30-sampling`'s second configurer).
+const RELEASE_WAIT: Duration = Duration::from_secs(1);
 
 /// SET_CONFIG, retried while it gives EBUSY, for at most [`RELEASE_WAIT`].
 fn set_config_waiting(dev: &Device, config: &rprof_config) -> Result<(), Error> {
