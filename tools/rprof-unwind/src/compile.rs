@@ -626,16 +626,7 @@ mod tests {
 mod hostile {
     use super::*;
 
-    /// xorshift64*: a deterministic stream.
-    struct XorShift(u64);
-    impl XorShift {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-        }
-    }
+    use crate::testrng::XorShift;
 
     /// /bin/ls with bytes of its `.eh_frame` flipped: every compile ends
     /// (no panic), and every table it makes is one the module accepts.

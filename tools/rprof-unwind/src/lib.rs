@@ -31,3 +31,18 @@ pub mod table;
 
 pub use compile::{compile, compile_file, CompileError, Compiled, Stats};
 pub use table::{validate, FormatError, Row, RowDisplay, UnwindTable};
+
+/// xorshift64*: the deterministic stream of the hostile-input tests.
+#[cfg(test)]
+pub(crate) mod testrng {
+    pub(crate) struct XorShift(pub(crate) u64);
+
+    impl XorShift {
+        pub(crate) fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        }
+    }
+}

@@ -561,16 +561,7 @@ mod tests {
         assert!(t.to_bytes().is_err());
     }
 
-    /// xorshift64*: a deterministic stream for the random-bytes test.
-    struct XorShift(u64);
-    impl XorShift {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-        }
-    }
+    use crate::testrng::XorShift;
 
     #[test]
     fn random_bytes_never_panic_and_what_passes_round_trips() {
