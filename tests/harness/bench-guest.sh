@@ -71,8 +71,10 @@ run_one() {
 		rm -f /tmp/perf.data
 		;;
 	rprof | rprof-g)
+		# rprof-g: frame pointers, as perf -g walks them (-g alone takes
+		# unwind tables where the module has them).
 		g=
-		[ "$prof" = rprof ] || g=-g
+		[ "$prof" = rprof ] || g="--call-graph fp"
 		out=$($MAXRSS rprof record -a $g -F "$hz" -o /tmp/rprof.data -- \
 			$WORK "$@" 2>/tmp/prof.err)
 		file=$(stat -c %s /tmp/rprof.data)
