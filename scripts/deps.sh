@@ -13,7 +13,7 @@
 
 PKGS=(linux-source-6.12 rustc-web rust-web-src libclang-dev clang lld llvm
 	qemu-system-x86 busybox-static cpio flex bison bc libelf-dev libssl-dev
-	kmod xz-utils python3 gcc gcc-multilib make golang-go binutils python3-jsonschema
+	kmod xz-utils python3 gcc g++ gcc-multilib make golang-go binutils python3-jsonschema
 	chromium linux-perf)
 # npm, unless a Node.js installation already brings it.
 command -v npm >/dev/null || PKGS+=(npm)

@@ -53,7 +53,7 @@ record_dwarf() {
 	diag "$(grep '^nofp;' /tmp/$1.folded | awk '{ print $NF, $0 }' | sort -nr | head -6)"
 }
 
-plan 15
+plan 18
 unload
 load
 
@@ -139,6 +139,31 @@ other=$(grep '^nofp;' /tmp/split.folded | grep ';hot [0-9]*$' | grep -v ';main;a
 diag "rprof's chains of hot on neither path: $other"
 check "rprof's chains of hot are perf's two paths but for at most 1% ($other of $((RA + RX + other)))" \
 	test $((100 * other)) -le $((RA + RX + other))
+
+# 6. C++ built -O2 (tests/workloads/cxx.cpp): hot 3:1 through a virtual
+# call and through std::sort's comparator, whose template frames the
+# compiler made (inlined as it liked), with an exception thrown and caught
+# across a frame every round.
+if rprof record --call-graph dwarf -o /tmp/cxx.data -- /tests/bin/cxx 5 >/tmp/cxx.out 2>/tmp/cxx.err; then
+	ok "rprof record --call-graph dwarf -- cxx 5 (C++, g++ -O2, exceptions)"
+else
+	not_ok "rprof record --call-graph dwarf -- cxx 5 (C++, g++ -O2, exceptions)"
+fi
+diag "$(cat /tmp/cxx.out /tmp/cxx.err)"
+rprof export --format folded -i /tmp/cxx.data -o /tmp/cxx.folded >/dev/null 2>&1
+diag "$(grep '^cxx;' /tmp/cxx.folded | grep ';hot [0-9]*$' | awk '{ print $NF, $0 }' | sort -nr | head -4)"
+set -- $(awk '{
+	n = $NF; s = $0; sub(/ [0-9]+$/, "", s)
+	if (index(s, "cxx;") != 1 || s !~ /;hot$/) next
+	h += n
+	if (s ~ /;main;virtual_path;Square::work[^;]*;hot$/) v += n
+	if (s ~ /;main;sort_path;.+;hot$/) t += n
+} END { printf "%d %d %d\n", h, v, t }' /tmp/cxx.folded)
+diag "hot $1, under main;virtual_path;Square::work $2, under main;sort_path;(std::sort) $3"
+check "C++: at least 95% of hot's $1 samples have their chain down to main ($(($2 + $3)))" \
+	test "$1" -gt 100 -a $((100 * ($2 + $3))) -ge $((95 * $1))
+check "C++: the virtual call and std::sort split 3:1 within 10% ($2 : $3)" \
+	test "$3" -gt 0 -a $((10 * $2)) -ge $((27 * $3)) -a $((10 * $2)) -le $((33 * $3))
 
 check "the module unloads cleanly after all that" rmmod rprof
 done_testing
