@@ -16,7 +16,7 @@ OUT=$RPROF_BUILD/workloads
 # -O1 keeps the hot loops as written; -fno-inline keeps every function a
 # symbol of its own; no stripping: the attribution test reads the symbols.
 CFLAGS=(-O1 -fno-inline -g -Wall -Wextra)
-PROGRAMS=(attr_main short chains stalls nofp cxx)
+PROGRAMS=(attr_main short chains stalls nofp cxx rustw)
 
 build() {
 	mkdir -p "$OUT"
@@ -38,6 +38,8 @@ build() {
 	gcc -O2 -fomit-frame-pointer -g -Wall -Wextra -o "$OUT/nofp" "$SRC/nofp.c"
 	# C++ as Debian builds it: -O2, so no frame pointers.
 	g++ -O2 -g -Wall -Wextra -o "$OUT/cxx" "$SRC/cxx.cpp"
+	# Rust as cargo build --release builds it: -O, no frame pointers.
+	rustc -O -g --edition 2021 -o "$OUT/rustw" "$SRC/rustw.rs"
 	# The same as a 32-bit program (gcc-multilib), static: the guest has
 	# no 32-bit C library.
 	gcc "${CFLAGS[@]}" -m32 -static -fno-omit-frame-pointer -fno-shrink-wrap -fno-optimize-sibling-calls \
@@ -55,7 +57,7 @@ build() {
 		die "rprof_busy.ko build failed in $mod"
 	}
 	grep -E 'warning|error' "$mod/build.log" >&2 || true
-	msg "built $OUT/{attr_main,libattr_lib.so,short,stalls,chains,nofp,cxx,chains32,storm,tiny,fifo_spin,rprof-fuzz} and $mod/rprof_{busy,mmhold}.ko"
+	msg "built $OUT/{attr_main,libattr_lib.so,short,stalls,chains,nofp,cxx,rustw,chains32,storm,tiny,fifo_spin,rprof-fuzz} and $mod/rprof_{busy,mmhold}.ko"
 }
 
 # copy_lib FILE ROOT: FILE (a path on the host) to the same path in ROOT,

@@ -53,7 +53,7 @@ record_dwarf() {
 	diag "$(grep '^nofp;' /tmp/$1.folded | awk '{ print $NF, $0 }' | sort -nr | head -6)"
 }
 
-plan 18
+plan 21
 unload
 load
 
@@ -163,6 +163,30 @@ diag "hot $1, under main;virtual_path;Square::work $2, under main;sort_path;(std
 check "C++: at least 95% of hot's $1 samples have their chain down to main ($(($2 + $3)))" \
 	test "$1" -gt 100 -a $((100 * ($2 + $3))) -ge $((95 * $1))
 check "C++: the virtual call and std::sort split 3:1 within 10% ($2 : $3)" \
+	test "$3" -gt 0 -a $((10 * $2)) -ge $((27 * $3)) -a $((10 * $2)) -le $((33 * $3))
+
+# 7. Rust built -O (tests/workloads/rustw.rs): hot 3:1 through a trait
+# object and through an iterator chain's closures, under std's runtime
+# frames, with a panic caught across a frame every round.
+if rprof record --call-graph dwarf -o /tmp/rustw.data -- /tests/bin/rustw 5 >/tmp/rustw.out 2>/tmp/rustw.err; then
+	ok "rprof record --call-graph dwarf -- rustw 5 (Rust, rustc -O, panics)"
+else
+	not_ok "rprof record --call-graph dwarf -- rustw 5 (Rust, rustc -O, panics)"
+fi
+diag "$(cat /tmp/rustw.out /tmp/rustw.err)"
+rprof export --format folded -i /tmp/rustw.data -o /tmp/rustw.folded >/dev/null 2>&1
+diag "$(grep '^rustw;' /tmp/rustw.folded | grep ';hot [0-9]*$' | awk '{ print $NF, $0 }' | sort -nr | head -4)"
+set -- $(awk '{
+	n = $NF; s = $0; sub(/ [0-9]+$/, "", s)
+	if (index(s, "rustw;") != 1 || s !~ /;hot$/) next
+	h += n
+	if (s ~ /;rustw::main[^;]*;dyn_path;[^;]*Square as rustw::Work>::work[^;]*;hot$/) d += n
+	if (s ~ /;rustw::main[^;]*;iter_path;(.+;)?hot$/) t += n
+} END { printf "%d %d %d\n", h, d, t }' /tmp/rustw.folded)
+diag "hot $1, under rustw::main;dyn_path;<Square as Work>::work $2, under rustw::main;iter_path $3"
+check "Rust: at least 95% of hot's $1 samples have their chain down to rustw::main ($(($2 + $3)))" \
+	test "$1" -gt 100 -a $((100 * ($2 + $3))) -ge $((95 * $1))
+check "Rust: the trait object and the iterator split 3:1 within 10% ($2 : $3)" \
 	test "$3" -gt 0 -a $((10 * $2)) -ge $((27 * $3)) -a $((10 * $2)) -le $((33 * $3))
 
 check "the module unloads cleanly after all that" rmmod rprof

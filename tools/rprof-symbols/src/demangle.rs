@@ -19,19 +19,19 @@ pub const MAX_MANGLED: usize = 4096;
 
 /// Whether `name` looks like a legacy Rust name: `_ZN`, path components,
 /// a `17h` + 16 hex digit hash component, `E`, and maybe a `.suffix`.
+/// (A path component may hold `..` itself, as `_$LT$a..B$u20$as$u20$..`:
+/// the suffix is what follows the hash's `E`, not the first dot.)
 fn is_rust_legacy(name: &str) -> bool {
     let Some(rest) = name.strip_prefix("_ZN") else {
         return false;
     };
-    let body = rest.split('.').next().unwrap_or(rest);
-    let Some(body) = body.strip_suffix('E') else {
-        return false;
-    };
-    body.len() >= 19
-        && body.is_char_boundary(body.len() - 19)
-        && body[body.len() - 19..]
-            .strip_prefix("17h")
-            .is_some_and(|h| h.len() == 16 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+    let b = rest.as_bytes();
+    rest.match_indices("17h").any(|(i, _)| {
+        b.len() >= i + 20
+            && b[i + 3..i + 19].iter().all(u8::is_ascii_hexdigit)
+            && b[i + 19] == b'E'
+            && (b.len() == i + 20 || b[i + 20] == b'.')
+    })
 }
 
 /// `name` demangled, or `name` itself if it is not a mangled Rust or C++
@@ -75,6 +75,19 @@ mod tests {
         assert_eq!(
             demangle("_RINvNtCs2DxGA1hvVcO_4core5slice20copy_from_slice_implhEB4_.llvm.123"),
             "core::slice::copy_from_slice_impl::<u8>"
+        );
+    }
+
+    /// A trait method's legacy name: its first component holds `..`.
+    #[test]
+    fn rust_legacy_trait_impl() {
+        assert_eq!(
+            demangle("_ZN45_$LT$rustw..Square$u20$as$u20$rustw..Work$GT$4work17h14904c203c3d73d2E"),
+            "<rustw::Square as rustw::Work>::work"
+        );
+        assert_eq!(
+            demangle("_ZN45_$LT$rustw..Square$u20$as$u20$rustw..Work$GT$4work17h14904c203c3d73d2E.llvm.42"),
+            "<rustw::Square as rustw::Work>::work"
         );
     }
 

@@ -143,22 +143,53 @@ impl Cache {
     /// file in the directory, then renamed over the final name.
     fn store(&self, build_id: &[u8], table: &UnwindTable) -> Result<(), String> {
         let bytes = table.to_bytes().map_err(|e| e.to_string())?;
-        let path = self.path_for(build_id);
-        let tmp = self.dir.join(format!(
-            ".{}.rpuw.{}.tmp",
-            hex(build_id),
-            std::process::id()
-        ));
-        let write = || -> std::io::Result<()> {
-            std::fs::create_dir_all(&self.dir)?;
-            std::fs::write(&tmp, &bytes)?;
-            std::fs::rename(&tmp, &path)
-        };
-        write().map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            format!("{}: {e}", path.display())
-        })
+        let name = format!("{}.rpuw", hex(build_id));
+        write_private(&self.dir, &name, &bytes).map_err(|e| format!("{}: {e}", self.path_for(build_id).display()))
     }
+}
+
+/// Writes `bytes` as `dir/name`, whole (a temporary file renamed over it),
+/// only into a directory of our own that no one else may write: rprof runs
+/// as root, often under `sudo -E` with a user's `$HOME`, and a directory
+/// the user controls would let them point the temporary file's name at any
+/// file root can write.  The temporary file is made new
+/// (`O_CREAT|O_EXCL|O_NOFOLLOW`, a name no one can guess ahead), so it
+/// never follows a link; the rename replaces whatever entry `name` was
+/// without following it.
+pub fn write_private(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    std::fs::create_dir_all(dir)?;
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.join(format!(".{name}.{}.{nanos:x}.{seq}.tmp", std::process::id()));
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&tmp)?;
+    let mut ours = || -> std::io::Result<()> {
+        // The directory itself, not a link to one, owned by whoever we
+        // are (the file we just made says who) and writable by no one else.
+        let d = std::fs::symlink_metadata(dir)?;
+        let me = file.metadata()?.uid();
+        if !d.is_dir() || d.uid() != me || d.mode() & 0o022 != 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                format!("{} is not a directory of uid {me} that only it may write", dir.display()),
+            ));
+        }
+        file.write_all(bytes)?;
+        std::fs::rename(&tmp, dir.join(name))
+    };
+    ours().inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
 }
 
 /// The GNU build-id of the ELF file in `data` (at most 20 bytes kept, as
@@ -345,5 +376,35 @@ mod tests {
                 None => std::env::remove_var(v),
             }
         }
+    }
+
+    /// Only into a directory of our own that no one else may write; a link
+    /// planted at the final name is replaced, never followed.
+    #[test]
+    fn writes_only_where_no_one_else_can() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = test_dir("private");
+        let victim = d.join("victim");
+        std::fs::write(&victim, b"keep").unwrap();
+        let shared = d.join("shared");
+        std::fs::create_dir_all(&shared).unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let e = write_private(&shared, "t.rpuw", b"table").unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::PermissionDenied, "{e}");
+        assert_eq!(std::fs::read_dir(&shared).unwrap().count(), 0, "nothing left behind");
+
+        let mine = d.join("mine");
+        std::fs::create_dir_all(&mine).unwrap();
+        std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::os::unix::fs::symlink(&victim, mine.join("t.rpuw")).unwrap();
+        write_private(&mine, "t.rpuw", b"table").unwrap();
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+        assert_eq!(std::fs::read(mine.join("t.rpuw")).unwrap(), b"table");
+        assert!(!std::fs::symlink_metadata(mine.join("t.rpuw")).unwrap().file_type().is_symlink());
+        // A link to a directory is not the directory.
+        let link = d.join("link");
+        std::os::unix::fs::symlink(&mine, &link).unwrap();
+        assert!(write_private(&link, "u.rpuw", b"x").is_err());
+        std::fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -148,12 +148,16 @@ pub fn rule_of<T: ReaderOffset>(
             CfaExpression::Other => return Rule::FP,
         },
     };
-    let Ok(cfa_off) = i32::try_from(off) else {
-        return Rule::FP;
+    // The module's ranges (`table::offsets_fit`): a frame of more than
+    // 16 MiB, or RBP saved anywhere but below the return address, is
+    // walked by its frame pointer instead.
+    let cfa_off = match i32::try_from(off) {
+        Ok(o) if (8..=crate::table::CFA_OFF_MAX).contains(&o) => o,
+        _ => return Rule::FP,
     };
     let (rbp, rbp_off) = match rbp {
         RegisterRule::Offset(n) => match i16::try_from(*n) {
-            Ok(n) if n % 8 == 0 => (RPROF_UNWIND_RBP_SAVED, n),
+            Ok(n) if n % 8 == 0 && n <= -16 => (RPROF_UNWIND_RBP_SAVED, n),
             _ => return Rule::FP,
         },
         RegisterRule::SameValue => (RPROF_UNWIND_RBP_SAME, 0),
@@ -280,10 +284,15 @@ mod tests {
             rule(rsp(1 << 31), ra.clone(), RegisterRule::Undefined),
             Rule::FP
         );
-        assert_eq!(
-            rule(rsp(-(1 << 31)), ra.clone(), RegisterRule::Undefined).cfa_off,
-            i32::MIN
-        );
+        // Outside the module's ranges (table::offsets_fit): the frame
+        // pointer's turn.
+        for off in [-(1 << 31), -8, 0, 7, (1 << 24) + 1] {
+            assert_eq!(rule(rsp(off), ra.clone(), RegisterRule::Undefined), Rule::FP, "{off}");
+        }
+        assert_eq!(rule(rsp(1 << 24), ra.clone(), RegisterRule::Undefined).cfa_off, 1 << 24);
+        for off in [-8, 0, 16] {
+            assert_eq!(rule(rsp(16), ra.clone(), RegisterRule::Offset(off)), Rule::FP, "{off}");
+        }
 
         // The return address.
         assert_eq!(

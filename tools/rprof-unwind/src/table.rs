@@ -7,8 +7,7 @@
 //! runs them before it trusts anything a file says.
 
 use rprof_abi::{
-    rprof_unwind_row, rprof_unwind_table_header, RPROF_UNWIND_CFA_STOP, RPROF_UNWIND_MAGIC,
-    RPROF_UNWIND_RBP_UNDEF, RPROF_UNWIND_VERSION,
+    RPROF_UNWIND_CFA_PLT, RPROF_UNWIND_CFA_RBP, RPROF_UNWIND_CFA_RSP, RPROF_UNWIND_CFA_STOP, RPROF_UNWIND_MAGIC, RPROF_UNWIND_RBP_SAME, RPROF_UNWIND_RBP_SAVED, RPROF_UNWIND_RBP_UNDEF, RPROF_UNWIND_VERSION, rprof_unwind_row, rprof_unwind_table_header,
 };
 use std::fmt;
 
@@ -82,6 +81,16 @@ pub enum FormatError {
         /// The value.
         rbp_off: i16,
     },
+    /// A row's offsets are outside what the module takes for its rule:
+    /// RSP, RBP and PLT rows need 8 <= cfa_off <= 2^24, and rbp_off 0
+    /// unless RBP_SAVED (then at most -16); NONE, FP and STOP rows need
+    /// RBP_SAME and both offsets 0.
+    BadOffsets {
+        /// The row's index.
+        index: usize,
+    },
+    /// More rows than the module takes (2^24).
+    TooManyRows(u32),
     /// The last row does not start below the table's `end`.
     BadEnd {
         /// The last row's start.
@@ -121,6 +130,10 @@ impl fmt::Display for FormatError {
             FormatError::BadRbpOffset { index, rbp_off } => {
                 write!(f, "row {index}: rbp_off {rbp_off} is not a multiple of 8")
             }
+            FormatError::BadOffsets { index } => {
+                write!(f, "row {index}: offsets the module refuses for its rule")
+            }
+            FormatError::TooManyRows(n) => write!(f, "{n} rows, more than the module takes ({ROWS_MAX})"),
             FormatError::BadEnd { last, end } => write!(
                 f,
                 "the last row starts at {last:#x}, not below the table's end {end:#x}"
@@ -161,10 +174,33 @@ fn header_of(b: &[u8]) -> rprof_unwind_table_header {
     }
 }
 
+/// The most rows the module takes in one table.
+pub const ROWS_MAX: u32 = 1 << 24;
+
+/// The largest CFA offset the module takes.
+pub const CFA_OFF_MAX: i32 = 1 << 24;
+
+/// Whether `r`'s offsets are the module's for its rule (the kernel's
+/// `validate_row`, `src/chains/unwind.rs`); cfa and rbp in range.
+pub fn offsets_fit(r: &rprof_unwind_row) -> bool {
+    match u32::from(r.cfa) {
+        RPROF_UNWIND_CFA_RSP | RPROF_UNWIND_CFA_RBP | RPROF_UNWIND_CFA_PLT => {
+            (8..=CFA_OFF_MAX).contains(&r.cfa_off)
+                && match u32::from(r.rbp) {
+                    RPROF_UNWIND_RBP_SAVED => r.rbp_off <= -16 && r.rbp_off % 8 == 0,
+                    _ => r.rbp_off == 0,
+                }
+        }
+        _ => u32::from(r.rbp) == RPROF_UNWIND_RBP_SAME && r.cfa_off == 0 && r.rbp_off == 0,
+    }
+}
+
 /// Checks that `bytes` are a table as the module accepts one: the magic and
 /// version, a length of exactly a header and `nr_rows` rows, a build-id
 /// within its room and zero-padded, strictly increasing row starts below
-/// `end`, `cfa` and `rbp` within their enums, and `rbp_off` a multiple of 8.
+/// `end`, `cfa` and `rbp` within their enums, and each row's offsets those of its rule (`offsets_fit`); at most
+/// `ROWS_MAX` rows.  (The module also refuses a table of no rows, which the
+/// uploader never sends.)
 ///
 /// Returns the header.  Never panics, whatever the bytes.
 pub fn validate(bytes: &[u8]) -> Result<rprof_unwind_table_header, FormatError> {
@@ -187,6 +223,9 @@ pub fn validate(bytes: &[u8]) -> Result<rprof_unwind_table_header, FormatError> 
         return Err(FormatError::BadBuildId {
             len: h.build_id_len,
         });
+    }
+    if h.nr_rows > ROWS_MAX {
+        return Err(FormatError::TooManyRows(h.nr_rows));
     }
     // In u64: nr_rows * ROW_SIZE cannot overflow, whatever nr_rows says.
     let want = HEADER_SIZE as u64 + u64::from(h.nr_rows) * ROW_SIZE as u64;
@@ -219,6 +258,9 @@ pub fn validate(bytes: &[u8]) -> Result<rprof_unwind_table_header, FormatError> 
                 index,
                 rbp_off: r.rbp_off,
             });
+        }
+        if !offsets_fit(&r) {
+            return Err(FormatError::BadOffsets { index });
         }
         prev = Some(r.start);
     }
@@ -378,7 +420,7 @@ mod tests {
                 row(0x14, RPROF_UNWIND_CFA_RBP, 16, RPROF_UNWIND_RBP_SAVED, -16),
                 row(0x30, RPROF_UNWIND_CFA_NONE, 0, RPROF_UNWIND_RBP_SAME, 0),
                 row(0x40, RPROF_UNWIND_CFA_PLT, 8, RPROF_UNWIND_RBP_SAME, 0),
-                row(0x50, RPROF_UNWIND_CFA_STOP, 0, RPROF_UNWIND_RBP_UNDEF, 0),
+                row(0x50, RPROF_UNWIND_CFA_STOP, 0, RPROF_UNWIND_RBP_SAME, 0),
             ],
             end: 0x60,
             build_id: vec![1, 2, 3, 4],
@@ -474,15 +516,40 @@ mod tests {
         put(&mut b, 4, &2u32.to_le_bytes());
         assert_eq!(validate(&b), Err(FormatError::BadVersion(2)));
 
-        // nr_rows far beyond the bytes: an error, not an allocation.
-        for n in [7u32, 0x1555_5555, u32::MAX] {
+        // nr_rows far beyond the bytes: an error, not an allocation; past
+        // the module's most, that first.
+        for n in [7u32, ROWS_MAX, ROWS_MAX + 1, 0x1555_5555, u32::MAX] {
             let mut b = good.clone();
             put(&mut b, 8, &n.to_le_bytes());
+            let e = validate(&b);
             assert!(
-                matches!(validate(&b), Err(FormatError::BadLength { nr_rows, .. }) if nr_rows == n),
-                "nr_rows {n}"
+                match e {
+                    Err(FormatError::BadLength { nr_rows, .. }) => nr_rows == n && n <= ROWS_MAX,
+                    Err(FormatError::TooManyRows(m)) => m == n && n > ROWS_MAX,
+                    _ => false,
+                },
+                "nr_rows {n}: {e:?}"
             );
             assert!(UnwindTable::from_bytes(&b).is_err());
+        }
+
+        // Each row's offsets as the module takes them for its rule.
+        let cases: [(u8, i32, u8, i16); 7] = [
+            (RPROF_UNWIND_CFA_RSP as u8, 0, RPROF_UNWIND_RBP_SAME as u8, 0),
+            (RPROF_UNWIND_CFA_RSP as u8, CFA_OFF_MAX + 1, RPROF_UNWIND_RBP_SAME as u8, 0),
+            (RPROF_UNWIND_CFA_RSP as u8, 16, RPROF_UNWIND_RBP_SAVED as u8, -8),
+            (RPROF_UNWIND_CFA_RSP as u8, 16, RPROF_UNWIND_RBP_SAME as u8, -16),
+            (RPROF_UNWIND_CFA_NONE as u8, 8, RPROF_UNWIND_RBP_SAME as u8, 0),
+            (RPROF_UNWIND_CFA_STOP as u8, 0, RPROF_UNWIND_RBP_UNDEF as u8, 0),
+            (RPROF_UNWIND_CFA_FP as u8, 0, RPROF_UNWIND_RBP_SAME as u8, -16),
+        ];
+        for (cfa, cfa_off, rbp, rbp_off) in cases {
+            let mut b = good.clone();
+            put(&mut b, row0 + 4, &cfa_off.to_le_bytes());
+            put(&mut b, row0 + 8, &rbp_off.to_le_bytes());
+            b[row0 + 10] = cfa;
+            b[row0 + 11] = rbp;
+            assert_eq!(validate(&b), Err(FormatError::BadOffsets { index: 0 }), "{cfa} {cfa_off} {rbp} {rbp_off}");
         }
 
         let mut b = good.clone();

@@ -118,14 +118,11 @@ pub fn status_path(cache_dir: &Path) -> PathBuf {
 /// Writes `counts` of the uploader of process `pid` to `path` (whole, by
 /// rename).
 pub fn write_status(path: &Path, pid: u32, counts: &Counts) -> std::io::Result<()> {
-    let tmp = path.with_extension(format!("status.{pid}.tmp"));
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    std::fs::write(&tmp, format!("pid {pid}\n{}", counts.to_text()))?;
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(std::io::Error::other("a status path without a directory"));
+    };
+    // As the tables: only into a directory of our own (see write_private).
+    rprof_unwind::cache::write_private(dir, &name.to_string_lossy(), format!("pid {pid}\n{}", counts.to_text()).as_bytes())
 }
 
 /// The status at `path`: the writer's pid and its figures.
