@@ -162,8 +162,9 @@ set -- $(awk '{
 diag "hot $1, under main;virtual_path;Square::work $2, under main;sort_path;(std::sort) $3"
 check "C++: at least 95% of hot's $1 samples have their chain down to main ($(($2 + $3)))" \
 	test "$1" -gt 100 -a $((100 * ($2 + $3))) -ge $((95 * $1))
-check "C++: the virtual call and std::sort split 3:1 within 10% ($2 : $3)" \
-	test "$3" -gt 0 -a $((10 * $2)) -ge $((27 * $3)) -a $((10 * $2)) -le $((33 * $3))
+# Within 20%: some 2500 samples in 5 s make 10% a 2-sigma band.
+check "C++: the virtual call and std::sort split 3:1 within 20% ($2 : $3)" \
+	test "$3" -gt 0 -a $((10 * $2)) -ge $((24 * $3)) -a $((10 * $2)) -le $((36 * $3))
 
 # 7. Rust built -O (tests/workloads/rustw.rs): hot 3:1 through a trait
 # object and through an iterator chain's closures, under std's runtime
@@ -186,8 +187,9 @@ set -- $(awk '{
 diag "hot $1, under rustw::main;dyn_path;<Square as Work>::work $2, under rustw::main;iter_path $3"
 check "Rust: at least 95% of hot's $1 samples have their chain down to rustw::main ($(($2 + $3)))" \
 	test "$1" -gt 100 -a $((100 * ($2 + $3))) -ge $((95 * $1))
-check "Rust: the trait object and the iterator split 3:1 within 10% ($2 : $3)" \
-	test "$3" -gt 0 -a $((10 * $2)) -ge $((27 * $3)) -a $((10 * $2)) -le $((33 * $3))
+# Within 20%: some 2500 samples in 5 s make 10% a 2-sigma band.
+check "Rust: the trait object and the iterator split 3:1 within 20% ($2 : $3)" \
+	test "$3" -gt 0 -a $((10 * $2)) -ge $((24 * $3)) -a $((10 * $2)) -le $((36 * $3))
 
 check "the module unloads cleanly after all that" rmmod rprof
 done_testing
