@@ -54,6 +54,24 @@ pub fn deps(data: &[u8]) -> Option<Deps> {
     Some(out)
 }
 
+/// The most of a file [`read_elf`] reads: its program and section headers
+/// and `.dynamic` are in the first megabytes of any real program; a file
+/// cut there parses as far as it goes.
+pub const READ_MAX: u64 = 64 << 20;
+
+/// `path`'s bytes for [`closure`], if it is a regular file: at most
+/// [`READ_MAX`] of them.
+pub fn read_elf(path: &Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let f = std::fs::File::open(path).ok()?;
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut data = Vec::new();
+    f.take(READ_MAX).read_to_end(&mut data).ok()?;
+    Some(data)
+}
+
 /// ld.so's default directories on x86-64 Debian (multiarch first).
 pub const DEFAULT_DIRS: &[&str] = &[
     "/lib/x86_64-linux-gnu",
@@ -76,8 +94,8 @@ fn path_list(list: &str, origin: &Path) -> Vec<PathBuf> {
 
 /// The program `exe` and every file it loads at start, found from the
 /// directories named: `exe` first, then its interpreter and libraries,
-/// breadth first, each once; at most `max` files.  `read` reads a file
-/// (a test gives its own).
+/// breadth first, each once, regular files only; at most `max` files.
+/// `read` reads a file (a test gives its own; [`read_elf`] for real ones).
 pub fn closure(
     exe: &Path,
     ld_library_path: Option<&str>,
@@ -101,8 +119,10 @@ pub fn closure(
         dirs.extend(ld_library_path.map(|l| path_list(l, &origin)).unwrap_or_default());
         dirs.extend(d.runpath.as_deref().map(|l| path_list(l, &origin)).unwrap_or_default());
         dirs.extend(DEFAULT_DIRS.iter().map(PathBuf::from));
+        // Regular files only: a hostile ELF may name /dev/zero or a FIFO,
+        // which reading would never finish.
         let mut add = |p: PathBuf| {
-            if out.len() < max && seen.insert(p.clone()) {
+            if out.len() < max && p.is_file() && seen.insert(p.clone()) {
                 out.push(p);
             }
         };
@@ -169,6 +189,9 @@ mod tests {
         }
         let got = closure(Path::new("/x"), None, 8, &mut |_| Some(b"junk".to_vec()));
         assert_eq!(got, [PathBuf::from("/x")]);
+        // No device, FIFO or directory is read.
+        assert_eq!(read_elf(Path::new("/dev/zero")), None);
+        assert_eq!(read_elf(Path::new("/")), None);
     }
 
     #[test]

@@ -119,7 +119,14 @@ impl<B: Backend> Uploads<B> {
     /// Whether `key` has been dealt with (uploaded since the last RESET,
     /// or failed).
     pub fn known(&self, key: FileKey) -> bool {
-        self.files.contains_key(&key)
+        match self.files.get(&key) {
+            None => false,
+            // A file that could not be reached from one source (a COOKIE's
+            // path, read in the wrong process's root) may be from another
+            // (a process's own mapping): not known for good.
+            Some(Done::Failed(f)) => !f.retry_after_reset,
+            Some(Done::Uploaded) => true,
+        }
     }
 
     /// Why uploading stopped, if it did.
@@ -133,8 +140,11 @@ impl<B: Backend> Uploads<B> {
     pub fn offer(&mut self, key: FileKey, source: &B::Source) -> bool {
         match self.files.get(&key) {
             Some(Done::Uploaded) => return true,
-            Some(Done::Failed(_)) => return false,
-            None => {}
+            Some(Done::Failed(f)) if !f.retry_after_reset => return false,
+            // A failure of the moment: this source may reach it (each
+            // source is offered once: the reader names a file once between
+            // RESETs, a process is scanned once).
+            Some(Done::Failed(_)) | None => {}
         }
         if self.halt.is_some() {
             return false;
@@ -312,19 +322,26 @@ mod tests {
         assert_eq!(u.counts.uploaded, 0);
     }
 
+    /// A file not reached from one source (a COOKIE's path read in the
+    /// wrong process's root) is not known for good: another source (a
+    /// process's own mapping) gets it; a RESET forgets the failure too.
     #[test]
-    fn an_open_failure_is_retried_after_reset_only() {
+    fn an_open_failure_leaves_the_file_to_another_source() {
         let mut u = Uploads::new(Fake {
             fail_open: vec!["/gone"],
             ..Fake::default()
         });
         assert!(!u.offer(key(1), &"/gone"));
-        assert!(!u.offer(key(1), &"/gone"));
-        assert_eq!(u.backend().opens.len(), 1);
-        u.reset();
-        assert!(!u.offer(key(1), &"/gone"));
+        assert!(!u.known(key(1)));
+        assert!(u.offer(key(1), &"/here"));
+        assert!(u.known(key(1)));
         assert_eq!(u.backend().opens.len(), 2);
-        assert_eq!(u.counts.failures.get("open"), Some(&2));
+        assert_eq!(u.counts.failures.get("open"), Some(&1));
+        assert_eq!(u.counts.uploaded, 1);
+        assert!(!u.offer(key(2), &"/gone"));
+        u.reset();
+        assert!(!u.offer(key(2), &"/gone"));
+        assert_eq!(u.counts.failures.get("open"), Some(&3));
     }
 
     #[test]
