@@ -14,16 +14,22 @@
 export RPROF_UNWIND_CACHE=/tmp/unwind-cache
 rm -rf "$RPROF_UNWIND_CACHE"
 
-# folded_split FILE: "H A X" for nofp's chains: samples whose leaf is hot,
-# those under main;a;b and those under main;x.
-folded_split() {
-	awk '{
+# hot_split FILE COMM A B: "H A B" for COMM's chains in FILE: samples
+# whose leaf is hot, those whose chain matches the awk pattern A and those
+# matching B (both anchored at the leaf).
+hot_split() {
+	awk -v comm="$2;" -v pa="$3" -v pb="$4" '{
 		n = $NF; s = $0; sub(/ [0-9]+$/, "", s)
-		if (index(s, "nofp;") != 1 || s !~ /;hot$/) next
+		if (index(s, comm) != 1 || s !~ /;hot$/) next
 		h += n
-		if (s ~ /;main;a;b;hot$/) a += n
-		if (s ~ /;main;x;hot$/) x += n
-	} END { printf "%d %d %d\n", h, a, x }' "$1"
+		if (s ~ pa) a += n
+		if (s ~ pb) b += n
+	} END { printf "%d %d %d\n", h, a, b }' "$1"
+}
+
+# folded_split FILE: hot_split of nofp's two paths, main;a;b and main;x.
+folded_split() {
+	hot_split "$1" nofp ';main;a;b;hot$' ';main;x;hot$'
 }
 
 # folded_qsort FILE: "C M" for nofp's chains: samples whose leaf is cmp,
@@ -38,19 +44,22 @@ folded_qsort() {
 	} END { printf "%d %d\n", c, m }' "$1"
 }
 
-# record_dwarf NAME MODE SECONDS: rprof record --call-graph dwarf -- nofp
-# MODE SECONDS into /tmp/NAME.data, its folded stacks into
-# /tmp/NAME.folded, rprof's stderr in /tmp/NAME.err; one check.
+# record_dwarf NAME NOTE PROG ARGS...: rprof record --call-graph dwarf --
+# /tests/bin/PROG ARGS into /tmp/NAME.data, its folded stacks into
+# /tmp/NAME.folded, rprof's stderr in /tmp/NAME.err; one check, NOTE
+# after its name.
 record_dwarf() {
-	if rprof record --call-graph dwarf -o /tmp/$1.data -- /tests/bin/nofp $2 $3 \
-		>/tmp/$1.out 2>/tmp/$1.err; then
-		ok "rprof record --call-graph dwarf -- nofp $2 $3"
+	name=$1 note=$2 prog=$3
+	shift 3
+	if rprof record --call-graph dwarf -o /tmp/$name.data -- /tests/bin/$prog "$@" \
+		>/tmp/$name.out 2>/tmp/$name.err; then
+		ok "rprof record --call-graph dwarf -- $prog $*$note"
 	else
-		not_ok "rprof record --call-graph dwarf -- nofp $2 $3"
+		not_ok "rprof record --call-graph dwarf -- $prog $*$note"
 	fi
-	diag "$(cat /tmp/$1.out /tmp/$1.err)"
-	rprof export --format folded -i /tmp/$1.data -o /tmp/$1.folded >/dev/null 2>&1
-	diag "$(grep '^nofp;' /tmp/$1.folded | awk '{ print $NF, $0 }' | sort -nr | head -6)"
+	diag "$(cat /tmp/$name.out /tmp/$name.err)"
+	rprof export --format folded -i /tmp/$name.data -o /tmp/$name.folded >/dev/null 2>&1
+	diag "$(grep "^$prog;" /tmp/$name.folded | awk '{ print $NF, $0 }' | sort -nr | head -6)"
 }
 
 plan 21
@@ -59,7 +68,7 @@ load
 
 # 1. The split: main -> a -> b -> hot and main -> x -> hot at 3:1.  The
 # first run compiles the tables (nofp's, libc's, the loader's...).
-record_dwarf split split 6
+record_dwarf split "" nofp split 6
 check "the tables were compiled and uploaded" \
 	grep -Eq 'rprof: unwind tables: uploaded [1-9][0-9]* .*compiled [1-9]' /tmp/split.err
 check "the module walked user frames by table" \
@@ -78,7 +87,7 @@ check "the two paths split 3:1 within 10% ($2 : $3)" \
 # 2. A callback under libc's qsort: its chain goes through libc's frames
 # (walked by libc's table) to sort_round and main.  libc's table is in
 # the cache by now.
-record_dwarf qsort qsort 5
+record_dwarf qsort "" nofp qsort 5
 check "the second run takes its tables from the cache" \
 	grep -Eq 'rprof: unwind tables: .*cache hits [1-9]' /tmp/qsort.err
 set -- $(folded_qsort /tmp/qsort.folded)
@@ -144,21 +153,8 @@ check "rprof's chains of hot are perf's two paths but for at most 1% ($other of 
 # call and through std::sort's comparator, whose template frames the
 # compiler made (inlined as it liked), with an exception thrown and caught
 # across a frame every round.
-if rprof record --call-graph dwarf -o /tmp/cxx.data -- /tests/bin/cxx 5 >/tmp/cxx.out 2>/tmp/cxx.err; then
-	ok "rprof record --call-graph dwarf -- cxx 5 (C++, g++ -O2, exceptions)"
-else
-	not_ok "rprof record --call-graph dwarf -- cxx 5 (C++, g++ -O2, exceptions)"
-fi
-diag "$(cat /tmp/cxx.out /tmp/cxx.err)"
-rprof export --format folded -i /tmp/cxx.data -o /tmp/cxx.folded >/dev/null 2>&1
-diag "$(grep '^cxx;' /tmp/cxx.folded | grep ';hot [0-9]*$' | awk '{ print $NF, $0 }' | sort -nr | head -4)"
-set -- $(awk '{
-	n = $NF; s = $0; sub(/ [0-9]+$/, "", s)
-	if (index(s, "cxx;") != 1 || s !~ /;hot$/) next
-	h += n
-	if (s ~ /;main;virtual_path;Square::work[^;]*;hot$/) v += n
-	if (s ~ /;main;sort_path;.+;hot$/) t += n
-} END { printf "%d %d %d\n", h, v, t }' /tmp/cxx.folded)
+record_dwarf cxx " (C++, g++ -O2, exceptions)" cxx 5
+set -- $(hot_split /tmp/cxx.folded cxx ';main;virtual_path;Square::work[^;]*;hot$' ';main;sort_path;.+;hot$')
 diag "hot $1, under main;virtual_path;Square::work $2, under main;sort_path;(std::sort) $3"
 check "C++: at least 95% of hot's $1 samples have their chain down to main ($(($2 + $3)))" \
 	test "$1" -gt 100 -a $((100 * ($2 + $3))) -ge $((95 * $1))
@@ -169,21 +165,9 @@ check "C++: the virtual call and std::sort split 3:1 within 20% ($2 : $3)" \
 # 7. Rust built -O (tests/workloads/rustw.rs): hot 3:1 through a trait
 # object and through an iterator chain's closures, under std's runtime
 # frames, with a panic caught across a frame every round.
-if rprof record --call-graph dwarf -o /tmp/rustw.data -- /tests/bin/rustw 5 >/tmp/rustw.out 2>/tmp/rustw.err; then
-	ok "rprof record --call-graph dwarf -- rustw 5 (Rust, rustc -O, panics)"
-else
-	not_ok "rprof record --call-graph dwarf -- rustw 5 (Rust, rustc -O, panics)"
-fi
-diag "$(cat /tmp/rustw.out /tmp/rustw.err)"
-rprof export --format folded -i /tmp/rustw.data -o /tmp/rustw.folded >/dev/null 2>&1
-diag "$(grep '^rustw;' /tmp/rustw.folded | grep ';hot [0-9]*$' | awk '{ print $NF, $0 }' | sort -nr | head -4)"
-set -- $(awk '{
-	n = $NF; s = $0; sub(/ [0-9]+$/, "", s)
-	if (index(s, "rustw;") != 1 || s !~ /;hot$/) next
-	h += n
-	if (s ~ /;rustw::main[^;]*;dyn_path;[^;]*Square as rustw::Work>::work[^;]*;hot$/) d += n
-	if (s ~ /;rustw::main[^;]*;iter_path;(.+;)?hot$/) t += n
-} END { printf "%d %d %d\n", h, d, t }' /tmp/rustw.folded)
+record_dwarf rustw " (Rust, rustc -O, panics)" rustw 5
+set -- $(hot_split /tmp/rustw.folded rustw ';rustw::main[^;]*;dyn_path;[^;]*Square as rustw::Work>::work[^;]*;hot$' \
+	';rustw::main[^;]*;iter_path;(.+;)?hot$')
 diag "hot $1, under rustw::main;dyn_path;<Square as Work>::work $2, under rustw::main;iter_path $3"
 check "Rust: at least 95% of hot's $1 samples have their chain down to rustw::main ($(($2 + $3)))" \
 	test "$1" -gt 100 -a $((100 * ($2 + $3))) -ge $((95 * $1))
