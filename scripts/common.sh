@@ -62,17 +62,45 @@ perf_binary() {
 	return 1
 }
 
+# install_libs ROOT FILE...: the loader and every library ldd names for
+# FILE at the same paths in the guest tree ROOT (linux-vdso has no file).
+install_libs() {
+	local root=$1 f lib
+	shift
+	# One file at a time: for several, ldd heads each list with "FILE:".
+	for f in "$@"; do
+		ldd "$f" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'
+	done | sort -u | while read -r lib; do
+			mkdir -p "$root$(dirname "$lib")"
+			cp -L "$lib" "$root$lib"
+		done
+}
+
+# install_python ROOT: Debian's python3 into the guest tree ROOT, at its
+# own path, with the least of its library it needs to start with -S (no
+# site): the encodings it imports at startup, os.py and lib-dynload as the
+# landmarks by which it finds its prefixes.  A workload of the unwind
+# tests (48-unwind): a binary nobody here built, without frame pointers.
+install_python() {
+	local root=$1 py lib
+	# Debian's, not whatever python3 comes first on PATH (a pyenv shim).
+	py=$(readlink -f /usr/bin/python3) && [ -x "$py" ] || die "no /usr/bin/python3 (apt-get install python3)"
+	lib=$("$py" -S -c 'import os; print(os.path.dirname(os.__file__))')
+	mkdir -p "$root$(dirname "$py")" "$root$lib/encodings" "$root$lib/lib-dynload"
+	cp -L "$py" "$root$py"
+	ln -sf "$(basename "$py")" "$root$(dirname "$py")/python3"
+	cp "$lib/os.py" "$root$lib/"
+	cp "$lib/encodings/__init__.py" "$lib/encodings/aliases.py" "$lib/encodings/utf_8.py" "$root$lib/encodings/"
+	install_libs "$root" "$py"
+}
+
 # install_perf ROOT: the host's perf into the guest tree ROOT as
 # /usr/bin/perf, with the loader and every library ldd names at the same
 # paths.
 install_perf() {
-	local root=$1 perf lib
+	local root=$1 perf
 	perf=$(perf_binary) || die "no perf binary (apt-get install linux-perf)"
 	mkdir -p "$root/usr/bin"
 	cp -L "$perf" "$root/usr/bin/perf"
-	ldd "$perf" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' |
-		sort -u | while read -r lib; do
-			mkdir -p "$root$(dirname "$lib")"
-			cp -L "$lib" "$root$lib"
-		done
+	install_libs "$root" "$perf"
 }

@@ -60,15 +60,8 @@ build() {
 	msg "built $OUT/{attr_main,libattr_lib.so,short,stalls,chains,nofp,cxx,rustw,chains32,storm,tiny,fifo_spin,rprof-fuzz} and $mod/rprof_{busy,mmhold}.ko"
 }
 
-# copy_lib FILE ROOT: FILE (a path on the host) to the same path in ROOT,
-# the file itself rather than a symlink.
-copy_lib() {
-	mkdir -p "$2$(dirname "$1")"
-	cp -L "$1" "$2$1"
-}
-
 install_into() {
-	local root=$1 f lib
+	local root=$1 f
 	for f in "${PROGRAMS[@]}" libattr_lib.so busymod/rprof_busy.ko busymod/rprof_mmhold.ko storm tiny fifo_spin chains32 rprof-fuzz; do
 		[ -f "$OUT/$f" ] || die "$OUT/$f is missing (run scripts/workloads.sh build)"
 	done
@@ -78,18 +71,17 @@ install_into() {
 	done
 	cp "$OUT/busymod/rprof_busy.ko" "$OUT/busymod/rprof_mmhold.ko" "$root/lib/"
 	cp "$OUT/storm" "$OUT/tiny" "$OUT/fifo_spin" "$OUT/chains32" "$OUT/rprof-fuzz" "$root/tests/bin/"
-	# perf: the oracle of the call-chain tests (48-unwind).
+	# perf: the oracle of the call-chain tests (48-unwind); python3 and
+	# its hot loop, one of their workloads.
 	install_perf "$root"
-	# The loader and libraries, as ldd resolves them on this host:
-	# "libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)" and
-	# "/lib64/ld-linux-x86-64.so.2 (0x...)"; linux-vdso has no file.
+	install_python "$root"
+	cp "$SRC/pyhot.py" "$root/tests/bin/"
+	# The loader and libraries, as ldd resolves them on this host.
+	local progs=()
 	for f in "${PROGRAMS[@]}" libattr_lib.so; do
-		ldd "$OUT/$f" | awk '
-			$2 == "=>" && $3 ~ /^\// { print $3 }
-			$1 ~ /^\// { print $1 }'
-	done | sort -u | while read -r lib; do
-		copy_lib "$lib" "$root"
+		progs+=("$OUT/$f")
 	done
+	install_libs "$root" "${progs[@]}"
 }
 
 case "${1:-}" in

@@ -4,7 +4,9 @@
 # -O2 -fomit-frame-pointer), checked in the folded stacks of `rprof
 # export`: the leaf's chains reach main through both callers at 3:1, a
 # callback under libc's qsort reaches main, the tables come from the
-# cache the second time, and the chain counters say the tables walked.
+# cache the second time, and the chain counters say the tables walked;
+# the same for C++ (g++ -O2), Rust (rustc -O) and Debian's python3 (its
+# eval loop's chains down to main, frame for frame as perf's).
 # The oracle is perf record --call-graph dwarf on the same program (perf
 # copies the user stack and libdw unwinds it in perf script): the same
 # callers in the same shares.
@@ -45,13 +47,17 @@ folded_qsort() {
 }
 
 # record_dwarf NAME NOTE PROG ARGS...: rprof record --call-graph dwarf --
-# /tests/bin/PROG ARGS into /tmp/NAME.data, its folded stacks into
-# /tmp/NAME.folded, rprof's stderr in /tmp/NAME.err; one check, NOTE
-# after its name.
+# PROG ARGS (PROG in /tests/bin unless a path) into /tmp/NAME.data, its
+# folded stacks into /tmp/NAME.folded, rprof's stderr in /tmp/NAME.err;
+# one check, NOTE after its name.
 record_dwarf() {
 	name=$1 note=$2 prog=$3
 	shift 3
-	if rprof record --call-graph dwarf -o /tmp/$name.data -- /tests/bin/$prog "$@" \
+	case $prog in
+	/*) path=$prog prog=${prog##*/} ;;
+	*) path=/tests/bin/$prog ;;
+	esac
+	if rprof record --call-graph dwarf -o /tmp/$name.data -- $path "$@" \
 		>/tmp/$name.out 2>/tmp/$name.err; then
 		ok "rprof record --call-graph dwarf -- $prog $*$note"
 	else
@@ -62,7 +68,27 @@ record_dwarf() {
 	diag "$(grep "^$prog;" /tmp/$name.folded | awk '{ print $NF, $0 }' | sort -nr | head -6)"
 }
 
-plan 21
+# perf_dwarf NAME PROG ARGS...: the oracle, Debian's perf record
+# --call-graph dwarf -- PROG ARGS, folded as rprof folds (root first, one
+# line per sample) into /tmp/NAME.folded.
+perf_dwarf() {
+	name=$1
+	shift
+	/usr/bin/perf record -q --call-graph dwarf -e cpu-clock -F 1000 -o /tmp/$name.data -- "$@" \
+		>/dev/null 2>/tmp/$name.err
+	# --no-inline: perf would ask addr2line (which the guest lacks) for
+	# inlined frames, and die of SIGPIPE.  perf script prints each
+	# sample's frames leaf first.
+	/usr/bin/perf script --no-inline -i /tmp/$name.data -F comm,ip,sym 2>/dev/null | awk '
+		function flush() { if (n) { s = comm; for (i = n - 1; i >= 0; i--) s = s ";" f[i]; print s, 1 }; n = 0 }
+		/^[^ \t]/ { flush(); comm = $1; next }
+		/^[ \t]*$/ { flush(); next }
+		{ f[n++] = $2 }
+		END { flush() }' >/tmp/$name.folded
+	diag "$(sort /tmp/$name.folded | uniq -c | sort -nr | head -4)"
+}
+
+plan 25
 unload
 load
 
@@ -118,17 +144,7 @@ check "-g uploads tables on a module that takes them" \
 # 5. The oracle: Debian's perf, --call-graph dwarf, on the same split.
 # perf script prints each sample's frames leaf first; folded here, root
 # first, one line per sample.
-/usr/bin/perf record -q --call-graph dwarf -e cpu-clock -F 1000 -o /tmp/perf.data -- /tests/bin/nofp split 2 \
-	>/dev/null 2>/tmp/perf.err
-# --no-inline: perf would ask addr2line (which the guest lacks) for
-# inlined frames, and die of SIGPIPE.
-/usr/bin/perf script --no-inline -i /tmp/perf.data -F comm,ip,sym 2>/dev/null | awk '
-	function flush() { if (n) { s = comm; for (i = n - 1; i >= 0; i--) s = s ";" f[i]; print s, 1 }; n = 0 }
-	/^[^ \t]/ { flush(); comm = $1; next }
-	/^[ \t]*$/ { flush(); next }
-	{ f[n++] = $2 }
-	END { flush() }' >/tmp/perf.folded
-diag "$(sort /tmp/perf.folded | uniq -c | sort -nr | head -4)"
+perf_dwarf perf /tests/bin/nofp split 2
 set -- $(folded_split /tmp/perf.folded)
 PH=$1 PA=$2 PX=$3
 diag "perf --call-graph dwarf: hot $PH, under main;a;b $PA, under main;x $PX; rprof: $RA : $RX"
@@ -174,6 +190,49 @@ check "Rust: at least 95% of hot's $1 samples have their chain down to rustw::ma
 # Within 20%: some 2500 samples in 5 s make 10% a 2-sigma band.
 check "Rust: the trait object and the iterator split 3:1 within 20% ($2 : $3)" \
 	test "$3" -gt 0 -a $((10 * $2)) -ge $((24 * $3)) -a $((10 * $2)) -le $((36 * $3))
+
+# 8. Debian's python3 (built -O2, no frame pointers, its own functions
+# not in .symtab but many exported) running a hot Python loop: the native
+# chains from the eval loop down to main, which calls Py_BytesMain.
+# py_chains FILE: "E M P" for python3.11's samples in FILE: those with
+# _PyEval_EvalFrameDefault in their chain, those of them whose chain goes
+# down through Py_BytesMain (to main), and the most common chain from the
+# root to the eval loop's outermost frame, unnamed frames as perf names
+# them ("[unknown]").
+py_chains() {
+	awk '{
+		n = $NF; s = $0; sub(/ [0-9]+$/, "", s)
+		k = split(s, f, ";")
+		if (f[1] != "python3.11") next
+		for (i = 2; i <= k && f[i] != "_PyEval_EvalFrameDefault"; i++) ;
+		if (i > k) next
+		e += n
+		for (j = 2; j < i && f[j] != "Py_BytesMain"; j++) ;
+		if (j < i) m += n
+		p = ""
+		for (j = 2; j <= i; j++) { x = f[j]; sub(/^\[unknown\].*/, "[unknown]", x); p = p (j > 2 ? ";" : "") x }
+		c[p] += n
+	} END {
+		for (x in c) if (c[x] > best) { best = c[x]; top = x }
+		printf "%d %d %s\n", e, m, top
+	}' "$1"
+}
+PY=/usr/bin/python3.11
+record_dwarf py " (Debian's python3, a hot Python loop)" $PY -S /tests/bin/pyhot.py 5
+set -- $(py_chains /tmp/py.folded)
+RE=$1 RM=$2 RP=$3
+diag "rprof: eval loop $RE samples, down to Py_BytesMain $RM, most often under $RP"
+check "python3: at least 90% of the eval loop's $RE samples have their chain down to main ($RM)" \
+	test "$RE" -gt 100 -a $((100 * RM)) -ge $((90 * RE))
+perf_dwarf pyperf $PY -S /tests/bin/pyhot.py 3
+set -- $(py_chains /tmp/pyperf.folded)
+PE=$1 PM=$2 PP=$3
+diag "perf: eval loop $PE samples, down to Py_BytesMain $PM, most often under $PP"
+check "python3: perf's dwarf mode (the oracle) took the eval loop's chains down to main ($PM of $PE)" \
+	test "$PE" -gt 100 -a $((10 * PM)) -ge $((9 * PE))
+# The same frames, named alike, from _start to the eval loop.
+check "python3: rprof's chain from the root to the eval loop is perf's" \
+	test -n "$RP" -a "$RP" = "$PP"
 
 check "the module unloads cleanly after all that" rmmod rprof
 done_testing
