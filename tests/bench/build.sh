@@ -18,6 +18,10 @@ build() {
 	# (see the asm barrier in work.c); frame pointers, for the call-chain
 	# figures (perf -g and rprof -g walk them).
 	gcc -O2 -fno-omit-frame-pointer -static -Wall -Wextra -o "$OUT/work" "$SRC/work.c"
+	# The same without frame pointers, as distributions build: the
+	# call-chain figures of the DWARF modes (rprof's unwind tables, perf
+	# --call-graph dwarf), which need none.
+	gcc -O2 -fomit-frame-pointer -static -Wall -Wextra -o "$OUT/work-nofp" "$SRC/work.c"
 	gcc -O2 -static -Wall -Wextra -o "$OUT/maxrss" "$SRC/maxrss.c"
 	rm -f "$mod"/*.o "$mod"/*.ko "$mod"/.*.cmd
 	cp "$SRC/floor/rprof_floor.c" "$SRC/floor/Kbuild" "$mod/"
@@ -30,11 +34,11 @@ build() {
 
 install_into() {
 	local root=$1
-	for f in work maxrss floor/rprof_floor.ko; do
+	for f in work work-nofp maxrss floor/rprof_floor.ko; do
 		[ -f "$OUT/$f" ] || die "$OUT/$f is missing (run tests/bench/build.sh build KDIR)"
 	done
 	mkdir -p "$root/tests/bin" "$root/lib" "$root/usr/bin"
-	cp "$OUT/work" "$OUT/maxrss" "$root/tests/bin/"
+	cp "$OUT/work" "$OUT/work-nofp" "$OUT/maxrss" "$root/tests/bin/"
 	cp "$OUT/floor/rprof_floor.ko" "$root/lib/rprof_floor.ko"
 	# The settings tests/harness/bench.sh wrote for the guest script.
 	[ ! -f "$OUT/bench.conf" ] || cp "$OUT/bench.conf" "$root/tests/bench.conf"

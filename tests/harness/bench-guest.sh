@@ -12,7 +12,10 @@
 #               alone)
 #   CHAIN_HZ, CHAIN_DEPTHS  the call-chain runs: perf -g against rprof -g
 #               (bench module, CPU 0 alone) with the workload's loop that
-#               many calls deep
+#               many calls deep; then, on the workload built without
+#               frame pointers, perf --call-graph dwarf against rprof's
+#               unwind tables (--call-graph dwarf), each against the floor
+#               on that workload
 #   PHASE=scale the second boot (more vCPUs): SCALE_CPUS CPUs online in
 #               turn, the others offline, one workload copy per online CPU
 #               of SCALE_ITERATIONS steps: none, floor, perf and rprof at
@@ -23,6 +26,9 @@ WORK=/tests/bin/work
 # Prints the peak RSS of the profiler it runs (tests/bench/maxrss.c).
 MAXRSS=/tests/bin/maxrss
 PERF=/usr/bin/perf
+# rprof's unwind tables' cache (the guest has no $HOME): the first DWARF
+# run compiles the workload's table, inside its span.
+export RPROF_UNWIND_CACHE=/tmp/unwind-cache
 NCPU=$(grep -c '^processor' /proc/cpuinfo)
 
 # In the guest, the microbenchmark module and the release module are both
@@ -56,9 +62,12 @@ run_one() {
 		rmmod rprof_floor
 		samples=$(dmesg | sed -n 's/.*rprof_floor: \([0-9]*\) samples.*/\1/p' | tail -n 1)
 		;;
-	perf | perf-g)
-		g=
-		[ "$prof" = perf ] || g=-g
+	perf | perf-g | perf-dwarf)
+		case $prof in
+		perf) g= ;;
+		perf-g) g=-g ;;
+		perf-dwarf) g="--call-graph dwarf" ;;
+		esac
 		out=$($MAXRSS $PERF record -a $g -e cpu-clock -F "$hz" -o /tmp/perf.data -- \
 			$WORK "$@" 2>/tmp/prof.err)
 		file=$(stat -c %s /tmp/perf.data)
@@ -70,11 +79,15 @@ run_one() {
 		capacity=$lost
 		rm -f /tmp/perf.data
 		;;
-	rprof | rprof-g)
+	rprof | rprof-g | rprof-dwarf)
 		# rprof-g: frame pointers, as perf -g walks them (-g alone takes
-		# unwind tables where the module has them).
-		g=
-		[ "$prof" = rprof ] || g="--call-graph fp"
+		# unwind tables where the module has them); rprof-dwarf: the
+		# tables, compiled and uploaded at the start (inside the span).
+		case $prof in
+		rprof) g= ;;
+		rprof-g) g="--call-graph fp" ;;
+		rprof-dwarf) g="--call-graph dwarf" ;;
+		esac
 		out=$($MAXRSS rprof record -a $g -F "$hz" -o /tmp/rprof.data -- \
 			$WORK "$@" 2>/tmp/prof.err)
 		file=$(stat -c %s /tmp/rprof.data)
@@ -231,17 +244,25 @@ for run in 1 2 3; do
 		done
 		# 2b. Call chains: perf -g and rprof -g with the loop DEPTH
 		# calls deep, against the floor at the same rate.
+		# The DWARF modes run the workload built without frame pointers
+		# (floor-nofp is the floor on it).
 		for depth in $CHAIN_DEPTHS; do
-			for prof in floor perf-g rprof-g; do
-				line=$(run_one "$prof" "$CHAIN_HZ" 1 "$depth")
+			for prof in floor perf-g rprof-g floor-nofp perf-dwarf rprof-dwarf; do
+				case $prof in
+				floor-nofp) WORK=/tests/bin/work-nofp run="floor" ;;
+				*-dwarf) WORK=/tests/bin/work-nofp run=$prof ;;
+				*) WORK=/tests/bin/work run=$prof ;;
+				esac
+				line=$(run_one "$run" "$CHAIN_HZ" 1 "$depth")
 				echo "B chain prof=$prof hz=$CHAIN_HZ depth=$depth ${line#work }"
-				[ "$prof" = rprof-g ] || continue
+				case $prof in rprof-g | rprof-dwarf) ;; *) continue ;; esac
 				dmesg | sed -n 's/.*rprof: bench: stage \([a-z_]*\): \([0-9]*\) runs, \([0-9]*\) ns.*/\1 \2 \3/p' |
 					while read -r name runs ns; do
-						echo "B chainstage hz=$CHAIN_HZ depth=$depth name=$name runs=$runs ns=$ns"
+						echo "B chainstage prof=$prof hz=$CHAIN_HZ depth=$depth name=$name runs=$runs ns=$ns"
 					done
 			done
 		done
+		WORK=/tests/bin/work
 	fi
 	rmmod rprof
 done

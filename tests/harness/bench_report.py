@@ -237,7 +237,10 @@ def compute(info, runs, micro, stages, solo):
                 fig.add(f"{pre}.{prof}.cost_above_floor_ns_per_sample", costs[prof], "ns/sample")
         if costs.get("perf"):
             fig.add(f"{pre}.ratio_rprof_perf", costs["rprof"] / costs["perf"], "ratio")
-        by = {st["name"]: (int(st["runs"]), int(st["ns"])) for st in chain_stages if int(st["depth"]) == depth}
+        # Stage lines before the DWARF modes carry no prof: rprof-g's.
+        stages_of = lambda prof: {st["name"]: (int(st["runs"]), int(st["ns"])) for st in chain_stages
+                                  if int(st["depth"]) == depth and st.get("prof", "rprof-g") == prof}
+        by = stages_of("rprof-g")
         for name, (n, ns) in by.items():
             fig.add(f"{pre}.stage.{name}_ns_each", ns / n, "ns")
         flat_rec = fig.get(f"solo.{hz}hz.stage.drain_record_ns_each")
@@ -245,6 +248,32 @@ def compute(info, runs, micro, stages, solo):
         if "drain_record" in by and flat_rec is not None and frames:
             rec = by["drain_record"][1] / by["drain_record"][0]
             fig.add(f"{pre}.stage.drain_ns_per_frame", (rec - flat_rec) / frames, "ns/frame")
+        if rp[0].get("file_bytes") and rp[0].get("samples") and int(rp[0]["samples"]):
+            fig.add(f"{pre}.rprof.file_bytes_per_sample", int(rp[0]["file_bytes"]) / int(rp[0]["samples"]), "bytes")
+        # The DWARF modes, on the workload without frame pointers, against
+        # the floor on it: rprof's unwind tables (their compile and upload
+        # inside the span) and perf's stack copies (unwound after the span,
+        # in perf report: not counted here, which favours perf).
+        nfloor, pd, rd = of("floor-nofp"), of("perf-dwarf"), of("rprof-dwarf")
+        if not (nfloor and rd):
+            continue
+        tn = work_ns(nfloor[0])
+        fig.add(f"{pre}.rprof_dwarf.user_frames", float(rd[0].get("user_frames", 0)), "user frames per chain (mean)")
+        for prof, rs in (("perf_dwarf", pd), ("rprof_dwarf", rd)):
+            if not rs:
+                continue
+            t = work_ns(rs[0])
+            costs[prof] = (t - tn) / window(hz, rs, t)
+            fig.add(f"{pre}.{prof}.cost_above_floor_ns_per_sample", costs[prof], "ns/sample")
+            n = int(rs[0].get("samples", 0))
+            if n and rs[0].get("file_bytes"):
+                fig.add(f"{pre}.{prof}.file_bytes_per_sample", int(rs[0]["file_bytes"]) / n, "bytes")
+        if costs.get("perf_dwarf"):
+            fig.add(f"{pre}.ratio_rprof_dwarf_perf_dwarf", costs["rprof_dwarf"] / costs["perf_dwarf"], "ratio")
+        if costs.get("rprof"):
+            fig.add(f"{pre}.ratio_rprof_dwarf_rprof_fp", costs["rprof_dwarf"] / costs["rprof"], "ratio")
+        for name, (n, ns) in stages_of("rprof-dwarf").items():
+            fig.add(f"{pre}.rprof_dwarf.stage.{name}_ns_each", ns / n, "ns")
     scale(fig, info)
     host = info.get("_host", {})
     if "report_decode_s" in host:
@@ -481,6 +510,28 @@ def markdown(fig, meta, info):
                 f"{fmt(g('stage.handler_ns_each'), 0)} | {fmt(g('stage.drain_record_ns_each'), 0)} | "
                 f"{fmt(g('stage.drain_ns_per_frame'), 1)} |"
             )
+        if any(fig.get(f"chain.{depth}deep.rprof_dwarf.cost_above_floor_ns_per_sample") is not None for depth in depths):
+            lines.append("")
+            lines.append("Without frame pointers (the same workload built `-fomit-frame-pointer`): `perf record --call-graph "
+                         "dwarf` (8 KiB of stack copied per sample; its unwinding, in `perf report`, is not counted) and "
+                         "`rprof record --call-graph dwarf` (unwind tables walked in the handler; their compile and upload "
+                         "counted), ns per sample above the floor on that workload; rprof's frame-pointer walk of the "
+                         "frame-pointer build at the same depth from the table above; file bytes per sample:")
+            lines.append("")
+            lines.append("| Hz | depth | rprof user frames per chain | perf dwarf above floor | rprof tables above floor | "
+                         "tables/perf dwarf | tables/rprof fp | rprof handler (tables) | bytes/sample perf dwarf | "
+                         "rprof tables | rprof fp |")
+            lines.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+            for depth in depths:
+                g = lambda k: fig.get(f"chain.{depth}deep.{k}")
+                lines.append(
+                    f"| {fmt(g('hz'), 0)} | {depth} | {fmt(g('rprof_dwarf.user_frames'), 1)} | "
+                    f"{fmt(g('perf_dwarf.cost_above_floor_ns_per_sample'), 0)} | "
+                    f"{fmt(g('rprof_dwarf.cost_above_floor_ns_per_sample'), 0)} | {fmt(g('ratio_rprof_dwarf_perf_dwarf'), 2)} | "
+                    f"{fmt(g('ratio_rprof_dwarf_rprof_fp'), 2)} | {fmt(g('rprof_dwarf.stage.handler_ns_each'), 0)} | "
+                    f"{fmt(g('perf_dwarf.file_bytes_per_sample'), 0)} | {fmt(g('rprof_dwarf.file_bytes_per_sample'), 0)} | "
+                    f"{fmt(g('rprof.file_bytes_per_sample'), 0)} |"
+                )
     return "\n".join(lines) + "\n"
 
 

@@ -143,6 +143,39 @@ B scaledone
         table = bench_report.markdown(fig, {}, {})
         self.assertIn("| 1000 | 14 | 20.0 | 2988 | 1496 | 0.50 | 900 | 700 | 10.0 |", table)
 
+    def test_dwarf_chain_figures(self):
+        # The same depth without frame pointers: the floor on that build
+        # runs 1002 ms, perf --call-graph dwarf 1012 ms (10 ms above it),
+        # rprof's tables 1004 ms (2 ms); rprof's fp walk of the fp build
+        # 1.5 ms above its own floor.  1000 Hz on one CPU: about 1000
+        # samples each.
+        log = (
+            "B chain prof=floor hz=1000 depth=14 copies=1 ns=1001000000 span_ns=1001000000 cpus=1\n"
+            "B chain prof=rprof-g hz=1000 depth=14 copies=1 ns=1002500000 span_ns=1002500000 cpus=1 "
+            "user_frames=20.0 samples=1000 file_bytes=80000\n"
+            "B chain prof=floor-nofp hz=1000 depth=14 copies=1 ns=1002000000 span_ns=1002000000 cpus=1\n"
+            "B chain prof=perf-dwarf hz=1000 depth=14 copies=1 ns=1012000000 span_ns=1012000000 cpus=1 "
+            "samples=1000 file_bytes=8400000\n"
+            "B chain prof=rprof-dwarf hz=1000 depth=14 copies=1 ns=1004000000 span_ns=1004000000 cpus=1 "
+            "user_frames=21.0 samples=1000 file_bytes=90000\n"
+            "B chainstage prof=rprof-dwarf hz=1000 depth=14 name=handler runs=1000 ns=2500000\n"
+            "B chainstage hz=1000 depth=14 name=handler runs=1000 ns=900000\n"
+        )
+        _, fig = self.figures(log)
+        g = lambda k: fig.get(f"chain.14deep.{k}")
+        self.assertAlmostEqual(g("perf_dwarf.cost_above_floor_ns_per_sample"), 10e6 / 1012, places=1)
+        self.assertAlmostEqual(g("rprof_dwarf.cost_above_floor_ns_per_sample"), 2e6 / 1004, places=1)
+        self.assertAlmostEqual(g("ratio_rprof_dwarf_perf_dwarf"), (2e6 / 1004) / (10e6 / 1012), places=3)
+        self.assertAlmostEqual(g("ratio_rprof_dwarf_rprof_fp"), (2e6 / 1004) / (1.5e6 / 1002.5), places=3)
+        # Each mode's stages stay its own.
+        self.assertEqual(g("rprof_dwarf.stage.handler_ns_each"), 2500.0)
+        self.assertEqual(g("stage.handler_ns_each"), 900.0)
+        self.assertEqual(g("perf_dwarf.file_bytes_per_sample"), 8400.0)
+        self.assertEqual(g("rprof_dwarf.file_bytes_per_sample"), 90.0)
+        self.assertEqual(g("rprof.file_bytes_per_sample"), 80.0)
+        table = bench_report.markdown(fig, {}, {})
+        self.assertIn("| 1000 | 14 | 21.0 | 9881 | 1992 | 0.20 | 1.33 | 2500 | 8400 | 90 | 80 |", table)
+
     def test_an_unfinished_guest_is_marked_and_the_readme_kept(self):
         log = write_log(LOG.format(r=1))
         out = tempfile.mkdtemp()
