@@ -466,6 +466,28 @@ mod tests {
     }
 
     #[test]
+    fn call_graph_arguments_are_checked_as_perf_checks_them() {
+        use rprof::sampling::ChainMode;
+        let mode = |arg: &str| {
+            let cli = Cli::try_parse_from(["rprof", "record", "--call-graph", arg]).unwrap();
+            let Command::Record(args) = cli.command else {
+                panic!("expected record")
+            };
+            args.sampling.call_graph.mode()
+        };
+        for ok in ["dwarf,8192", "dwarf,65528", "dwarf,1"] {
+            assert_eq!(mode(ok).unwrap(), Some(ChainMode::Tables), "{ok}");
+        }
+        for bad in ["dwarf,garbage", "dwarf,", "dwarf,0", "dwarf,65529", "dwarf,8192,1", "fp,8192", "fp,"] {
+            let e = mode(bad).unwrap_err();
+            assert!(
+                matches!(&e, rprof::Error::Usage(m) if m.contains("--call-graph")),
+                "{bad}: {e}"
+            );
+        }
+    }
+
+    #[test]
     fn report_export_annotate_top_daemon_parse() {
         for argv in [
             &[

@@ -96,7 +96,8 @@ pub struct CallGraphArgs {
     /// compiles the .eh_frame of every program and library that runs into
     /// unwind tables the module walks, frame pointers elsewhere (code
     /// built without them gets whole chains; perf's `dwarf,SIZE` is taken,
-    /// SIZE ignored: nothing is copied from the stack).  `lbr` is refused.
+    /// SIZE checked as perf checks it, 1-65528, and unused: nothing is
+    /// copied from the stack).  `lbr` is refused.
     #[arg(long = "call-graph", value_name = "MODE")]
     pub call_graph: Option<String>,
 
@@ -126,26 +127,48 @@ impl ChainMode {
     }
 }
 
+/// The largest stack dump perf's `--call-graph dwarf,SIZE` takes.
+const DWARF_DUMP_MAX: u32 = 65528;
+
 impl CallGraphArgs {
     /// The chain mode asked for, if any: `--call-graph` wins over `-g`.
     pub fn mode(&self) -> Result<Option<ChainMode>, Error> {
-        let mode = self
-            .call_graph
-            .as_ref()
-            .map(|m| m.split(',').next().unwrap_or("").to_string());
-        let mode = match mode.as_deref() {
-            None if self.g => ChainMode::Best,
-            None => return Ok(None),
-            Some("fp") => ChainMode::FramePointers,
-            Some("dwarf") => ChainMode::Tables,
-            Some("lbr") => {
+        let (mode, arg) = match self.call_graph.as_deref() {
+            Some(m) => match m.split_once(',') {
+                Some((mode, arg)) => (Some(mode), Some(arg)),
+                None => (Some(m), None),
+            },
+            None => (None, None),
+        };
+        let mode = match (mode, arg) {
+            (None, _) if self.g => ChainMode::Best,
+            (None, _) => return Ok(None),
+            (Some("fp"), None) => ChainMode::FramePointers,
+            (Some("fp"), Some(arg)) => {
+                return Err(Error::Usage(format!(
+                    "--call-graph fp takes no argument (got fp,{arg})"
+                )))
+            }
+            (Some("dwarf"), None) => ChainMode::Tables,
+            // perf's dump size: a number of bytes up to 65528 (perf's
+            // limit), taken for perf's sake and unused.
+            (Some("dwarf"), Some(size)) => match size.parse::<u32>() {
+                Ok(n) if (1..=DWARF_DUMP_MAX).contains(&n) => ChainMode::Tables,
+                _ => {
+                    return Err(Error::Usage(format!(
+                        "--call-graph dwarf,SIZE: SIZE must be a number of bytes from 1 to \
+                         {DWARF_DUMP_MAX} (got '{size}'); rprof copies no stack, so SIZE is unused"
+                    )))
+                }
+            },
+            (Some("lbr"), _) => {
                 return Err(Error::Usage(
                     "--call-graph lbr is not supported: rprof walks frame pointers and unwind \
                      tables in the kernel (--call-graph fp|dwarf, or -g)"
                         .into(),
                 ))
             }
-            Some(m) => {
+            (Some(m), _) => {
                 return Err(Error::Usage(format!(
                     "unknown --call-graph mode '{m}' (fp or dwarf)"
                 )))
