@@ -11,7 +11,7 @@
 //!   process's root), its table from `rprof-unwind`'s cache or compiled,
 //!   the upload.
 //! - [`state`]: what has been uploaded, what failed for good, and what
-//!   the module's answers mean (EEXIST done, ENOSPC full until a RESET,
+//!   the module's answers mean (EEXIST done, ENOSPC: no room for tables as large until a RESET,
 //!   ENOTTY no tables at all).
 //! - [`worker`]: the thread that does it, fed by the reader's [`Watch`]
 //!   with the files COOKIE records name and the RESETs.

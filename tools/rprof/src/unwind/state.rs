@@ -5,8 +5,10 @@
 //! for good, is not done again; otherwise it is opened, its table built
 //! (cache or compile) and uploaded.  EEXIST is success (the session had
 //! it).  ENOSPC or EPERM (the module's `unwind_kb`, the locked-memory
-//! limit) stop uploading until a RESET frees the session's tables;
-//! ENOTTY (a module without tables) or EBUSY stop it for good.  Each of
+//! limit) say that a table of that size no longer fits: until a RESET
+//! frees the session's tables, tables as large or larger are not offered
+//! (room only shrinks until then), smaller ones still are; ENOTTY (a
+//! module without tables) or EBUSY stop uploading for good.  Each of
 //! those is said once, as a note for the caller to print.  The device,
 //! the files and the compiler are a [`Backend`], faked in the tests.
 
@@ -78,8 +80,6 @@ enum Done {
 /// Why uploading stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Halt {
-    /// ENOSPC or EPERM: until a RESET.
-    Full,
     /// ENOTTY or EBUSY: for good.
     Off,
 }
@@ -90,6 +90,9 @@ pub struct Uploads<B: Backend> {
     backend: B,
     files: HashMap<FileKey, Done>,
     halt: Option<Halt>,
+    /// The smallest table refused for want of room (ENOSPC, EPERM) since
+    /// the last RESET: no larger one fits until then.
+    no_room: Option<usize>,
     said_full: bool,
     /// The figures so far.
     pub counts: Counts,
@@ -105,6 +108,7 @@ impl<B: Backend> Uploads<B> {
             backend,
             files: HashMap::new(),
             halt: None,
+            no_room: None,
             said_full: false,
             counts: Counts::default(),
             notes: Vec::new(),
@@ -176,6 +180,12 @@ impl<B: Backend> Uploads<B> {
         } else {
             self.counts.compiled += 1;
         }
+        let size = built.bytes.len();
+        if self.no_room.is_some_and(|n| size >= n) {
+            // Would be refused: the file waits for a RESET, unmarked.
+            self.counts.fail("no-space");
+            return Ok(false);
+        }
         match self.backend.upload(&file, &built.bytes) {
             Ok(()) => {
                 self.counts.uploaded += 1;
@@ -183,7 +193,7 @@ impl<B: Backend> Uploads<B> {
                 Ok(true)
             }
             Err(errno @ (libc::ENOSPC | libc::EPERM)) => {
-                self.halt = Some(Halt::Full);
+                self.no_room = Some(self.no_room.map_or(size, |n| n.min(size)));
                 if !self.said_full {
                     self.said_full = true;
                     let why = if errno == libc::ENOSPC {
@@ -192,8 +202,8 @@ impl<B: Backend> Uploads<B> {
                         "they pass the locked-memory limit (EPERM; ulimit -l)"
                     };
                     self.notes.push(format!(
-                        "unwind tables: no more uploaded: {why}; the rest of the programs \
-                         are walked by frame pointers"
+                        "unwind tables: not all uploaded: {why}; programs whose table does \
+                         not fit are walked by frame pointers"
                     ));
                 }
                 self.counts.fail("no-space");
@@ -225,9 +235,7 @@ impl<B: Backend> Uploads<B> {
             Done::Uploaded => false,
             Done::Failed(f) => !f.retry_after_reset,
         });
-        if self.halt == Some(Halt::Full) {
-            self.halt = None;
-        }
+        self.no_room = None;
         self.counts.resets += 1;
     }
 }
@@ -247,6 +255,8 @@ mod tests {
         fail_build: Vec<&'static str>,
         answers: Vec<i32>,
         cached: Vec<&'static str>,
+        /// Table sizes other than 64 bytes.
+        sizes: Vec<(&'static str, usize)>,
     }
 
     impl Backend for Fake {
@@ -264,8 +274,9 @@ mod tests {
             if self.fail_build.contains(f) {
                 return Err(Failure::of_file("not-elf"));
             }
+            let size = self.sizes.iter().find(|(n, _)| n == f).map_or(64, |&(_, s)| s);
             Ok(Built {
-                bytes: vec![0; 64],
+                bytes: vec![0; size],
                 cache_hit: self.cached.contains(f),
             })
         }
@@ -360,29 +371,44 @@ mod tests {
     }
 
     #[test]
-    fn enospc_stops_until_reset_and_is_said_once() {
+    fn enospc_keeps_out_tables_as_large_until_reset_and_is_said_once() {
         let mut u = Uploads::new(Fake {
-            answers: vec![0, libc::ENOSPC, 0, libc::ENOSPC],
+            answers: vec![0, libc::ENOSPC, 0, 0, 0],
+            sizes: vec![("/big", 4096), ("/bigger", 8192), ("/b2", 4096)],
             ..Fake::default()
         });
         assert!(u.offer(key(1), &"/a"));
-        assert!(!u.offer(key(2), &"/b"));
-        assert_eq!(u.halted(), Some(Halt::Full));
-        // Stopped: nothing is even opened.
-        assert!(!u.offer(key(3), &"/c"));
-        assert_eq!(u.backend().opens, ["/a", "/b"]);
+        assert!(!u.offer(key(2), &"/big"));
+        assert_eq!(u.halted(), None, "one table too large stops no other");
         assert!(!u.known(key(2)), "a file refused for space is not marked");
+        // As large or larger: not offered to the module (it would refuse).
+        assert!(!u.offer(key(3), &"/bigger"));
+        assert!(!u.offer(key(4), &"/b2"));
+        // Smaller: still uploaded.
+        assert!(u.offer(key(5), &"/small"));
+        assert_eq!(u.backend().uploads, ["/a", "/big", "/small"]);
         assert_eq!(u.notes.len(), 1);
         assert!(u.notes[0].contains("ENOSPC"), "{:?}", u.notes);
-        // A RESET frees the tables: /b and /a go in again.
+        // A RESET frees the tables: the large ones go in again.
         u.reset();
-        assert_eq!(u.halted(), None);
-        assert!(u.offer(key(2), &"/b"));
-        assert!(!u.offer(key(1), &"/a"));
+        assert!(u.offer(key(2), &"/big"));
+        assert!(u.offer(key(3), &"/bigger"));
         assert_eq!(u.notes.len(), 1, "said once: {:?}", u.notes);
-        assert_eq!(u.counts.uploaded, 2);
-        assert_eq!(u.counts.failures.get("no-space"), Some(&2));
+        assert_eq!(u.counts.uploaded, 4);
+        assert_eq!(u.counts.failures.get("no-space"), Some(&3));
         assert_eq!(u.counts.resets, 1);
+    }
+
+    #[test]
+    fn eperm_is_room_too() {
+        let mut u = Uploads::new(Fake {
+            answers: vec![libc::EPERM],
+            sizes: vec![("/big", 4096)],
+            ..Fake::default()
+        });
+        assert!(!u.offer(key(1), &"/big"));
+        assert!(u.offer(key(2), &"/small"));
+        assert!(u.notes[0].contains("EPERM"), "{:?}", u.notes);
     }
 
     #[test]
