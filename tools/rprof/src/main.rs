@@ -478,7 +478,15 @@ mod tests {
         for ok in ["dwarf,8192", "dwarf,65528", "dwarf,1"] {
             assert_eq!(mode(ok).unwrap(), Some(ChainMode::Tables), "{ok}");
         }
-        for bad in ["dwarf,garbage", "dwarf,", "dwarf,0", "dwarf,65529", "dwarf,8192,1", "fp,8192", "fp,"] {
+        for bad in [
+            "dwarf,garbage",
+            "dwarf,",
+            "dwarf,0",
+            "dwarf,65529",
+            "dwarf,8192,1",
+            "fp,8192",
+            "fp,",
+        ] {
             let e = mode(bad).unwrap_err();
             assert!(
                 matches!(&e, rprof::Error::Usage(m) if m.contains("--call-graph")),

@@ -152,7 +152,10 @@ fn page_size() -> u64 {
     // crate::error's, which name a refusal of this module's).
     // SAFETY: sysconf has no memory-safety preconditions.
     let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    u64::try_from(size).ok().filter(|s| s.is_power_of_two()).unwrap_or(4096)
+    u64::try_from(size)
+        .ok()
+        .filter(|s| s.is_power_of_two())
+        .unwrap_or(4096)
 }
 
 /// The number of CPUs in a kernel CPU list such as

@@ -295,7 +295,12 @@ fn record(
         // before it runs: its first samples walk through them too.
         if let Some(exe) = rprof::unwind::program_path(&args.command[0]) {
             let ld_path = std::env::var("LD_LIBRARY_PATH").ok();
-            let files = rprof_unwind::deps::closure(&exe, ld_path.as_deref(), 256, &mut rprof_unwind::deps::read_elf);
+            let files = rprof_unwind::deps::closure(
+                &exe,
+                ld_path.as_deref(),
+                256,
+                &mut rprof_unwind::deps::read_elf,
+            );
             if !u.preload(files, PRELOAD_WAIT) {
                 eprintln!("rprof: the command's unwind tables are not all uploaded yet: its first samples may have shorter chains");
             }

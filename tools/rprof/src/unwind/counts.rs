@@ -122,7 +122,11 @@ pub fn write_status(path: &Path, pid: u32, counts: &Counts) -> std::io::Result<(
         return Err(std::io::Error::other("a status path without a directory"));
     };
     // As the tables: only into a directory of our own (see write_private).
-    rprof_unwind::cache::write_private(dir, &name.to_string_lossy(), format!("pid {pid}\n{}", counts.to_text()).as_bytes())
+    rprof_unwind::cache::write_private(
+        dir,
+        &name.to_string_lossy(),
+        format!("pid {pid}\n{}", counts.to_text()).as_bytes(),
+    )
 }
 
 /// The status at `path`: the writer's pid and its figures.

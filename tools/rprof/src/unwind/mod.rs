@@ -44,7 +44,10 @@ pub fn cache() -> Option<rprof_unwind::cache::Cache> {
 /// first executable file of that name in `PATH` (as execvp finds it).
 pub fn program_path(program: &str) -> Option<std::path::PathBuf> {
     use std::os::unix::fs::PermissionsExt;
-    let runs = |p: &std::path::Path| p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    let runs = |p: &std::path::Path| {
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
     if program.contains('/') {
         let p = std::path::PathBuf::from(program);
         return runs(&p).then_some(p);

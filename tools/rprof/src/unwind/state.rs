@@ -274,7 +274,11 @@ mod tests {
             if self.fail_build.contains(f) {
                 return Err(Failure::of_file("not-elf"));
             }
-            let size = self.sizes.iter().find(|(n, _)| n == f).map_or(64, |&(_, s)| s);
+            let size = self
+                .sizes
+                .iter()
+                .find(|(n, _)| n == f)
+                .map_or(64, |&(_, s)| s);
             Ok(Built {
                 bytes: vec![0; size],
                 cache_hit: self.cached.contains(f),

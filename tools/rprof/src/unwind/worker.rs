@@ -183,7 +183,13 @@ impl Worker {
     /// them, at most `wait`: whether they were done in time.
     pub fn preload(&self, paths: Vec<PathBuf>, wait: Duration) -> bool {
         let (ack, done) = mpsc::channel();
-        self.tx.send(Job::Preload { paths, ack: Ack(ack) }).is_ok() && done.recv_timeout(wait).is_ok()
+        self.tx
+            .send(Job::Preload {
+                paths,
+                ack: Ack(ack),
+            })
+            .is_ok()
+            && done.recv_timeout(wait).is_ok()
     }
 
     /// The lines to print once each since the last call.
@@ -394,9 +400,12 @@ mod tests {
         assert!(notes[0].contains("ENOTTY"), "{notes:?}");
         assert_eq!(counts.uploaded, 0);
         assert_eq!(counts.compiled + counts.cache_hits, 1, "{counts:?}");
-        let (pid, status) = super::super::counts::read_status(&status_path(cache.dir()))
-            .expect("the status file");
-        assert_eq!((pid, status.compiled), (std::process::id(), counts.compiled));
+        let (pid, status) =
+            super::super::counts::read_status(&status_path(cache.dir())).expect("the status file");
+        assert_eq!(
+            (pid, status.compiled),
+            (std::process::id(), counts.compiled)
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -414,7 +423,9 @@ mod tests {
             descendants: false,
         };
         let w = Worker::spawn(Device::open(&fake_dev).unwrap(), None, scope).unwrap();
-        let files = rprof_unwind::deps::closure(Path::new("/bin/ls"), None, 16, &mut |p| std::fs::read(p).ok());
+        let files = rprof_unwind::deps::closure(Path::new("/bin/ls"), None, 16, &mut |p| {
+            std::fs::read(p).ok()
+        });
         assert!(files.len() >= 2, "{files:?}");
         assert!(w.preload(files, Duration::from_secs(60)), "no answer");
         let (counts, _, _) = w.finish(Duration::from_secs(10));
