@@ -19,6 +19,7 @@
 #include <linux/path.h>
 
 struct file;
+struct path;
 struct file_operations;
 struct perf_event;
 struct poll_table_struct;
@@ -57,7 +58,9 @@ struct rprof_raw_sample {
 	__u64 period;
 	__u32 pid;
 	__u32 tid;
-	__u32 cpu;
+	__u16 cpu;
+	__u8 map;    /* Rust's own: the mappings the record carries (maps.rs) */
+	__u8 reserved;
 	__u32 flags; /* RPROF_RAW_* */
 	char comm[16];
 };
@@ -66,15 +69,33 @@ struct rprof_raw_sample {
 /* Bits 2 and up are Rust's own (helpers.rs: RAW_TABLE and its counts). */
 
 /*
- * NMI-safe: a counted reference on current's address space (mm_users, so
- * the VMAs stay until rprof_mm_put), and the mm's write-lock sequence now,
- * or NULL for tasks without one.
+ * NMI-safe: an mm_count reference on current's address space (the
+ * mm_struct stays until rprof_mm_drop_many; its mappings do not), and the
+ * mm's write-lock sequence now, or NULL for tasks without one.
  */
-struct mm_struct *rprof_current_mm_get(__u32 *seq);
-/* Process context (may free the address space). */
+struct mm_struct *rprof_current_mm_grab(__u32 *seq);
+/* n >= 1 mm_count references on mm dropped at once; process context (the
+ * last frees the mm_struct). */
+void rprof_mm_drop_many(struct mm_struct *mm, __u64 n);
+/* Process context: an mm_users reference if the address space is still
+ * there (false once its last user is gone), and its release. */
+bool rprof_mm_get_live(struct mm_struct *mm);
 void rprof_mm_put(struct mm_struct *mm);
-/* n >= 1 references on mm dropped at once; process context. */
-void rprof_mm_put_many(struct mm_struct *mm, __u64 n);
+
+/* The mappings of user addresses from the sampling handler (maps.c). */
+struct rprof_nmi_map {
+	__u64 start, end, pgoff_bytes;
+	struct file *file; /* NULL: anonymous memory */
+};
+#define RPROF_NMI_REF_NONE 0
+#define RPROF_NMI_REF_OK 1
+#define RPROF_NMI_REF_STALE 2
+struct mm_struct *rprof_current_mm(void);
+bool rprof_nmi_map(struct mm_struct *mm, __u32 seq, __u64 addr,
+		   struct rprof_nmi_map *out);
+int rprof_nmi_file_get(struct mm_struct *mm, __u32 seq, struct file *file);
+void rprof_mm_grab_nmi(struct mm_struct *mm);
+void rprof_file_path(struct file *file, struct path *path);
 void rprof_cond_resched(void);
 
 /* Resolution of a user ip, process context. */
@@ -330,6 +351,9 @@ __u32 rprof_test_nmi_chain_counts(__u64 *chains, __u64 *frames, __u64 *ips);
 bool rprof_test_kernel_symbol(__u64 ip);
 struct mm_struct *rprof_test_user_mm(void);
 int rprof_test_mm_users(struct mm_struct *mm);
+int rprof_test_mm_count(struct mm_struct *mm);
+int rprof_test_user_unmap(__u64 addr, __u64 len);
+__u64 rprof_test_user_map_file(struct kunit *test, const char *path, __u64 len);
 struct kunit;
 /* At hint if that range is free, else anywhere. */
 __u64 rprof_test_user_map(struct kunit *test, __u64 len, __u64 hint);

@@ -22,6 +22,7 @@ use crate::resolve::drain::Drain;
 use crate::resolve::stage::{self, clock};
 use crate::buffer::evbuf::EventBuffer;
 use crate::kapi::helpers::{self, RawSample};
+use crate::sampling::maps::MapSlots;
 use crate::sampling::sampler::{self, HandlerCtx, RingRecord, SampleRing};
 use core::ffi::c_void;
 use kernel::prelude::*;
@@ -42,13 +43,7 @@ fn timed_batches(ring: &SampleRing, mut write: impl FnMut(RawSample)) -> u64 {
         }
         ns += clock() - t0;
         // SAFETY: The only consumer.
-        while let Some(rec) = unsafe { sampler::pop(ring, &mut []) } {
-            if !rec.mm.0.is_null() {
-                // SAFETY: The handler took this reference on insmod's
-                // address space; process context.
-                unsafe { helpers::rprof_mm_put(rec.mm.0) };
-            }
-        }
+        unsafe { crate::resolve::replay::give_back(ring) };
         n += BATCH;
     }
     ns
@@ -65,7 +60,7 @@ fn rprof_ring() -> Result<u64> {
 /// A handler context for `ring` as a session without filter or chains
 /// makes it, which never kicks (the benchmarks empty the ring
 /// themselves; the null kicker must never be kicked).
-fn handler_ctx(ring: &SampleRing) -> HandlerCtx {
+fn handler_ctx<'a>(ring: &'a SampleRing, maps: &'a MapSlots) -> HandlerCtx {
     HandlerCtx {
         ring,
         kicker: core::ptr::null_mut(),
@@ -77,6 +72,7 @@ fn handler_ctx(ring: &SampleRing) -> HandlerCtx {
         follow: core::ptr::null_mut(),
         kick_at: u64::MAX,
         tables: core::ptr::null(),
+        maps,
     }
 }
 
@@ -85,7 +81,8 @@ fn handler_ctx(ring: &SampleRing) -> HandlerCtx {
 /// watermark check).
 fn rprof_handler() -> Result<u64> {
     let ring = sampler::new_ring(BATCH as u32)?;
-    let ctx = handler_ctx(&ring);
+    let maps = MapSlots::new();
+    let ctx = handler_ctx(&ring, &maps);
     Ok(timed_batches(&ring, |sample| {
         // SAFETY: `ctx` and its ring live across the call; the ring never
         // fills (emptied every batch), so the null kicker is never kicked.
@@ -105,7 +102,8 @@ fn rprof_drain() -> Result<(u64, u64)> {
     // A batch of SAMPLE records (32 bytes) and their context fits.
     let buf = EventBuffer::new(64, crate::buffer::charge::Charge::new(EventBuffer::bytes(64).ok_or(EINVAL)? as u64)?)?;
     let mut drain = Drain::new(buf.producer(), 1, 64, false)?;
-    let ctx = handler_ctx(&ring);
+    let maps = MapSlots::new();
+    let ctx = handler_ctx(&ring, &maps);
     let (mut pid, mut tid) = (0u32, 0u32);
     // SAFETY: Process context (insmod); writes the two ids.
     let ip = unsafe { helpers::rprof_bench_user_ip(&mut pid, &mut tid) };
@@ -114,7 +112,7 @@ fn rprof_drain() -> Result<(u64, u64)> {
     let (mut ns, mut n) = (0, 0);
     while n < RECORDS {
         for i in 0..BATCH {
-            let sample = RawSample { time_ns: n + i, ip, period: 1, pid, tid, cpu: 0, flags: helpers::RAW_USER, comm };
+            let sample = RawSample { time_ns: n + i, ip, period: 1, pid, tid, flags: helpers::RAW_USER, comm, ..Default::default() };
             // SAFETY: `ctx` and its ring live across the call; the ring
             // holds a batch, so the null kicker is never kicked.
             unsafe { sampler::rprof_on_sample(&ctx as *const HandlerCtx as *mut c_void, &sample, core::ptr::null_mut()) };

@@ -33,7 +33,9 @@ use crate::buffer::evbuf::{EventBuffer, Record};
 use crate::resolve::follow::Follow;
 use crate::kapi::helpers::{self, CounterAttr};
 use crate::kapi::kicker::Kicker;
+use crate::sampling::maps::MapSlots;
 use crate::sampling::sampler::{self, HandlerCtx, SampleRing};
+use crate::resolve::replay;
 use crate::uapi::*;
 use crate::kapi::waitq::WaitQueue;
 use crate::chains::tables::{Published, Store, Table};
@@ -131,12 +133,16 @@ impl core::ops::Deref for Session {
 /// changes until `Drop`.  So `&SampleRing`s handed out live as long as
 /// `self`.
 ///
-/// Records still in a ring when the session goes hold address-space
-/// references (a session that never stopped cleanly, or a test's): `Drop`
+/// Records still in a ring when the session goes hold references (an
+/// address space's `mm_count`, the files and `mm_count`s of the mappings
+/// they carry; a session that never stopped cleanly, or a test's): `Drop`
 /// gives them back.  No drain runs then (the kicker went first, see
 /// [`Session`]) and `&mut self` excludes every other consumer.
 struct Rings {
     slots: KVec<AtomicPtr<SampleRing>>,
+    /// Each CPU's mappings, which its handlers name
+    /// ([`crate::sampling::maps`]).
+    maps: KVec<MapSlots>,
     records: u32,
     /// Rings made so far, and the most that fit in [`RING_BYTES_MAX`].
     made: AtomicUsize,
@@ -146,11 +152,13 @@ struct Rings {
 impl Rings {
     fn new(nr: usize, records: u32) -> Result<Self> {
         let mut slots = KVec::with_capacity(nr, GFP_KERNEL)?;
+        let mut maps = KVec::with_capacity(nr, GFP_KERNEL_ACCOUNT)?;
         for _ in 0..nr {
             slots.push(AtomicPtr::new(core::ptr::null_mut()), GFP_KERNEL)?;
+            maps.push(MapSlots::new(), GFP_KERNEL_ACCOUNT)?;
         }
         let max = (RING_BYTES_MAX / sampler::ring_bytes(records).max(1)) as usize;
-        Ok(Self { slots, records, made: AtomicUsize::new(0), max })
+        Ok(Self { slots, maps, records, made: AtomicUsize::new(0), max })
     }
 
     /// The number of CPU ids.
@@ -201,6 +209,11 @@ impl Rings {
         (0..self.len()).filter_map(|cpu| self.get(cpu).map(|r| (cpu, r)))
     }
 
+    /// The mappings of `cpu`'s handlers.
+    fn maps(&self, cpu: usize) -> *const MapSlots {
+        self.maps.get(cpu).map_or(core::ptr::null(), |m| m as *const MapSlots)
+    }
+
     /// Records the ring of `cpu` dropped (0 without a ring).
     fn lost(&self, cpu: usize) -> u64 {
         self.get(cpu).map_or(0, |r| r.lost())
@@ -217,14 +230,8 @@ impl Drop for Rings {
             // SAFETY: Ours (type invariant); nothing else uses it any more
             // (`&mut self`, and see the type's doc).
             let ring = unsafe { KBox::from_raw(p) };
-            let mut frames = [0u64; 0];
             // SAFETY: `&mut self`: we are the only consumer.
-            while let Some(rec) = unsafe { sampler::pop(&ring, &mut frames) } {
-                if !rec.mm.0.is_null() {
-                    // SAFETY: The handler's reference; process context.
-                    unsafe { helpers::rprof_mm_put(rec.mm.0) };
-                }
-            }
+            unsafe { replay::give_back(&ring) };
         }
     }
 }
@@ -514,6 +521,7 @@ impl Session {
                 } else {
                     core::ptr::null()
                 },
+                maps: self.rings.maps(cpu),
             };
             match Counter::new(cpu as u32, &attr, ctx) {
                 Ok(c) => counters.push(c, GFP_KERNEL)?,
@@ -823,6 +831,7 @@ impl Session {
             follow: core::ptr::null_mut(),
             kick_at: u64::MAX,
             tables: core::ptr::null(),
+            maps: core::ptr::null(),
         })
     }
 

@@ -45,7 +45,11 @@ pub(crate) struct RawSample {
     pub(crate) period: u64,
     pub(crate) pid: u32,
     pub(crate) tid: u32,
-    pub(crate) cpu: u32,
+    pub(crate) cpu: u16,
+    /// Rust's own: the mappings the record carries
+    /// ([`crate::sampling::maps`]).
+    pub(crate) map: u8,
+    pub(crate) reserved: u8,
     pub(crate) flags: u32,
     pub(crate) comm: [u8; 16],
 }
@@ -95,6 +99,28 @@ pub(crate) struct NmiVma {
     /// A key, never dereferenced.
     pub(crate) inode: usize,
 }
+
+/// `struct rprof_nmi_map` (`rprof_nmi_map`).
+#[repr(C)]
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct NmiMap {
+    pub(crate) start: u64,
+    pub(crate) end: u64,
+    pub(crate) pgoff_bytes: u64,
+    /// `struct file *`, null for anonymous memory.
+    pub(crate) file: *mut c_void,
+}
+
+impl Default for NmiMap {
+    fn default() -> Self {
+        Self { start: 0, end: 0, pgoff_bytes: 0, file: core::ptr::null_mut() }
+    }
+}
+
+/// `rprof_nmi_file_get`'s answers (`RPROF_NMI_REF_NONE`, 0, is the
+/// third: no reference).
+pub(crate) const NMI_REF_OK: c_int = 1;
+pub(crate) const NMI_REF_STALE: c_int = 2;
 
 /// `RPROF_CHAIN_WORDS`: words of a chain scratch buffer.
 pub(crate) const CHAIN_WORDS: usize = 256;
@@ -224,7 +250,16 @@ extern "C" {
     pub(crate) fn rprof_charge_get(charge: *mut c_void);
     pub(crate) fn rprof_charge_put(charge: *mut c_void);
 
-    pub(crate) fn rprof_current_mm_get(seq: *mut u32) -> *mut MmStruct;
+    pub(crate) fn rprof_current_mm_grab(seq: *mut u32) -> *mut MmStruct;
+    /// NMI context (`src/sampling/maps.c`): current's address space
+    /// (no reference), a VMA found under a lock sequence, a reference on
+    /// its file, an mm_count reference.
+    pub(crate) fn rprof_current_mm() -> *mut MmStruct;
+    pub(crate) fn rprof_nmi_map(mm: *mut MmStruct, seq: u32, addr: u64, out: *mut NmiMap) -> bool;
+    pub(crate) fn rprof_nmi_file_get(mm: *mut MmStruct, seq: u32, file: *mut c_void) -> c_int;
+    pub(crate) fn rprof_mm_grab_nmi(mm: *mut MmStruct);
+    /// Process context: the path of a file held, with its own reference.
+    pub(crate) fn rprof_file_path(file: *mut c_void, path: *mut bindings::path);
     pub(crate) fn rprof_current_mm_seq() -> u32;
     /// Whether a process up current's chain of parents has thread group
     /// `tgid` (current's own group is not looked at).  NMI-safe.
@@ -266,8 +301,9 @@ extern "C" {
     pub(crate) fn rprof_rcu_read_lock();
     pub(crate) fn rprof_rcu_read_unlock();
 
+    pub(crate) fn rprof_mm_get_live(mm: *mut MmStruct) -> bool;
     pub(crate) fn rprof_mm_put(mm: *mut MmStruct);
-    pub(crate) fn rprof_mm_put_many(mm: *mut MmStruct, n: u64);
+    pub(crate) fn rprof_mm_drop_many(mm: *mut MmStruct, n: u64);
     pub(crate) fn rprof_cond_resched();
     pub(crate) fn rprof_resolve_user(
         mm: *mut MmStruct,
@@ -346,6 +382,9 @@ extern "C" {
     pub(crate) fn rprof_test_join(th: *mut c_void);
     pub(crate) fn rprof_test_user_mm() -> *mut MmStruct;
     pub(crate) fn rprof_test_mm_users(mm: *mut MmStruct) -> i32;
+    pub(crate) fn rprof_test_mm_count(mm: *mut MmStruct) -> i32;
+    pub(crate) fn rprof_test_user_unmap(addr: u64, len: u64) -> c_int;
+    pub(crate) fn rprof_test_user_map_file(test: *mut bindings::kunit, path: *const c_char, len: u64) -> u64;
     pub(crate) fn rprof_test_current_tgid() -> i32;
     pub(crate) fn rprof_test_nmi_chain_counts(chains: *mut u64, frames: *mut u64, ips: *mut u64) -> u32;
     pub(crate) fn rprof_test_kernel_symbol(ip: u64) -> bool;

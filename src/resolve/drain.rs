@@ -10,19 +10,27 @@
 //!
 //! # Why samples are resolved in time
 //!
-//! A user sample's ring record holds a counted reference on the sampled
-//! task's address space (`mm_users`, taken in the overflow handler with an
-//! NMI-safe atomic increment, dropped here, a run of one address space's
-//! at once at the end of the pass: `Drain::put_mms`).  So the VMAs of a task that
-//! exits, or execs a new program, survive until the drain has resolved its
-//! samples; no exit or exec hook is needed for that.  `munmap()` is
-//! different: it removes a VMA from a live address space, and a new mapping
-//! may take its place.  The record therefore also holds the address
-//! space's write-lock sequence at sampling time, and a VMA that was created
-//! or changed since (its `vm_lock_seq` is not older) is not trusted: the
-//! sample counts as lost with no mapping instead of being attributed to
-//! whatever is mapped there now.  Module samples are resolved before the
-//! module goes: the module notifier drains first (`Session::module_going`).
+//! The overflow handler names the mapping of each user address it
+//! records (the sampled ip, the chain's user frames) and sends the drain
+//! each new one with a reference on its file ([`crate::sampling::maps`]);
+//! the drain keeps a copy of every CPU's mappings ([`Replay`]), which the
+//! records' entries update in ring order.  So a sample resolves to what
+//! was mapped when it was taken, after its process exited, exec'd or
+//! unmapped the file, and the handler pins no address space: a record
+//! holds its `mm_struct` by `mm_count` only (dropped here, a run of one
+//! address space's at once at the end of the pass: `Drain::put_mms`).
+//!
+//! An address the handler could not name (its slots were in use by the
+//! handler it interrupted, a write section of `mmap_lock` was open, the
+//! record had no room for more mappings) is looked up in the address
+//! space, if it still has one (`rprof_mm_get_live`), under `mmap_lock`;
+//! the record holds the address space's write-lock sequence at sampling
+//! time, and a VMA created or changed since (its `vm_lock_seq` is not
+//! older) is not trusted: the sample counts as lost with no mapping
+//! instead of being attributed to whatever is mapped there now, and so
+//! does one whose process is gone.  Module samples are resolved before
+//! the module goes: the module notifier drains first
+//! (`Session::module_going`).
 //!
 //! # Output
 //!
@@ -51,9 +59,11 @@ use crate::kapi::helpers::{
     self, FrameRes, ModInfo, VmaRange, RAW_TABLE, RAW_THROTTLED, RAW_USER, RESOLVE_ANON, RESOLVE_BUSY, RESOLVE_FILE,
 };
 use crate::resolve::mapcache::{MapCache, Target};
+use crate::resolve::replay::Replay;
+use crate::sampling::maps::{self, ENTRY_WORDS, MAP_LEAF};
 use crate::sampling::sampler::{CHAIN_FLAGS, CHAIN_TAKEN};
 use crate::chains::stacks::{self, RawChains, Stacks};
-use crate::sampling::sampler::{self, MmRef, RingRecord, RingSlot, SampleRing};
+use crate::sampling::sampler::{self, MmRef, RingRecord, SampleRing};
 use crate::uapi::*;
 use core::mem::size_of;
 use kernel::bindings;
@@ -172,10 +182,12 @@ pub(crate) struct Drain {
     /// is (its `mmdrop` may free an `mm_struct`, process context, as the
     /// table's `path_put`s need).
     maps: MapCache,
+    /// The handlers' mappings, per CPU.
+    replay: Replay,
     /// Call chains, when the session takes them.
     chains: Option<KBox<Chains>>,
-    /// The frames of the record being processed (`CHAIN_WORDS` with
-    /// chains, else empty).
+    /// The continuation words of the record being processed
+    /// (`sampler::RECORD_WORDS`: its chain's frames and its mappings).
     frames: KVec<u64>,
     /// Chain counters (GET_STATS).
     pub(crate) chain_stats: rprof_chain_stats,
@@ -269,12 +281,11 @@ impl Drain {
             cookie: RPROF_COOKIE_NONE as u64,
             scratch,
             maps: MapCache::new(),
+            replay: Replay::new(nr_cpus)?,
             chains: if chains { Some(KBox::new(Chains::new()?, GFP_KERNEL)?) } else { None },
             frames: {
                 let mut f = KVec::new();
-                if chains {
-                    f.extend_with(helpers::CHAIN_WORDS, 0u64, GFP_KERNEL)?;
-                }
+                f.extend_with(sampler::RECORD_WORDS, 0u64, GFP_KERNEL)?;
                 f
             },
             chain_stats: rprof_chain_stats::default(),
@@ -325,29 +336,16 @@ impl Drain {
     /// The caller is the ring's only reader (holds the drain lock).
     #[inline(always)]
     pub(crate) unsafe fn take(&mut self, buf: &EventBuffer, cpu: usize, ring: &SampleRing, reserve: u64) -> bool {
-        if self.chains.is_none() {
-            // Without chains the handler pushes single-slot records only
-            // (`sampler::on_sample`): the single-slot pop of old.
-            let process = |slot: &RingSlot| {
-                // SAFETY: Every slot of a chainless session's ring is a
-                // record's first, which holds `rec` (`RingSlot`
-                // invariant): the handler and this drain take chains from
-                // one session's configuration, which has no depths without
-                // the flag (`Config::check`), and a session's rings are
-                // its own.
-                let rec = unsafe { &slot.rec };
-                self.process(buf, cpu, rec, &[], reserve);
-            };
-            // SAFETY: The only reader (contract); every record of a
-            // chainless session's ring is one slot (above).
-            return unsafe { ring.pop_with(process) }.is_some();
-        }
         let mut frames = core::mem::take(&mut self.frames);
         // SAFETY: The only reader (contract).
         let rec = unsafe { sampler::pop(ring, &mut frames) };
         if let Some(rec) = &rec {
-            let n = (rec.nk as usize + rec.nu as usize).min(frames.len());
-            self.process_with_chain(buf, cpu, rec, &frames[..n], reserve);
+            let n = rec.words().min(frames.len());
+            if n == 0 {
+                self.process(buf, cpu, rec, &[], reserve);
+            } else {
+                self.process_with_chain(buf, cpu, rec, &frames[..n], reserve);
+            }
         }
         self.frames = frames;
         rec.is_some()
@@ -361,16 +359,28 @@ impl Drain {
     }
 
     /// Resolves, writes (or counts as lost) one ring record of `cpu` with
-    /// its chain's `frames`, and drops the address-space reference it held.
+    /// its continuation `words` (its chain's frames, then the mappings it
+    /// carries), and drops the address-space reference it held.
     #[inline(always)]
-    pub(crate) fn process(&mut self, buf: &EventBuffer, cpu: usize, rec: &RingRecord, frames: &[u64], reserve: u64) {
+    pub(crate) fn process(&mut self, buf: &EventBuffer, cpu: usize, rec: &RingRecord, words: &[u64], reserve: u64) {
         #[cfg(rprof_bench)]
         let _timer = crate::resolve::stage::Timer::start(crate::resolve::stage::Stage::Record);
+        let n = (rec.nk as usize + rec.nu as usize).min(words.len());
+        let (frames, tail) = words.split_at(n);
+        // The record's new mappings take their slots first, whatever
+        // becomes of the sample: the copy follows the handler's slots in
+        // ring order.
+        let ne = maps::map_entries(rec.sample.map).min(tail.len() / ENTRY_WORDS);
+        let (entries, nibbles) = tail.split_at(ne * ENTRY_WORDS);
+        if ne > 0 {
+            self.replay.apply(cpu, entries, rec.mm.0);
+        }
+        let nibbles = if rec.sample.map & maps::MAP_NIBBLES != 0 { nibbles } else { &[] };
         let ok = if self.start_pending.is_some() {
             // Nothing goes before START.
             Err(BUFFER)
         } else {
-            self.deliver(buf, cpu, rec, frames, reserve)
+            self.deliver(buf, cpu, rec, frames, nibbles, reserve)
         };
         match ok {
             Ok(()) => self.cpus[cpu].delivered += 1,
@@ -394,25 +404,33 @@ impl Drain {
     pub(crate) fn put_mms(&mut self) {
         let (mm, n) = core::mem::replace(&mut self.put, (MmRef(core::ptr::null_mut()), 0));
         if n > 0 {
-            // SAFETY: The handler took these `n` references for us (one per
-            // record, moved here by `process`); process context.
-            unsafe { helpers::rprof_mm_put_many(mm.0, n) };
+            // SAFETY: The handler took these `n` `mm_count` references for
+            // us (one per record, moved here by `process`); process context.
+            unsafe { helpers::rprof_mm_drop_many(mm.0, n) };
         }
     }
 
     /// Resolves `rec` (and its chain) and writes its records; the loss
     /// cause if it could not.
     #[inline(always)]
-    fn deliver(&mut self, buf: &EventBuffer, cpu: usize, rec: &RingRecord, frames: &[u64], reserve: u64) -> Result<(), usize> {
-        let w = match self.resolve(rec) {
+    fn deliver(
+        &mut self,
+        buf: &EventBuffer,
+        cpu: usize,
+        rec: &RingRecord,
+        frames: &[u64],
+        nibbles: &[u64],
+        reserve: u64,
+    ) -> Result<(), usize> {
+        let w = match self.resolve(cpu, rec) {
             // The table is full (not out of memory): forget it all (RESET
             // in the stream) and name the sample's file anew, rather than
             // lose it.
-            Err(NO_COOKIE) if self.cookies.is_full() && self.auto_reset(buf, reserve) => self.resolve(rec)?,
+            Err(NO_COOKIE) if self.cookies.is_full() && self.auto_reset(buf, reserve) => self.resolve(cpu, rec)?,
             r => r?,
         };
         let stack = if rec.chain & CHAIN_TAKEN != 0 && self.chains.is_some() {
-            Some(self.stack(buf, rec, frames, reserve)?)
+            Some(self.stack(buf, cpu, rec, frames, nibbles, reserve)?)
         } else {
             None
         };
@@ -427,8 +445,38 @@ impl Drain {
         Ok(())
     }
 
+    /// The cookie and offset of user address `addr` (`ip` less `back`)
+    /// through the handler's slot `nibble` of `cpu`, if it names one; the
+    /// offset is `ip`'s.
+    fn resolve_slot(&mut self, cpu: usize, nibble: u8, addr: u64, back: u64) -> Option<Result<(u64, u64), usize>> {
+        let found = self.replay.find(cpu, nibble, addr)?;
+        let target = match found.target {
+            Some(t) => t,
+            None if found.file.is_null() => Target::Anon,
+            None => {
+                // SAFETY: All-zero is a valid (empty) `struct path` to fill.
+                let mut path: bindings::path = unsafe { core::mem::zeroed() };
+                // SAFETY: The slot holds a reference on the file; process
+                // context.
+                unsafe { helpers::rprof_file_path(found.file, &mut path) };
+                // SAFETY: The helper took a reference on `path` for us.
+                let path = unsafe { PathRef::from_raw(path) };
+                match self.cookies.file(path) {
+                    Ok(cookie) => Target::File(cookie),
+                    Err(_) => return Some(Err(NO_COOKIE)),
+                }
+            }
+        };
+        self.replay.name(cpu, nibble, target);
+        Some(Ok(match target {
+            Target::File(cookie) => (cookie, found.offset + back),
+            // The raw address, as the lookup under the lock gives it.
+            Target::Anon => (RPROF_COOKIE_ANON as u64, addr + back),
+        }))
+    }
+
     #[inline(always)]
-    fn resolve(&mut self, rec: &RingRecord) -> Result<Where, usize> {
+    fn resolve(&mut self, cpu: usize, rec: &RingRecord) -> Result<Where, usize> {
         #[cfg(rprof_bench)]
         let _timer = crate::resolve::stage::Timer::start(if rec.sample.flags & RAW_USER != 0 {
             crate::resolve::stage::Stage::ResolveUser
@@ -439,6 +487,10 @@ impl Drain {
         if rec.sample.flags & RAW_USER != 0 {
             if rec.mm.0.is_null() {
                 return Err(NO_MM);
+            }
+            if let Some(r) = self.resolve_slot(cpu, rec.sample.map & MAP_LEAF, ip, 0) {
+                let (cookie, offset) = r?;
+                return Ok(Where { cookie, offset });
             }
             if let Some((target, offset)) = self.maps.get(rec.mm.0, rec.mm_seq, ip) {
                 let cookie = match target {
@@ -451,7 +503,14 @@ impl Drain {
             let mut path: bindings::path = unsafe { core::mem::zeroed() };
             let mut offset = 0u64;
             let mut range = VmaRange::default();
-            // SAFETY: `mm` is referenced by the record; process context.
+            // The address space, if it still has one: a process gone before
+            // its mapping was named took it with it.
+            // SAFETY: The record holds an `mm_count` reference on `mm`.
+            if !unsafe { helpers::rprof_mm_get_live(rec.mm.0) } {
+                return Err(NO_MAPPING);
+            }
+            // SAFETY: `mm` is referenced (`mm_users`, just taken); process
+            // context.
             let how = unsafe {
                 helpers::rprof_resolve_user(
                     rec.mm.0,
@@ -463,6 +522,8 @@ impl Drain {
                     &mut self.lock_wait_ns,
                 )
             };
+            // SAFETY: The reference taken above; process context.
+            unsafe { helpers::rprof_mm_put(rec.mm.0) };
             let target = match how {
                 RESOLVE_FILE => {
                     // SAFETY: The helper took a reference on `path` for us.
@@ -473,7 +534,8 @@ impl Drain {
                 RESOLVE_BUSY => return Err(MM_BUSY),
                 _ => return Err(NO_MAPPING),
             };
-            // SAFETY: The record holds a reference on `mm`; process context.
+            // SAFETY: The record holds an `mm_count` reference on `mm`;
+            // process context.
             unsafe { self.maps.fill(rec.mm.0, rec.mm_seq, &range, target) };
             let cookie = match target {
                 Target::File(cookie) => cookie,
@@ -500,7 +562,8 @@ impl Drain {
         }
         // SAFETY: All-zero is a valid (empty) `struct path` to fill.
         let mut path: bindings::path = unsafe { core::mem::zeroed() };
-        // SAFETY: `mm` is referenced by the record.
+        // SAFETY: The record holds an `mm_count` reference on `mm` (its
+        // executable is gone with its address space: NONE then).
         if !unsafe { helpers::rprof_mm_exe_path(rec.mm.0, &mut path) } {
             return RPROF_COOKIE_NONE as u64;
         }
@@ -607,19 +670,30 @@ impl Drain {
     /// frames) unless the chain is in the table, and returns its id and
     /// its count of unresolved user frames.  `Err(BUFFER)` when a record
     /// does not fit: the sample is then lost, and the chain not entered.
-    fn stack(&mut self, buf: &EventBuffer, rec: &RingRecord, frames: &[u64], reserve: u64) -> Result<(u64, u64), usize> {
+    fn stack(
+        &mut self,
+        buf: &EventBuffer,
+        cpu: usize,
+        rec: &RingRecord,
+        frames: &[u64],
+        nibbles: &[u64],
+        reserve: u64,
+    ) -> Result<(u64, u64), usize> {
         let Some(mut ch) = self.chains.take() else { return Err(BUFFER) };
-        let r = self.stack_with(&mut ch, buf, rec, frames, reserve);
+        let r = self.stack_with(&mut ch, buf, cpu, rec, frames, nibbles, reserve);
         self.chains = Some(ch);
         r
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn stack_with(
         &mut self,
         ch: &mut Chains,
         buf: &EventBuffer,
+        cpu: usize,
         rec: &RingRecord,
         frames: &[u64],
+        nibbles: &[u64],
         reserve: u64,
     ) -> Result<(u64, u64), usize> {
         let nk = (rec.nk as usize).min(frames.len());
@@ -638,7 +712,7 @@ impl Drain {
         #[cfg(rprof_bench)]
         drop(intern_timer);
         self.chain_busy = false;
-        let id = self.resolve_chain(ch, buf, rec, frames, nk, reserve)?;
+        let id = self.resolve_chain(ch, buf, cpu, rec, frames, nibbles, nk, reserve)?;
         // A chain whose frames found the mmap_lock taken is not the chain
         // of its address space for good: the next sample of it resolves
         // afresh rather than from this table.
@@ -651,12 +725,15 @@ impl Drain {
     /// Resolves `rec`'s chain and returns its id (writing its STACK record
     /// unless the resolved chain is in the table) and its count of
     /// unresolved user frames.
+    #[allow(clippy::too_many_arguments)]
     fn resolve_chain(
         &mut self,
         ch: &mut Chains,
         buf: &EventBuffer,
+        cpu: usize,
         rec: &RingRecord,
         frames: &[u64],
+        nibbles: &[u64],
         nk: usize,
         reserve: u64,
     ) -> Result<(u64, u64), usize> {
@@ -681,6 +758,17 @@ impl Drain {
         for (j, &ip) in frames[nk..].iter().enumerate() {
             let back = u64::from(!(entry_first && j == 0));
             let at = ip.wrapping_sub(back);
+            match self.resolve_slot(cpu, maps::nibble(nibbles, j), at, back) {
+                Some(Ok((cookie, offset))) => {
+                    let _ = ch.resolved.push(rprof_frame { cookie, offset }, GFP_ATOMIC);
+                    continue;
+                }
+                Some(Err(_)) => {
+                    let _ = ch.resolved.push(unresolved(ip), GFP_ATOMIC);
+                    continue;
+                }
+                None => {}
+            }
             let f = match self.maps.get(rec.mm.0, rec.mm_seq, at) {
                 Some((Target::File(cookie), offset)) => rprof_frame { cookie, offset: offset + back },
                 Some((Target::Anon, _)) => rprof_frame { cookie: RPROF_COOKIE_ANON as u64, offset: ip },
@@ -692,10 +780,13 @@ impl Drain {
             };
             let _ = ch.resolved.push(f, GFP_ATOMIC);
         }
-        if !ch.miss_ips.is_empty() && !rec.mm.0.is_null() {
+        // The frames the handler did not name, through the address space
+        // if it still has one.
+        // SAFETY: The record holds an `mm_count` reference on `mm`.
+        if !ch.miss_ips.is_empty() && !rec.mm.0.is_null() && unsafe { helpers::rprof_mm_get_live(rec.mm.0) } {
             let n = ch.miss_ips.len().min(ch.miss_res.len());
-            // SAFETY: `mm` is referenced by the record; `miss_res` has room
-            // for `n` results; process context.
+            // SAFETY: `mm` is referenced (`mm_users`, just taken); `miss_res`
+            // has room for `n` results; process context.
             unsafe {
                 helpers::rprof_resolve_user_frames(
                     rec.mm.0,
@@ -706,6 +797,8 @@ impl Drain {
                     &mut self.lock_wait_ns,
                 )
             };
+            // SAFETY: The reference taken above; process context.
+            unsafe { helpers::rprof_mm_put(rec.mm.0) };
             for k in 0..n {
                 let res = &mut ch.miss_res[k];
                 let at = ch.miss_at[k];
@@ -725,7 +818,7 @@ impl Drain {
                     _ => None,
                 };
                 let Some(target) = target else { continue };
-                // SAFETY: The record holds a reference on `mm`.
+                // SAFETY: The record holds an `mm_count` reference on `mm`.
                 unsafe { self.maps.fill(rec.mm.0, rec.mm_seq, &res.range, target) };
                 ch.resolved[at] = match target {
                     Target::File(cookie) => rprof_frame { cookie, offset: res.offset + u64::from(back) },
@@ -959,6 +1052,7 @@ impl Drain {
         }
         let forgotten = self.cookies.forget_all();
         self.maps.clear();
+        self.replay.forget_targets();
         if let Some(ch) = self.chains.as_mut() {
             ch.stacks.forget();
             ch.raw.forget();

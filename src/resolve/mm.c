@@ -22,6 +22,16 @@
 #endif
 
 /*
+ * An mm_users reference for a lookup, if the address space still has a
+ * user (a sampled process that exited has none: its mappings are gone).
+ * The caller holds an mm_count reference, so the mm_struct is there.
+ */
+bool rprof_mm_get_live(struct mm_struct *mm)
+{
+	return mmget_not_zero(mm);
+}
+
+/*
  * mmput_async(): the drain runs under its mutex, and the last reference to
  * a dead process's address space must not tear it down there (exit_mmap()
  * takes mmap_lock and can run long); mmput_async() leaves that to a work
@@ -33,19 +43,20 @@ void rprof_mm_put(struct mm_struct *mm)
 }
 
 /*
- * Drops n >= 1 references on mm at once: the first n - 1 cannot be the
- * last (the caller still holds one more), the last goes through
- * mmput_async() as above.
+ * Drops n >= 1 mm_count references on mm at once: the first n - 1 cannot
+ * be the last (the caller still holds one more), the last goes through
+ * mmdrop(), which frees the mm_struct if it was the last (process
+ * context).
  */
-void rprof_mm_put_many(struct mm_struct *mm, u64 n)
+void rprof_mm_drop_many(struct mm_struct *mm, u64 n)
 {
 	while (n > 1) {
 		int k = n - 1 > INT_MAX ? INT_MAX : (int)(n - 1);
 
-		atomic_sub(k, &mm->mm_users);
+		atomic_sub(k, &mm->mm_count);
 		n -= k;
 	}
-	mmput_async(mm);
+	mmdrop(mm);
 }
 
 void rprof_mm_grab(struct mm_struct *mm)

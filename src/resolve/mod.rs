@@ -17,5 +17,6 @@ pub(crate) mod drain;
 pub(crate) mod follow;
 pub(crate) mod mapcache;
 pub(crate) mod modules;
+pub(crate) mod replay;
 #[cfg(rprof_bench)]
 pub(crate) mod stage;

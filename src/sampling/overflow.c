@@ -64,17 +64,21 @@ u32 rprof_current_mm_seq(void)
 }
 
 /*
- * NMI context: mmget_not_zero() is an atomic increment that fails once the
- * address space is being torn down.  The sequence is the mm's write-lock
- * seqcount (per-VMA locking): rprof_resolve_user() uses it to refuse VMAs
- * created or changed after the sample.
+ * NMI context: mmgrab() is an atomic increment of mm_count, which keeps
+ * the mm_struct but not the address space: the sampled process exits and
+ * execs as if it were not sampled (perf holds no reference on it either).
+ * Samples resolve through the mappings the handler captured (maps.c), or
+ * through the address space while it lives (rprof_mm_get_live()).  The
+ * sequence is the mm's write-lock seqcount (per-VMA locking): resolution
+ * uses it to refuse VMAs created or changed after the sample.
  */
-struct mm_struct *rprof_current_mm_get(u32 *seq)
+struct mm_struct *rprof_current_mm_grab(u32 *seq)
 {
 	struct mm_struct *mm = current->mm;
 
-	if (!mm || !mmget_not_zero(mm))
+	if (!mm)
 		return NULL;
+	mmgrab(mm);
 	*seq = READ_ONCE(mm->mm_lock_seq.sequence);
 	return mm;
 }

@@ -388,6 +388,7 @@ impl<T: Copy, S: Deref<Target = [Slot<T>]>> Ring<T, S> {
     /// No other `pop`, `pop_with` or `pop_multi` on this ring may run
     /// concurrently, and the record must be a single slot (from
     /// [`Ring::push_with`]).
+    #[allow(dead_code)]
     #[inline(always)]
     pub unsafe fn pop_with<R>(&self, f: impl FnOnce(&T) -> R) -> Option<R> {
         let tail = self.tail.load(Relaxed);

@@ -6,18 +6,22 @@
 //! NMI context (PMU counters) or hard IRQ context (the hrtimer of software
 //! clocks), nested over task, softirq or hardirq code on the same CPU.  It
 //! takes no lock, never sleeps and never allocates: it copies one
-//! fixed-size record into this CPU's [`Ring`] (taking a counted reference
-//! on the sampled address space, an atomic increment) and, past a watermark, kicks
-//! the drain with an irq_work (the kernel's NMI-safe way out).
+//! fixed-size record into this CPU's [`Ring`] (taking an `mm_count`
+//! reference on the sampled address space, an atomic increment, and
+//! naming the mappings of its user addresses: [`crate::sampling::maps`])
+//! and, past a watermark, kicks the drain with an irq_work (the kernel's
+//! NMI-safe way out).
 
 use crate::kapi::helpers::{self, RawSample};
+use crate::sampling::maps::{self, MapSlots, Plan};
 use crate::sampling::ring::{Push, Ring, Slot};
 use crate::uapi;
 use core::ffi::c_void;
 use kernel::prelude::*;
 
-/// A counted reference on an address space (`mm_users`), or null, taken
-/// by the handler and dropped by the drain (`Drain::put_mms`).
+/// An `mm_count` reference on an address space (the `mm_struct`, not its
+/// mappings), or null, taken by the handler and dropped by the drain
+/// (`Drain::put_mms`).
 #[derive(Clone, Copy)]
 pub(crate) struct MmRef(pub(crate) *mut helpers::MmStruct);
 
@@ -75,9 +79,15 @@ impl RingRecord {
         Self { sample, event: event as u8, nk: 0, nu: 0, chain: 0, mm_seq: 0, mm: MmRef(core::ptr::null_mut()) }
     }
 
-    /// Continuation slots after this record: its chain's frames.
+    /// Continuation slots after this record: its chain's frames, then
+    /// the mappings it carries (`maps::tail_words`).
     pub(crate) fn extra_slots(&self) -> u64 {
-        (self.nk as usize + self.nu as usize).div_ceil(SLOT_WORDS) as u64
+        self.words().div_ceil(SLOT_WORDS) as u64
+    }
+
+    /// Words of its continuation slots in use.
+    pub(crate) fn words(&self) -> usize {
+        self.nk as usize + self.nu as usize + maps::tail_words(self.sample.map, self.nu as usize)
     }
 }
 
@@ -116,8 +126,12 @@ pub(crate) fn ring_bytes(records: u32) -> u64 {
     records as u64 * core::mem::size_of::<Slot<RingSlot>>() as u64
 }
 
-/// Takes the oldest record of `ring` with its chain's frames, copied into
-/// `frames` (kernel frames first; `nk + nu` of them, at most
+/// Words a record's continuation may hold: a whole chain and its tail.
+pub(crate) const RECORD_WORDS: usize = 2 * uapi::RPROF_MAX_FRAMES as usize + maps::TAIL_WORDS;
+
+/// Takes the oldest record of `ring` with its continuation words, copied
+/// into `frames` (kernel frames first, then user frames, then the
+/// mappings' tail: `RingRecord::words()` of them, at most
 /// `frames.len()`).
 ///
 /// # Safety
@@ -134,7 +148,7 @@ pub(crate) unsafe fn pop(ring: &SampleRing, frames: &mut [u64]) -> Option<RingRe
             |first| first.rec.extra_slots(),
             |first, rest| {
                 let rec = first.rec;
-                let n = (rec.nk as usize + rec.nu as usize).min(frames.len());
+                let n = rec.words().min(frames.len());
                 for (i, chunk) in frames[..n].chunks_mut(SLOT_WORDS).enumerate() {
                     let words = rest(i as u64).words;
                     for (f, w) in chunk.iter_mut().zip(words.iter()) {
@@ -169,10 +183,11 @@ pub(crate) fn new_ring(records: u32) -> Result<SampleRing> {
 ///
 /// # Invariants
 ///
-/// `ring`, `kicker` and `follow` (if not null) point to objects of the
-/// session that outlive the counter: the session releases its counters
-/// (after which perf runs no more handlers for them) before it frees
-/// rings, kicker and followed set.
+/// `ring`, `kicker`, `follow`, `tables` and `maps` (if not null) point to
+/// objects of the session that outlive the counter: the session releases
+/// its counters (after which perf runs no more handlers for them) before
+/// it frees rings, mappings, kicker, tables and followed set.  `maps` is
+/// the slots of the counter's CPU, which only that CPU's handlers use.
 pub(crate) struct HandlerCtx {
     pub(crate) ring: *const SampleRing,
     pub(crate) kicker: *mut helpers::RprofKicker,
@@ -192,6 +207,9 @@ pub(crate) struct HandlerCtx {
     /// With `RPROF_CONFIG_UNWIND_TABLES`, the session's published tables
     /// (the user side is walked by them); else null.
     pub(crate) tables: *const crate::chains::tables::Published,
+    /// This CPU's mappings (`maps`), or null (tests: the drain then
+    /// resolves through the address space).
+    pub(crate) maps: *const MapSlots,
 }
 
 /// The overflow handler's Rust half, called by `rprof_overflow()` in
@@ -221,12 +239,17 @@ pub(crate) unsafe extern "C" fn rprof_on_sample(ctx: *mut c_void, sample: *const
     }
     // SAFETY: `ring` outlives the counter (`HandlerCtx` invariant).
     let ring = unsafe { &*ctx.ring };
-    // The address-space reference is taken only once a slot is reserved,
-    // so a full ring never has to give one back (which NMI context could
-    // not do).
+    // References (address space, files) are taken only once the ring has
+    // room for the record, so a full ring never has to give one back
+    // (which NMI context could not do).
     let pushed = if (ctx.max_kernel | ctx.max_user) == 0 || regs.is_null() {
-        // Without chains, as before chains existed: one slot.
-        ring.push_with(|| record(ctx, &sample, 0, 0, 0))
+        // Without chains: one slot, and the sampled ip's new mapping if
+        // it has one.
+        let mut plan = plan(ctx, None);
+        if sample.flags & helpers::RAW_USER != 0 {
+            plan.leaf(sample.ip);
+        }
+        push_frames(ring, &[], 0, None, &mut plan, |_, _, _, map| record(ctx, &sample, 0, 0, 0, map))
     } else {
         // SAFETY: `regs` are the sampled registers (caller); NMI context.
         unsafe { push_chain(ring, ctx, &sample, regs) }
@@ -242,28 +265,40 @@ pub(crate) unsafe extern "C" fn rprof_on_sample(ctx: *mut c_void, sample: *const
     }
 }
 
-/// The ring record of `sample`, with a counted reference on current's
-/// address space and its sequence now.  NMI context: called only once a
-/// slot is reserved.
+/// A plan of the mappings for a record of current's address space, at
+/// the write-lock sequence `seq` read at the sample (now if `None`).  NMI
+/// context.
 #[inline(always)]
-fn record(ctx: &HandlerCtx, sample: &RawSample, nk: u32, nu: u32, chain: u8) -> RingSlot {
-    record_at(ctx, sample, nk, nu, chain, None)
+fn plan(ctx: &HandlerCtx, seq: Option<u32>) -> Plan<'_> {
+    // SAFETY: NMI-safe: reads current's mm and its sequence.
+    let (mm, seq) = unsafe { (helpers::rprof_current_mm(), seq.unwrap_or_else(|| helpers::rprof_current_mm_seq())) };
+    // SAFETY: `maps` outlives the counter and is this CPU's (`HandlerCtx`
+    // invariant).
+    Plan::new(unsafe { ctx.maps.as_ref() }, mm, seq)
+}
+
+/// The ring record of `sample`, with an `mm_count` reference on current's
+/// address space and its sequence now, and `map` (its mappings).  NMI
+/// context: called only once a slot is reserved.
+#[inline(always)]
+fn record(ctx: &HandlerCtx, sample: &RawSample, nk: u32, nu: u32, chain: u8, map: u8) -> RingSlot {
+    record_at(ctx, sample, nk, nu, chain, map, None)
 }
 
 /// [`record`] with the address-space sequence read earlier, at the sample
 /// (`seq`), if given: a chain walk takes microseconds, and the drain
 /// accepts only mappings older than the sequence the record carries.
 #[inline(always)]
-fn record_at(ctx: &HandlerCtx, sample: &RawSample, nk: u32, nu: u32, chain: u8, seq: Option<u32>) -> RingSlot {
+fn record_at(ctx: &HandlerCtx, sample: &RawSample, nk: u32, nu: u32, chain: u8, map: u8, seq: Option<u32>) -> RingSlot {
     let mut mm_seq = 0;
     // SAFETY: NMI-safe: an atomic increment on current's mm, if any.
-    let mm = unsafe { helpers::rprof_current_mm_get(&mut mm_seq) };
+    let mm = unsafe { helpers::rprof_current_mm_grab(&mut mm_seq) };
     // `current->mm` cannot change while the handler runs: the sequence read
     // at the sample is this mm's.
     let mm_seq = seq.unwrap_or(mm_seq);
     RingSlot {
         rec: RingRecord {
-            sample: *sample,
+            sample: RawSample { map, ..*sample },
             event: ctx.event as u8,
             nk: nk as u8,
             nu: nu as u8,
@@ -353,52 +388,97 @@ pub(crate) unsafe fn push_chain_with(
     // SAFETY: `walk` wrote `total` words at `ips`, ours until we return
     // (the caller's contract).
     let words = unsafe { core::slice::from_raw_parts(ips, total) };
-    push_frames(ring, words, nk, flags, |nk, nu, chain| record_at(ctx, sample, nk, nu, chain, Some(seq)))
+    let mut plan = plan(ctx, Some(seq));
+    if sample.flags & helpers::RAW_USER != 0 {
+        plan.leaf(sample.ip);
+    }
+    name_user_frames(&mut plan, words, nk, sample.flags & helpers::RAW_USER == 0);
+    push_frames(ring, words, nk, Some(flags), &mut plan, |nk, nu, chain, map| {
+        record_at(ctx, sample, nk, nu, chain, map, Some(seq))
+    })
+}
+
+/// Names the mappings of the user frames of `words` (those after the
+/// first `nk`) in `plan`, at the addresses the drain looks them up at:
+/// a return address one byte back, at its call; the first user frame of
+/// a kernel sample (`kernel_sample`) is the user ip at kernel entry, not
+/// a return address.  NMI context.
+#[inline(always)]
+pub(crate) fn name_user_frames(plan: &mut Plan<'_>, words: &[u64], nk: u32, kernel_sample: bool) {
+    let user = words.get((nk as usize).min(words.len())..).unwrap_or(&[]);
+    for (j, &ip) in user.iter().take(uapi::RPROF_MAX_FRAMES as usize).enumerate() {
+        let back = u64::from(!(kernel_sample && j == 0));
+        plan.frame(j, ip.wrapping_sub(back));
+    }
 }
 
 /// Pushes a sample with its chain `words` (the first `nk` kernel frames,
-/// the rest user frames, ended as `flags` say) as one record, or without the chain
-/// (flagged `RPROF_STACK_CUT`) when the ring has no room for the chain but
-/// has for the sample.  Only a ring without room for the sample loses it,
-/// counted once.  `make(nk, nu, chain)` builds the first slot and runs
-/// only once a slot is reserved.  NMI context.
+/// the rest user frames, ended as `flags` say; `None`: the session takes
+/// no chains) and the new mappings `plan` names, as one record; or
+/// without the chain and the mappings (flagged `RPROF_STACK_CUT`) when
+/// the ring has no room for them but has for the sample.  Only a ring
+/// without room for the sample loses it, counted once.  `make(nk, nu,
+/// chain, map)` builds the first slot and runs only once the record's
+/// slots are reserved, as do the references `plan` takes.  NMI context.
 #[inline(always)]
 pub(crate) fn push_frames(
     ring: &SampleRing,
     words: &[u64],
     nk: u32,
-    flags: u32,
-    make: impl Fn(u32, u32, u8) -> RingSlot,
+    flags: Option<u32>,
+    plan: &mut Plan<'_>,
+    make: impl Fn(u32, u32, u8, u8) -> RingSlot,
 ) -> Push {
     // The counts the record carries are the words the ring holds: the
-    // reader consumes `(nk + nu).div_ceil(SLOT_WORDS)` continuation slots
-    // (`pop`), and both must fit the record's u8 fields.
+    // reader consumes `extra_slots()` continuation slots (`pop`), and
+    // both counts must fit the record's u8 fields.
     let words = &words[..words.len().min(2 * uapi::RPROF_MAX_FRAMES as usize)];
     let nk = nk.min(words.len() as u32);
     let nu = words.len() as u32 - nk;
     let total = words.len();
-    let chain = CHAIN_TAKEN | (flags as u8 & CHAIN_FLAGS);
-    let extra = total.div_ceil(SLOT_WORDS) as u64;
+    let (chain, cut) = match flags {
+        Some(f) => (
+            CHAIN_TAKEN | (f as u8 & CHAIN_FLAGS),
+            CHAIN_TAKEN | (uapi::RPROF_STACK_CUT | f & uapi::RPROF_STACK_USER_SKIPPED) as u8,
+        ),
+        None => (0, 0),
+    };
+    let map = plan.map_byte();
+    let all = total + plan.tail_len(nu as usize);
+    let extra = all.div_ceil(SLOT_WORDS) as u64;
+    let mut tail = [0u64; maps::TAIL_WORDS];
+    let mut taken = false;
     let pushed = ring.try_push_multi_with(
         extra,
-        || make(nk, nu, chain),
+        || make(nk, nu, chain, map),
         |i| {
+            if !taken {
+                // The first continuation slot: the ring has room for the
+                // whole record, so the references may be taken.
+                plan.take_refs(&mut tail, nu as usize);
+                taken = true;
+            }
             let mut w = [0u64; SLOT_WORDS];
-            let from = (i as usize * SLOT_WORDS).min(total);
-            for (dst, src) in w.iter_mut().zip(words[from..].iter()) {
-                *dst = *src;
+            for (k, dst) in w.iter_mut().enumerate() {
+                let at = i as usize * SLOT_WORDS + k;
+                *dst = match at {
+                    _ if at < total => words[at],
+                    _ if at < all => tail[at - total],
+                    _ => 0,
+                };
             }
             RingSlot { words: w }
         },
     );
     match pushed {
-        Push::Full if extra > 0 => {
-            ring.push_with(|| make(0, 0, CHAIN_TAKEN | (uapi::RPROF_STACK_CUT | flags & uapi::RPROF_STACK_USER_SKIPPED) as u8))
-        }
+        Push::Full if extra > 0 => ring.push_with(|| make(0, 0, cut, plan.cut_map_byte())),
         Push::Full => {
             ring.count_lost();
             Push::Full
         }
-        stored => stored,
+        stored => {
+            plan.commit();
+            stored
+        }
     }
 }

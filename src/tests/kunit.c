@@ -8,6 +8,7 @@
 #include <linux/cpu.h>
 #include <linux/dcache.h>
 #include <linux/err.h>
+#include <linux/file.h>
 #include <linux/hrtimer.h>
 #include <linux/irq_work.h>
 #include <linux/kallsyms.h>
@@ -293,6 +294,17 @@ int rprof_test_mm_users(struct mm_struct *mm)
 	return atomic_read(&mm->mm_users);
 }
 
+int rprof_test_mm_count(struct mm_struct *mm)
+{
+	return atomic_read(&mm->mm_count);
+}
+
+/* munmap() of a mapping of the calling test's (rprof_test_user_map()). */
+int rprof_test_user_unmap(u64 addr, u64 len)
+{
+	return vm_munmap(addr, len);
+}
+
 struct mm_struct *rprof_test_user_mm(void)
 {
 	struct pid *pid = find_get_pid(1);
@@ -319,6 +331,22 @@ u64 rprof_test_user_map(struct kunit *test, u64 len, u64 hint)
 					   PROT_READ | PROT_WRITE,
 					   MAP_ANONYMOUS | MAP_PRIVATE, 0);
 
+	return IS_ERR_VALUE(addr) ? 0 : addr;
+}
+
+/*
+ * A private read-only mapping of @len bytes of the file at @path for the
+ * calling test (unmapped with the test's address space), or 0.
+ */
+u64 rprof_test_user_map_file(struct kunit *test, const char *path, u64 len)
+{
+	struct file *f = filp_open(path, O_RDONLY, 0);
+	unsigned long addr;
+
+	if (IS_ERR(f))
+		return 0;
+	addr = kunit_vm_mmap(test, f, 0, len, PROT_READ, MAP_PRIVATE, 0);
+	fput(f);
 	return IS_ERR_VALUE(addr) ? 0 : addr;
 }
 

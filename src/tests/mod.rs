@@ -12,6 +12,7 @@ use crate::resolve::mapcache::{MapCache, Target};
 use crate::kapi::kicker::Kicker;
 use crate::kapi::kunit::{kassert, kassert_eq, kunit_suite, Test};
 use crate::device::params::{self, Params};
+use crate::sampling::maps::{MapSlots, Plan};
 use crate::sampling::ring::{Push, Ring, Slot};
 use crate::sampling::sampler::{self, HandlerCtx, RingRecord, SampleRing};
 use crate::device::session::Session;
@@ -176,9 +177,10 @@ impl Stress {
             period: src as u64,
             pid: cpu,
             tid: src,
-            cpu,
+            cpu: cpu as u16,
             flags: 0,
             comm: *b"rprof_stress\0\0\0\0",
+            ..Default::default()
         };
         self.attempts.fetch_add(1, Ordering::Relaxed);
         if self.session.is_some() {
@@ -347,7 +349,7 @@ unsafe extern "C" fn ring_drain_thread(ctx: *mut c_void) {
         for r in d.stress.rings.iter() {
             // SAFETY: This thread is the only consumer.
             while let Some(rec) = unsafe { sampler::pop(r, &mut frames) } {
-                d.seen.check(rec.sample.cpu, rec.sample.tid, rec.sample.time_ns, rec.sample.ip);
+                d.seen.check(rec.sample.cpu.into(), rec.sample.tid, rec.sample.time_ns, rec.sample.ip);
                 let n = rec.nk as u64;
                 if n != rec.sample.time_ns % 23 || (0..n).any(|k| frames[k as usize] != frame_word(rec.sample.ip, k)) {
                     d.seen.bad_payload += 1;
@@ -1327,19 +1329,31 @@ fn ring_multi_slot_records(t: &mut Test) {
 }
 
 /// `push_frames`' record maker for a test sample stamped `i`.
-fn chain_record(i: u64) -> impl Fn(u32, u32, u8) -> sampler::RingSlot {
+fn chain_record(i: u64) -> impl Fn(u32, u32, u8, u8) -> sampler::RingSlot {
     chain_record_at(i, 0)
 }
 
 /// [`chain_record`] of a sample at `ip`.
-fn chain_record_at(i: u64, ip: u64) -> impl Fn(u32, u32, u8) -> sampler::RingSlot {
-    move |nk, nu, chain| {
-        let mut r = RingRecord::new(RawSample { time_ns: i, ip, ..Default::default() }, 0);
+fn chain_record_at(i: u64, ip: u64) -> impl Fn(u32, u32, u8, u8) -> sampler::RingSlot {
+    move |nk, nu, chain, map| {
+        let mut r = RingRecord::new(RawSample { time_ns: i, ip, map, ..Default::default() }, 0);
         r.nk = nk as u8;
         r.nu = nu as u8;
         r.chain = chain;
         r.into()
     }
+}
+
+/// `push_frames` of a chain that names no mapping (no slots).
+fn push_chain_words(
+    ring: &SampleRing,
+    words: &[u64],
+    nk: u32,
+    flags: u32,
+    make: impl Fn(u32, u32, u8, u8) -> sampler::RingSlot,
+) -> Push {
+    let mut plan = Plan::new(None, core::ptr::null_mut(), 0);
+    sampler::push_frames(ring, words, nk, Some(flags), &mut plan, make)
 }
 
 /// A chain that does not fit keeps its sample, flagged CUT and without
@@ -1352,7 +1366,7 @@ fn chain_cut_keeps_the_sample(t: &mut Test) {
     let make = chain_record;
     let words = [0x1234u64; 40];
     // A chain that fits: 40 frames in continuation slots.
-    let pushed = sampler::push_frames(&ring, &words, 10, 0, make(1));
+    let pushed = push_chain_words(&ring, &words, 10, 0, make(1));
     kassert!(t, matches!(pushed, Push::Stored(_)));
     let extra = words.len().div_ceil(sampler::SLOT_WORDS);
     // Leave one free slot: the next chain cannot fit, its sample can.
@@ -1360,13 +1374,13 @@ fn chain_cut_keeps_the_sample(t: &mut Test) {
         let _ = ring.push(RingRecord::new(RawSample { time_ns: 100 + i, ..Default::default() }, 0).into());
     }
     let lost = ring.lost();
-    let pushed = sampler::push_frames(&ring, &words, 10, RPROF_STACK_USER_TRUNCATED, make(2));
+    let pushed = push_chain_words(&ring, &words, 10, RPROF_STACK_USER_TRUNCATED, make(2));
     kassert!(t, matches!(pushed, Push::Stored(64)), "{:?}", pushed);
     kassert_eq!(t, ring.lost(), lost);
     // Now full: the next sample is lost whole and counted once, with or
     // without frames.
-    kassert_eq!(t, sampler::push_frames(&ring, &words, 10, 0, make(3)), Push::Full);
-    kassert_eq!(t, sampler::push_frames(&ring, &[], 0, 0, make(4)), Push::Full);
+    kassert_eq!(t, push_chain_words(&ring, &words, 10, 0, make(3)), Push::Full);
+    kassert_eq!(t, push_chain_words(&ring, &[], 0, 0, make(4)), Push::Full);
     kassert_eq!(t, ring.lost(), lost + 2);
     let mut frames = [0u64; 256];
     let (mut first, mut cut, mut seen) = (false, false, 0);
@@ -1552,6 +1566,7 @@ fn chain_sequence_is_read_before_the_walk(t: &mut Test) {
         follow: core::ptr::null_mut(),
         kick_at: u64::MAX,
         tables: core::ptr::null(),
+        maps: core::ptr::null(),
     };
     // SAFETY: Reads current's mm sequence; current has an mm (above).
     let before = unsafe { helpers::rprof_current_mm_seq() };
@@ -1577,8 +1592,9 @@ fn chain_sequence_is_read_before_the_walk(t: &mut Test) {
         return;
     };
     if !rec.mm.0.is_null() {
-        // SAFETY: The record holds one reference on the mm (record_at).
-        unsafe { helpers::rprof_mm_put(rec.mm.0) };
+        // SAFETY: The record holds one `mm_count` reference on the mm
+        // (record_at).
+        unsafe { helpers::rprof_mm_drop(rec.mm.0) };
     }
     kassert!(t, matches!(pushed, Push::Stored(_)));
     kassert!(t, mapped != 0, "the mapping during the walk failed");
@@ -1640,7 +1656,7 @@ fn drain_drops_references_per_pass(t: &mut Test) {
         return;
     }
     // SAFETY: We hold a reference on `mm`.
-    let users = || unsafe { helpers::rprof_test_mm_users(mm) };
+    let users = || unsafe { helpers::rprof_test_mm_count(mm) };
     let before = users();
     let made = test_evbuf(4).and_then(|b| Ok((Drain::new(b.producer(), 1, 16, false)?, b)));
     let Ok((mut d, buf)) = made else {
@@ -1655,8 +1671,10 @@ fn drain_drops_references_per_pass(t: &mut Test) {
         for (i, &has_mm) in with.iter().enumerate() {
             let mut rec = RingRecord::new(RawSample { time_ns: i as u64, ip: 0xffff_ffff_8100_0000, pid: 1, tid: 1, ..Default::default() }, 0);
             if has_mm {
-                // SAFETY: Process context; the record carries the reference.
-                rec.mm = sampler::MmRef(unsafe { helpers::rprof_test_user_mm() });
+                // SAFETY: We hold a reference on `mm`; the record carries
+                // the `mm_count` one taken here, as the handler's do.
+                unsafe { helpers::rprof_mm_grab(mm) };
+                rec.mm = sampler::MmRef(mm);
             }
             d.process(&buf, 0, &rec, &[], 0);
         }
@@ -1707,10 +1725,10 @@ fn chain_counts_follow_the_words(t: &mut Test) {
     };
     let make = chain_record;
     // Nine words (one continuation slot), but 20 kernel frames claimed.
-    kassert!(t, matches!(sampler::push_frames(&ring, &[5; 9], 20, 0, make(1)), Push::Stored(_)));
+    kassert!(t, matches!(push_chain_words(&ring, &[5; 9], 20, 0, make(1)), Push::Stored(_)));
     // More words than any chain has: cut to 2 x RPROF_MAX_FRAMES.
     let many = [6u64; 300];
-    kassert!(t, matches!(sampler::push_frames(&ring, &many, 1, 0, make(2)), Push::Stored(_)));
+    kassert!(t, matches!(push_chain_words(&ring, &many, 1, 0, make(2)), Push::Stored(_)));
     kassert!(t, matches!(ring.push(RingRecord::new(RawSample { time_ns: 3, ..Default::default() }, 0).into()), Push::Stored(_)));
     let mut frames = [0u64; 256];
     let mut seen = KVec::new();
@@ -1763,7 +1781,7 @@ fn unresolved_counts_only_delivered_chains(t: &mut Test) {
     let kip = helpers::rprof_test_cpu_relax as unsafe extern "C" fn() as usize as u64;
     let words = [kip, 0x1000, 0x2000, 0x3000];
     for i in 0..400u64 {
-        let _ = sampler::push_frames(ring, &words, 1, 0, chain_record_at(i, kip));
+        let _ = push_chain_words(ring, &words, 1, 0, chain_record_at(i, kip));
         if i % 16 == 15 {
             session.drain_now();
         }
@@ -1794,7 +1812,7 @@ fn reset_forgets_stacks(t: &mut Test) {
     let kip = helpers::rprof_test_cpu_relax as unsafe extern "C" fn() as usize as u64;
     let push = |times: core::ops::Range<u64>| {
         for i in times {
-            let _ = sampler::push_frames(ring, &[kip], 1, 0, chain_record_at(i, 0xffff_ffff_8100_0000));
+            let _ = push_chain_words(ring, &[kip], 1, 0, chain_record_at(i, 0xffff_ffff_8100_0000));
         }
     };
     push(0..5);
@@ -1842,6 +1860,146 @@ kunit_suite!(
         reset_forgets_stacks
     ]
 );
+
+/// A handler context on `ring` and `maps` for the tests of the mappings:
+/// chains as deep as the module takes, no filter, never kicking.
+fn maps_ctx<'a>(ring: &'a SampleRing, maps: &'a MapSlots) -> HandlerCtx {
+    HandlerCtx {
+        ring,
+        kicker: core::ptr::null_mut(),
+        event: 0,
+        max_kernel: 0,
+        max_user: 0,
+        pid: -1,
+        pid_start: 0,
+        follow: core::ptr::null_mut(),
+        kick_at: u64::MAX,
+        tables: core::ptr::null(),
+        maps,
+    }
+}
+
+/// The handler pins no address space: a user sample takes an `mm_count`
+/// reference, not `mm_users` (which delayed every sampled exit until the
+/// drain: issue 29, item 3), and names its mapping, file and all, so that
+/// the drain resolves it after the mapping is gone; every reference comes
+/// back with the records and the drain.
+fn handler_pins_no_address_space(t: &mut Test) {
+    const PAGE: u64 = 4096;
+    let raw = t.raw();
+    // SAFETY: `raw` is the running case; the first mapping gives this
+    // kthread an address space of its own (KUnit's kthread_use_mm).
+    let anon = unsafe { helpers::rprof_test_user_map(raw, 4 * PAGE, 0) };
+    // SAFETY: As above; a NUL-terminated path.
+    let file = unsafe { helpers::rprof_test_user_map_file(raw, c"/init".as_ptr().cast(), PAGE) };
+    kassert!(t, anon != 0 && file != 0, "mappings failed: anon {:#x}, /init {:#x}", anon, file);
+    let Ok(ring) = sampler::new_ring(64) else {
+        kassert!(t, false, "ring allocation failed");
+        return;
+    };
+    let maps = MapSlots::new();
+    let ctx = maps_ctx(&ring, &maps);
+    // SAFETY: Reads current's mm, which the test holds (kthread_use_mm).
+    let mm = unsafe { helpers::rprof_current_mm() };
+    // SAFETY: `mm` is current's, alive for the test.
+    let (users, count) = unsafe { (helpers::rprof_test_mm_users(mm), helpers::rprof_test_mm_count(mm)) };
+    for (i, ip) in [anon + 8, anon + 3 * PAGE, file + 16, file + 32].into_iter().enumerate() {
+        let sample = RawSample { time_ns: i as u64, ip, pid: 1, tid: 1, flags: helpers::RAW_USER, ..Default::default() };
+        // SAFETY: `ctx` and what it points to live across the call; the
+        // ring never fills, so the null kicker is never kicked.
+        unsafe { sampler::rprof_on_sample(&ctx as *const HandlerCtx as *mut c_void, &sample, core::ptr::null_mut()) };
+    }
+    // SAFETY: As above.
+    let (users_now, count_now) = unsafe { (helpers::rprof_test_mm_users(mm), helpers::rprof_test_mm_count(mm)) };
+    kassert_eq!(t, users_now, users);
+    // One per record, and one per mapping named (the anonymous one and
+    // /init's: the second sample of each names the slot of the first).
+    kassert_eq!(t, count_now, count + 4 + 2);
+    // Records, not slots (two carry an entry in a continuation slot).
+    kassert_eq!(t, ring.stored(), 4);
+    // Both mappings go before the drain reads the samples.
+    // SAFETY: The test's own mappings.
+    kassert_eq!(t, unsafe { helpers::rprof_test_user_unmap(anon, 4 * PAGE) }, 0);
+    // SAFETY: As above.
+    kassert_eq!(t, unsafe { helpers::rprof_test_user_unmap(file, PAGE) }, 0);
+    let made = test_evbuf(4).and_then(|b| Ok((Drain::new(b.producer(), 1, 16, false)?, b)));
+    let Ok((mut d, buf)) = made else {
+        kassert!(t, false, "allocation failed");
+        // SAFETY: The ring's only consumer.
+        unsafe { crate::resolve::replay::give_back(&ring) };
+        return;
+    };
+    // SAFETY: The ring's only consumer.
+    while unsafe { d.take(&buf, 0, &ring, 0) } {}
+    d.put_mms();
+    let (delivered, lost, _) = d.cpu_counts(0);
+    kassert_eq!(t, delivered, 4);
+    kassert_eq!(t, lost, [0; 5]);
+    // /init got a cookie: the samples in it were named by its file.
+    kassert_eq!(t, d.cookies.len(), 1);
+    drop(d);
+    // SAFETY: As above.
+    kassert_eq!(t, unsafe { helpers::rprof_test_mm_count(mm) }, count);
+}
+
+/// A record names each mapping once: the sampled ip and the frames in one
+/// mapping share a slot, at most `NEW_MAX` new mappings a record, later
+/// records name the slots without new entries, and a new mapping never
+/// takes a slot the same record names.
+fn slots_name_each_mapping_once(t: &mut Test) {
+    const PAGE: u64 = 4096;
+    let raw = t.raw();
+    // SAFETY: `raw` is the running case (as above).
+    let base = unsafe { helpers::rprof_test_user_map(raw, 12 * PAGE, 0) };
+    kassert!(t, base != 0, "kunit_vm_mmap failed");
+    // Six mappings, a page apart: every other page unmapped.
+    for k in 0..6 {
+        // SAFETY: The test's own mapping.
+        kassert_eq!(t, unsafe { helpers::rprof_test_user_unmap(base + (2 * k + 1) * PAGE, PAGE) }, 0);
+    }
+    let at = |k: u64| base + 2 * k * PAGE + 64;
+    let maps = MapSlots::new();
+    // SAFETY: Reads current's mm and its sequence.
+    let (mm, seq) = unsafe { (helpers::rprof_current_mm(), helpers::rprof_current_mm_seq()) };
+    let mut out = [0u64; crate::sampling::maps::TAIL_WORDS];
+    let mut plan = Plan::new(Some(&maps), mm, seq);
+    plan.leaf(at(0));
+    for k in 0..6 {
+        plan.frame(k as usize, at(k));
+    }
+    plan.frame(6, at(0) + 8);
+    let map = plan.map_byte();
+    kassert_eq!(t, map & crate::sampling::maps::MAP_LEAF, 1);
+    kassert_eq!(t, crate::sampling::maps::map_entries(map), crate::sampling::maps::NEW_MAX);
+    plan.take_refs(&mut out, 7);
+    plan.commit();
+    drop(plan);
+    let tail = crate::sampling::maps::tail_words(map, 7);
+    let nibbles = &out[crate::sampling::maps::NEW_MAX * crate::sampling::maps::ENTRY_WORDS..tail];
+    let slots: [u8; 7] = core::array::from_fn(|i| crate::sampling::maps::nibble(nibbles, i));
+    // Frames 0-3 in new slots 1-4 (frame 0 shares the ip's), 4 and 5 in
+    // none (four new mappings a record), 6 in frame 0's.
+    kassert_eq!(t, &slots[..], &[1u8, 2, 3, 4, 0, 0, 1][..]);
+    // The next record names the four without entries; the fifth mapping
+    // gets a slot this record does not name.
+    let mut out2 = [0u64; crate::sampling::maps::TAIL_WORDS];
+    let mut plan = Plan::new(Some(&maps), mm, seq);
+    for k in 0..5 {
+        plan.frame(k as usize, at(k));
+    }
+    let map2 = plan.map_byte();
+    kassert_eq!(t, crate::sampling::maps::map_entries(map2), 1);
+    plan.take_refs(&mut out2, 5);
+    drop(plan);
+    let slot5 = (out2[1] & crate::sampling::maps::ENTRY_SLOT) as u8 + 1;
+    kassert!(t, slot5 > 4, "the fifth mapping took slot {} of this record's", slot5);
+    // The references the entries took (anonymous memory: none on a file,
+    // one on the address space each).
+    crate::resolve::replay::put_entries(&out[..crate::sampling::maps::NEW_MAX * crate::sampling::maps::ENTRY_WORDS], mm);
+    crate::resolve::replay::put_entries(&out2[..crate::sampling::maps::ENTRY_WORDS], mm);
+}
+
+kunit_suite!(MAPS_SUITE, "rprof-maps", [handler_pins_no_address_space, slots_name_each_mapping_once]);
 
 #[cfg(rprof_inject_kunit_fail)]
 fn injected_failure(t: &mut Test) {

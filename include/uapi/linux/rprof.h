@@ -141,7 +141,9 @@ struct rprof_cpu_stats {
 				 * sample with a chain takes several) */
 	__u64 throttled;        /* times perf throttled a counter */
 	__u64 lost_no_mm;       /* user sample of a task without an mm */
-	__u64 lost_no_mapping;  /* user ip in no mapping (or one changed since) */
+	__u64 lost_no_mapping;  /* user ip in no mapping (or one changed since,
+				 * or its process gone before the handler
+				 * could name the mapping) */
 	__u64 lost_no_cookie;   /* the session's cookie table was full */
 };
 
@@ -490,7 +492,8 @@ enum rprof_lost_stage {
 	RPROF_LOST_RING = 1,       /* a CPU's ring was full */
 	RPROF_LOST_BUFFER = 2,     /* the event buffer was full */
 	RPROF_LOST_NO_MM = 3,      /* user sample, task without an mm */
-	RPROF_LOST_NO_MAPPING = 4, /* user ip in no mapping, or changed since */
+	RPROF_LOST_NO_MAPPING = 4, /* user ip in no mapping, or changed since,
+				    * or its process gone unnamed */
 	RPROF_LOST_NO_COOKIE = 5,  /* the session's cookie table was full */
 	RPROF_LOST_MM_BUSY = 6     /* user ip not resolved: the sampled
 				    * process held its mmap_lock (or a writer
