@@ -174,6 +174,8 @@ pub(crate) struct Plan<'a> {
     /// After [`Plan::take_refs`]: which entries name their slot (else the
     /// slot is emptied).
     valid: [bool; NEW_MAX],
+    /// The range and slot + 1 of the last address named.
+    last: Option<(u64, u64, u8)>,
 }
 
 impl<'a> Plan<'a> {
@@ -198,6 +200,7 @@ impl<'a> Plan<'a> {
             nibbles: [0; NIBBLE_WORDS],
             has_nibbles: false,
             valid: [false; NEW_MAX],
+            last: None,
         }
     }
 
@@ -205,6 +208,26 @@ impl<'a> Plan<'a> {
     /// be, or 0.
     fn slot_of(&mut self, addr: u64) -> u8 {
         let Some(slots) = self.slots else { return 0 };
+        // The frames of a chain mostly run through one mapping: the slot
+        // of the last address first.
+        if self.last.is_some_and(|(start, end, _)| start <= addr && addr < end) {
+            return self.last.map_or(0, |(_, _, s)| s);
+        }
+        let s = self.find_slot(slots, addr);
+        self.last = None;
+        if s != 0 {
+            let (start, end) = match self.new[..self.ne].iter().find(|n| n.slot as u8 + 1 == s) {
+                Some(n) => (n.map.start, n.map.end),
+                // SAFETY: We hold `busy` (`Plan` invariant).
+                None => unsafe { (*slots.state.get()).slots.get(s as usize - 1).map_or((0, 0), |x| (x.map.start, x.map.end)) },
+            };
+            self.last = Some((start, end, s));
+        }
+        s
+    }
+
+    /// [`Plan::slot_of`] without the last address's shortcut.
+    fn find_slot(&mut self, slots: &MapSlots, addr: u64) -> u8 {
         if let Some(n) = self.new[..self.ne].iter().find(|n| n.map.start <= addr && addr < n.map.end) {
             return n.slot as u8 + 1;
         }
