@@ -29,6 +29,7 @@ build() {
 	gcc "${CFLAGS[@]}" -static -o "$OUT/storm" "$SRC/storm.c"
 	gcc "${CFLAGS[@]}" -static -nostdlib -no-pie -fno-stack-protector -o "$OUT/tiny" "$SRC/tiny.c"
 	gcc "${CFLAGS[@]}" -static -pthread -o "$OUT/fifo_spin" "$SRC/fifo_spin.c"
+	gcc "${CFLAGS[@]}" -static -o "$OUT/exitlat" "$SRC/exitlat.c"
 	# Known call chains: frame pointers, no inlining, no tail calls.
 	gcc "${CFLAGS[@]}" -fno-omit-frame-pointer -fno-shrink-wrap -fno-optimize-sibling-calls \
 		-o "$OUT/chains" "$SRC/chains.c"
@@ -57,12 +58,12 @@ build() {
 		die "rprof_busy.ko build failed in $mod"
 	}
 	grep -E 'warning|error' "$mod/build.log" >&2 || true
-	msg "built $OUT/{attr_main,libattr_lib.so,short,stalls,chains,nofp,cxx,rustw,chains32,storm,tiny,fifo_spin,rprof-fuzz} and $mod/rprof_{busy,mmhold}.ko"
+	msg "built $OUT/{attr_main,libattr_lib.so,short,stalls,chains,nofp,cxx,rustw,chains32,storm,tiny,fifo_spin,exitlat,rprof-fuzz} and $mod/rprof_{busy,mmhold}.ko"
 }
 
 install_into() {
 	local root=$1 f
-	for f in "${PROGRAMS[@]}" libattr_lib.so busymod/rprof_busy.ko busymod/rprof_mmhold.ko storm tiny fifo_spin chains32 rprof-fuzz; do
+	for f in "${PROGRAMS[@]}" libattr_lib.so busymod/rprof_busy.ko busymod/rprof_mmhold.ko storm tiny fifo_spin exitlat chains32 rprof-fuzz; do
 		[ -f "$OUT/$f" ] || die "$OUT/$f is missing (run scripts/workloads.sh build)"
 	done
 	mkdir -p "$root/tests/bin" "$root/lib"
@@ -70,7 +71,7 @@ install_into() {
 		cp "$OUT/$f" "$root/tests/bin/$f"
 	done
 	cp "$OUT/busymod/rprof_busy.ko" "$OUT/busymod/rprof_mmhold.ko" "$root/lib/"
-	cp "$OUT/storm" "$OUT/tiny" "$OUT/fifo_spin" "$OUT/chains32" "$OUT/rprof-fuzz" "$root/tests/bin/"
+	cp "$OUT/storm" "$OUT/tiny" "$OUT/fifo_spin" "$OUT/exitlat" "$OUT/chains32" "$OUT/rprof-fuzz" "$root/tests/bin/"
 	# perf: the oracle of the call-chain tests (48-unwind); python3 and
 	# its hot loop, one of their workloads.
 	install_perf "$root"
