@@ -4,8 +4,8 @@
 //!
 //! NMI context (a PMU counter) or hard IRQ (the hrtimer of a software
 //! counter), nested over anything on the CPU: nothing in [`sampler`],
-//! [`ring`] and the C half of the handler (`overflow.c`) sleeps, locks or
-//! allocates.  [`counter`] (and `counter.c`) opens and releases the
+//! [`ring`], [`followed`] (the pid filter's followed set) and the C half of
+//! the handler (`overflow.c`) sleeps, locks or allocates.  [`counter`] (and `counter.c`) opens and releases the
 //! counters in process context and gives perf the handler (`handler.c`,
 //! or the bench build's timed one).
 //!
@@ -13,5 +13,6 @@
 //! drain ([`crate::resolve`]).
 
 pub(crate) mod counter;
+pub(crate) mod followed;
 pub(crate) mod ring;
 pub(crate) mod sampler;
