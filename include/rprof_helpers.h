@@ -7,7 +7,10 @@
  * (module_param is a macro and 6.12's module! takes none), structures that
  * kernel::bindings lacks (miscdevice, irq_work, delayed_work) and static
  * inline functions or macros (user_mode(), instruction_pointer(),
- * vmalloc_user(), poll_wait(), wait_event_interruptible()).  Every object
+ * vmalloc_user(), poll_wait(), wait_event_interruptible(), current,
+ * rcu_dereference(), for_each_process(), raw_spin_lock_irqsave(),
+ * kfree_rcu(), THIS_MODULE), bit-fields, and tracepoint probes, whose type
+ * the kernel's version decides.  Every object
  * is opaque to Rust.  src/kapi/helpers.rs declares the same functions for
  * Rust; keep the two in step.  Each helper makes one kernel call or is one
  * NMI-safe primitive.
@@ -138,31 +141,41 @@ void rprof_resolve_user_frames(struct mm_struct *mm, __u32 seq,
 /* current's mm_lock_seq now, 0 without an mm; NMI-safe. */
 __u32 rprof_current_mm_seq(void);
 /*
- * The processes a descendants filter follows (src/resolve/follow.c): thread group
- * tgid, every process below it, and the orphans those leave when they
- * exit.  create makes one (sleepable process context, ERR_PTR on
- * failure); publish has the sched_process_exit probe update it from now on
- * (START; takes no lock); destroy frees it after a grace period (process
- * context, no overflow handler may still use it); followed says whether current is
- * followed (NMI-safe); orphans counts the orphans followed and, in *lost,
- * those the table had no room for.
+ * Tasks (src/kapi/task.c), for the followed set (src/sampling/followed.rs,
+ * src/resolve/follow.rs).  rprof_global_tgid: the initial namespace's id
+ * of the thread group vnr names in the caller's pid namespace, or -ESRCH
+ * (process context).  current, a task's group, real parent and pid:
+ * NMI-safe, under RCU (or in the overflow handler).  The rest: under
+ * rcu_read_lock(), never in NMI.
  */
-struct rprof_follow;
-struct rprof_follow *rprof_follow_create(pid_t tgid, __u64 start);
-void rprof_follow_publish(struct rprof_follow *f);
-void rprof_follow_retract(struct rprof_follow *f);
-void rprof_follow_destroy(struct rprof_follow *f);
-bool rprof_current_followed(struct rprof_follow *f);
-bool rprof_current_group_started(__u64 start);
-__u64 rprof_follow_orphans(struct rprof_follow *f, __u64 *lost);
-/* Module exit: removes the exit probe the first create registered. */
-void rprof_follow_unregister(void);
-/* The initial namespace's id of the thread group vnr names in the caller's
- * pid namespace, or -ESRCH.  Process context. */
+struct task_struct;
 int rprof_global_tgid(pid_t vnr, __u64 *start);
+struct task_struct *rprof_current_task(void);
+pid_t rprof_task_group(struct task_struct *t, __u64 *start);
+struct task_struct *rprof_task_real_parent(struct task_struct *t);
+pid_t rprof_task_pid(struct task_struct *t);
+bool rprof_task_has_children(struct task_struct *t);
+bool rprof_group_has_live_thread(struct task_struct *p);
+bool rprof_task_subreaper(struct task_struct *t);
+bool rprof_task_exited(struct task_struct *t);
+struct task_struct *rprof_next_process(struct task_struct *t);
+/*
+ * The followed set's glue (src/resolve/follow.c).  The sched_process_exit
+ * probe, registered by the first set (sleepable process context) and
+ * removed at module exit, calls rprof_follow_exit(), implemented in Rust
+ * (src/resolve/follow.rs).  The set's raw spinlock (never taken in NMI) and
+ * its kfree_rcu().
+ */
+int rprof_exit_probe_register(void);
+void rprof_exit_probe_unregister(void);
+void rprof_follow_exit(struct task_struct *p);
+struct raw_spinlock;
+struct callback_head;
+void rprof_follow_lock_init(struct raw_spinlock *lock);
+unsigned long rprof_follow_lock(struct raw_spinlock *lock);
+void rprof_follow_unlock(struct raw_spinlock *lock, unsigned long flags);
+void rprof_kfree_rcu(void *obj, struct callback_head *head);
 void rprof_mm_grab(struct mm_struct *mm);
-/* Counts module loads and unloads (COMING and GOING notifications). */
-__u32 rprof_module_generation(void);
 void rprof_mm_drop(struct mm_struct *mm);
 /* The executable of mm, with a reference; false if none. */
 bool rprof_mm_exe_path(struct mm_struct *mm, struct path *path);
@@ -174,20 +187,30 @@ int rprof_path_info(const struct path *path, const struct path *root,
 void rprof_current_root(struct path *root);
 void rprof_path_put(struct path *path);
 
-/* Kernel modules. */
-struct rprof_modinfo {
+/*
+ * Kernel modules (src/resolve/modules.c): the lookup's steps and the
+ * notifier, for src/resolve/modules.rs.  The list head, the module area
+ * and THIS_MODULE's node: process context.  rprof_module_next() and
+ * rprof_module_text(): under rcu_read_lock(); node is a module's, never the
+ * head.
+ */
+struct list_head;
+struct rprof_modtext {
 	const void *id;    /* identity while loaded: the struct module */
-	__u64 base;        /* the text region containing ip */
-	__u64 size;
-	__u32 init;        /* the region is the module's init text */
+	const char *name;  /* NUL-terminated, valid under the RCU read lock */
+	__u64 base[2];     /* text and init text (MOD_TEXT, MOD_INIT_TEXT) */
+	__u64 size[2];
+	__u32 state;       /* enum module_state */
 	__u32 reserved;
-	char name[56];
 };
-/* Finds the module whose text contains ip; false if none. */
-bool rprof_module_lookup(__u64 ip, struct rprof_modinfo *out);
-/* The GOING notifier calls going(ctx, module) (src/resolve/modules.rs). */
+const struct list_head *rprof_module_list_head(void);
+void rprof_module_area(__u64 *start, __u64 *end);
+const struct list_head *rprof_module_self(void);
+const struct list_head *rprof_module_next(const struct list_head *node);
+void rprof_module_text(const struct list_head *node, struct rprof_modtext *out);
+/* Every notification calls event(ctx, action, module). */
 int rprof_module_notifier_register(void *ctx,
-				   void (*going)(void *ctx, const void *id));
+				   void (*event)(void *ctx, unsigned long action, const void *id));
 void rprof_module_notifier_unregister(void);
 
 /* Called by the overflow handler; implemented in Rust (src/sampling/sampler.rs).
@@ -362,8 +385,6 @@ enum { RPROF_TEST_CS_64, RPROF_TEST_CS_32, RPROF_TEST_CS_LDT };
 void rprof_test_user_regs(struct pt_regs *regs, __u64 ip, __u64 sp, __u64 bp,
 			  __u32 cs);
 bool rprof_test_ia32_emulation(void);
-void rprof_test_follow_add_current(struct rprof_follow *f, __u64 skew);
-bool rprof_test_follow_published(struct rprof_follow *f);
 int rprof_test_cpu_set(unsigned int cpu, bool online);
 __u64 rprof_test_pt_regs_size(void);
 void rprof_test_cpu_relax(void);

@@ -69,7 +69,7 @@ fn handler_ctx<'a>(ring: &'a SampleRing, maps: &'a MapSlots) -> HandlerCtx {
         max_user: 0,
         pid: -1,
         pid_start: 0,
-        follow: core::ptr::null_mut(),
+        follow: core::ptr::null(),
         kick_at: u64::MAX,
         tables: core::ptr::null(),
         maps,

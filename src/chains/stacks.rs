@@ -236,7 +236,8 @@ impl Stacks {
 /// address space of its sample (0: none) and the sequence at the sample.
 pub(crate) struct RawChains {
     table: Table<u64>,
-    /// `rprof_module_generation()` when the table was last checked.
+    /// The module generation (`resolve::modules::generation()`) when the
+    /// table was last checked.
     modules: u32,
     mms: [(*mut MmStruct, u32); RAW_MMS],
     next_mm: usize,
@@ -268,23 +269,21 @@ pub(crate) fn raw_key_flags(chain: u8, user_mode: bool, nk: usize, table: bool) 
 const UNRESOLVED_SHIFT: u32 = 48;
 
 impl RawChains {
-    pub(crate) fn new() -> Result<Self> {
+    /// An empty table; `modules` is the module generation now.
+    pub(crate) fn new(modules: u32) -> Result<Self> {
         // INVARIANT: no address space held, generations from 1.
-        // SAFETY: Reads a counter.
-        let modules = unsafe { helpers::rprof_module_generation() };
         Ok(Self { table: Table::new(RAW_ARENA)?, modules, mms: [(core::ptr::null_mut(), 0); RAW_MMS], next_mm: 0, next_gen: 1 })
     }
 
     /// The key tag of a sample of `mm` (null: none) with sequence `seq`,
-    /// holding `mm` from now on if it is not held yet.
+    /// holding `mm` from now on if it is not held yet.  `modules` is the
+    /// module generation now: the table empties when it changed.
     ///
     /// # Safety
     ///
     /// `mm` is null or a live address space the caller holds a reference
     /// on (the ring record's); process context.
-    pub(crate) unsafe fn tag(&mut self, mm: *mut MmStruct, seq: u32) -> u64 {
-        // SAFETY: Reads a counter.
-        let modules = unsafe { helpers::rprof_module_generation() };
+    pub(crate) unsafe fn tag(&mut self, mm: *mut MmStruct, seq: u32, modules: u32) -> u64 {
         if modules != self.modules {
             // A module came or went: kernel frames may resolve otherwise.
             self.modules = modules;

@@ -514,7 +514,7 @@ impl Session {
                 max_user: self.config.raw.max_user_frames,
                 pid,
                 pid_start,
-                follow: self.follow.as_ref().map_or(core::ptr::null_mut(), Follow::as_ptr),
+                follow: self.follow.as_ref().map_or(core::ptr::null(), Follow::as_ptr),
                 kick_at: ring.capacity() / 2,
                 tables: if flags & RPROF_CONFIG_UNWIND_TABLES != 0 {
                     &self.unwind_published
@@ -828,7 +828,7 @@ impl Session {
             max_user: self.config.raw.max_user_frames,
             pid: -1,
             pid_start: 0,
-            follow: core::ptr::null_mut(),
+            follow: core::ptr::null(),
             kick_at: u64::MAX,
             tables: core::ptr::null(),
             maps: core::ptr::null(),

@@ -24,12 +24,6 @@ pub(crate) struct RprofKicker {
     _private: [u8; 0],
 }
 
-/// Opaque `struct rprof_follow` (see [`crate::resolve::follow`]).
-#[repr(C)]
-pub(crate) struct RprofFollow {
-    _private: [u8; 0],
-}
-
 /// Opaque `struct rprof_waitq`.
 #[repr(C)]
 pub(crate) struct RprofWaitq {
@@ -131,6 +125,18 @@ pub(crate) struct MmStruct {
     _private: [u8; 0],
 }
 
+/// Opaque `struct task_struct` (read through [`crate::kapi::task`]).
+#[repr(C)]
+pub(crate) struct TaskStruct {
+    _private: [u8; 0],
+}
+
+/// Opaque `struct list_head`: a node of the module list.
+#[repr(C)]
+pub(crate) struct ListHead {
+    _private: [u8; 0],
+}
+
 /// `struct rprof_vma_range`: where the VMA `rprof_resolve_user` found
 /// lies, and the mm's write-lock sequence under `mmap_lock`.
 #[repr(C)]
@@ -159,15 +165,20 @@ pub(crate) const RESOLVE_FILE: c_int = 0;
 pub(crate) const RESOLVE_ANON: c_int = 1;
 pub(crate) const RESOLVE_BUSY: c_int = 3;
 
-/// `struct rprof_modinfo`.
+/// `struct rprof_modtext` (`rprof_module_text`): what the module lookup
+/// reads of one module.
 #[repr(C)]
-pub(crate) struct ModInfo {
+pub(crate) struct ModText {
+    /// The `struct module`.
     pub(crate) id: *const c_void,
-    pub(crate) base: u64,
-    pub(crate) size: u64,
-    pub(crate) init: u32,
+    /// Its name, NUL-terminated, valid under the RCU read lock.
+    pub(crate) name: *const c_char,
+    /// Text and init text (`MOD_TEXT`, `MOD_INIT_TEXT`).
+    pub(crate) base: [u64; 2],
+    pub(crate) size: [u64; 2],
+    /// `enum module_state`.
+    pub(crate) state: u32,
     pub(crate) reserved: u32,
-    pub(crate) name: [u8; 56],
 }
 
 /// `struct rprof_counter_attr`.
@@ -261,17 +272,24 @@ extern "C" {
     /// Process context: the path of a file held, with its own reference.
     pub(crate) fn rprof_file_path(file: *mut c_void, path: *mut bindings::path);
     pub(crate) fn rprof_current_mm_seq() -> u32;
-    /// Whether a process up current's chain of parents has thread group
-    /// `tgid` (current's own group is not looked at).  NMI-safe.
-    pub(crate) fn rprof_follow_create(tgid: i32, start: u64) -> *mut RprofFollow;
-    pub(crate) fn rprof_follow_publish(f: *mut RprofFollow);
-    pub(crate) fn rprof_follow_retract(f: *mut RprofFollow);
-    pub(crate) fn rprof_follow_destroy(f: *mut RprofFollow);
-    pub(crate) fn rprof_current_followed(f: *mut RprofFollow) -> bool;
-    pub(crate) fn rprof_current_group_started(start: u64) -> bool;
-    pub(crate) fn rprof_follow_orphans(f: *mut RprofFollow, lost: *mut u64) -> u64;
-    pub(crate) fn rprof_follow_unregister();
+    // Tasks (`src/kapi/task.c`, wrapped by `kapi::task`).
     pub(crate) fn rprof_global_tgid(vnr: i32, start: *mut u64) -> i32;
+    pub(crate) fn rprof_current_task() -> *mut TaskStruct;
+    pub(crate) fn rprof_task_group(t: *mut TaskStruct, start: *mut u64) -> i32;
+    pub(crate) fn rprof_task_real_parent(t: *mut TaskStruct) -> *mut TaskStruct;
+    pub(crate) fn rprof_task_pid(t: *mut TaskStruct) -> i32;
+    pub(crate) fn rprof_task_has_children(t: *mut TaskStruct) -> bool;
+    pub(crate) fn rprof_group_has_live_thread(p: *mut TaskStruct) -> bool;
+    pub(crate) fn rprof_task_subreaper(t: *mut TaskStruct) -> bool;
+    pub(crate) fn rprof_task_exited(t: *mut TaskStruct) -> bool;
+    pub(crate) fn rprof_next_process(t: *mut TaskStruct) -> *mut TaskStruct;
+    // The followed set's glue (`src/resolve/follow.c`).
+    pub(crate) fn rprof_exit_probe_register() -> c_int;
+    pub(crate) fn rprof_exit_probe_unregister();
+    pub(crate) fn rprof_follow_lock_init(lock: *mut bindings::raw_spinlock);
+    pub(crate) fn rprof_follow_lock(lock: *mut bindings::raw_spinlock) -> kernel::ffi::c_ulong;
+    pub(crate) fn rprof_follow_unlock(lock: *mut bindings::raw_spinlock, flags: kernel::ffi::c_ulong);
+    pub(crate) fn rprof_kfree_rcu(obj: *mut c_void, head: *mut bindings::callback_head);
     pub(crate) fn rprof_chain_alloc() -> c_int;
     pub(crate) fn rprof_chain_free();
     pub(crate) fn rprof_chain_scratch() -> *mut u64;
@@ -323,7 +341,6 @@ extern "C" {
         wait_ns: *mut u64,
     );
     pub(crate) fn rprof_mm_grab(mm: *mut MmStruct);
-    pub(crate) fn rprof_module_generation() -> u32;
     pub(crate) fn rprof_mm_drop(mm: *mut MmStruct);
     pub(crate) fn rprof_mm_exe_path(mm: *mut MmStruct, path: *mut bindings::path) -> bool;
     pub(crate) fn rprof_current_root(root: *mut bindings::path);
@@ -337,10 +354,15 @@ extern "C" {
         flags: *mut u32,
     ) -> c_int;
     pub(crate) fn rprof_path_put(path: *mut bindings::path);
-    pub(crate) fn rprof_module_lookup(ip: u64, out: *mut ModInfo) -> bool;
+    // Kernel modules (`src/resolve/modules.c`, for `resolve::modules`).
+    pub(crate) fn rprof_module_list_head() -> *const ListHead;
+    pub(crate) fn rprof_module_area(start: *mut u64, end: *mut u64);
+    pub(crate) fn rprof_module_self() -> *const ListHead;
+    pub(crate) fn rprof_module_next(node: *const ListHead) -> *const ListHead;
+    pub(crate) fn rprof_module_text(node: *const ListHead, out: *mut ModText);
     pub(crate) fn rprof_module_notifier_register(
         ctx: *mut c_void,
-        going: unsafe extern "C" fn(ctx: *mut c_void, id: *const c_void),
+        event: unsafe extern "C" fn(ctx: *mut c_void, action: kernel::ffi::c_ulong, id: *const c_void),
     ) -> c_int;
     pub(crate) fn rprof_module_notifier_unregister();
 
@@ -405,8 +427,6 @@ extern "C" {
     pub(crate) fn rprof_test_user_regs(regs: *mut c_void, ip: u64, sp: u64, bp: u64, cs: u32);
     pub(crate) fn rprof_test_pt_regs_size() -> u64;
     pub(crate) fn rprof_test_ia32_emulation() -> bool;
-    pub(crate) fn rprof_test_follow_add_current(f: *mut RprofFollow, skew: u64);
-    pub(crate) fn rprof_test_follow_published(f: *mut RprofFollow) -> bool;
     pub(crate) fn rprof_test_cpu_set(cpu: c_uint, online: bool) -> c_int;
     pub(crate) fn rprof_test_kern_path(name: *const c_char, path: *mut bindings::path) -> c_int;
     pub(crate) fn rprof_test_dentry_count(path: *const bindings::path) -> c_uint;

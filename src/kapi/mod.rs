@@ -5,11 +5,12 @@
 //! Each wrapper owns its C object (allocated by the glue beside it) and
 //! releases it in `Drop`; outside this folder no code holds a raw binding
 //! of these facilities.  [`helpers`] declares the C glue of every folder;
-//! this folder's own is `kicker.c`, `waitq.c`, `hotplug.c` and `core.c`
-//! (CPUs, clocks, error pointers).  No file here uses another folder: the
+//! this folder's own is `kicker.c`, `waitq.c`, `hotplug.c`, `task.c`
+//! (task fields) and `core.c` (CPUs, clocks, error pointers).  No file here uses another folder: the
 //! CPU hotplug state calls its owner through [`hotplug::CpuEvents`].
 //!
-//! Contexts: [`kicker::Kicker::kick`] is NMI-safe; everything else is
+//! Contexts: [`kicker::Kicker::kick`], [`rcu`] and the task reads the
+//! overflow handler makes ([`task`]) are NMI-safe; everything else is
 //! process context.
 
 pub(crate) mod compat;
@@ -20,5 +21,7 @@ pub(crate) mod kicker;
 #[cfg(rprof_kunit)]
 pub(crate) mod kunit;
 pub(crate) mod miscdev;
+pub(crate) mod rcu;
 pub(crate) mod sized;
+pub(crate) mod task;
 pub(crate) mod waitq;

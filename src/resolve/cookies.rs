@@ -21,7 +21,8 @@
 //!
 //! Process context only (the drain, under the session's drain lock).
 
-use crate::kapi::helpers::{self, ModInfo};
+use crate::kapi::helpers;
+use crate::resolve::modules::ModInfo;
 use crate::uapi::*;
 use core::ffi::c_int;
 use kernel::bindings;
@@ -237,11 +238,11 @@ impl CookieTable {
 
     /// The cookie of the module text region `info` describes, made if new.
     pub(crate) fn module(&mut self, info: &ModInfo) -> Result<u64, NoCookie> {
-        let key = Key::Module(info.id as usize, info.init != 0);
+        let key = Key::Module(info.id, info.init);
         if let Some(&cookie) = self.index.get(&key) {
             return Ok(cookie);
         }
-        let object = Object::Module { base: info.base, size: info.size, init: info.init != 0, name: info.name };
+        let object = Object::Module { base: info.base, size: info.size, init: info.init, name: info.name };
         self.insert(key, object)
     }
 

@@ -56,9 +56,10 @@
 use crate::resolve::cookies::{CookieTable, Forgotten, Object, PathRef};
 use crate::buffer::evbuf::{EventBuffer, Producer, Record};
 use crate::kapi::helpers::{
-    self, FrameRes, ModInfo, VmaRange, RAW_TABLE, RAW_THROTTLED, RAW_USER, RESOLVE_ANON, RESOLVE_BUSY, RESOLVE_FILE,
+    self, FrameRes, VmaRange, RAW_TABLE, RAW_THROTTLED, RAW_USER, RESOLVE_ANON, RESOLVE_BUSY, RESOLVE_FILE,
 };
 use crate::resolve::mapcache::{MapCache, Target};
+use crate::resolve::modules;
 use crate::resolve::replay::Replay;
 use crate::sampling::maps::{self, ENTRY_WORDS, MAP_LEAF};
 use crate::sampling::sampler::{CHAIN_FLAGS, CHAIN_TAKEN};
@@ -106,7 +107,7 @@ impl Chains {
         }
         Ok(Self {
             stacks: Stacks::new()?,
-            raw: RawChains::new()?,
+            raw: RawChains::new(modules::generation())?,
             resolved: KVec::with_capacity(helpers::CHAIN_WORDS, GFP_KERNEL)?,
             miss_ips: KVec::with_capacity(RPROF_MAX_FRAMES as usize, GFP_KERNEL)?,
             miss_at: KVec::with_capacity(RPROF_MAX_FRAMES as usize, GFP_KERNEL)?,
@@ -543,10 +544,7 @@ impl Drain {
             };
             Ok(Where { cookie, offset })
         } else {
-            // SAFETY: All-zero is a valid `ModInfo` to fill.
-            let mut info: ModInfo = unsafe { core::mem::zeroed() };
-            // SAFETY: Walks the module list under RCU; fills `info`.
-            if unsafe { helpers::rprof_module_lookup(ip, &mut info) } {
+            if let Some(info) = modules::lookup(ip) {
                 let cookie = self.cookies.module(&info).map_err(|_| NO_COOKIE)?;
                 Ok(Where { cookie, offset: ip - info.base })
             } else {
@@ -654,10 +652,7 @@ impl Drain {
 
     /// The kernel or module (cookie, offset) of kernel address `ip`.
     fn resolve_kernel(&mut self, ip: u64) -> Result<(u64, u64), usize> {
-        // SAFETY: All-zero is a valid `ModInfo` to fill.
-        let mut info: ModInfo = unsafe { core::mem::zeroed() };
-        // SAFETY: Walks the module list under RCU; fills `info`.
-        if unsafe { helpers::rprof_module_lookup(ip, &mut info) } {
+        if let Some(info) = modules::lookup(ip) {
             let cookie = self.cookies.module(&info).map_err(|_| NO_COOKIE)?;
             Ok((cookie, ip - info.base))
         } else {
@@ -703,7 +698,7 @@ impl Drain {
         let intern_timer = crate::resolve::stage::Timer::start(crate::resolve::stage::Stage::ChainIntern);
         // SAFETY: The record holds a reference on `mm` (or it is null);
         // process context.
-        let tag = unsafe { ch.raw.tag(rec.mm.0, rec.mm_seq) };
+        let tag = unsafe { ch.raw.tag(rec.mm.0, rec.mm_seq, modules::generation()) };
         let raw_flags = stacks::raw_key_flags(rec.chain, rec.sample.flags & RAW_USER != 0, nk, table_walked(rec));
         let raw_hash = stacks::hash_raw(frames, tag, raw_flags);
         if let Some(found) = ch.raw.find(raw_hash, tag, raw_flags, frames) {

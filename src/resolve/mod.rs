@@ -5,11 +5,17 @@
 //! Process context, may sleep: the [`drain`] runs in a workqueue item
 //! under its session's drain mutex, takes `mmap_lock` to look up VMAs
 //! ([`mapcache`] saves most of those lookups) and names files and module
-//! text with [`cookies`].  The [`follow`] set's C side also answers the
-//! overflow handler's pid filter (NMI-safe, RCU only); [`modules`] drains
-//! the rings before a kernel module goes, calling its owner through
-//! [`modules::ModuleEvents`].  C glue: `mm.c` (address spaces, VMA
-//! lookups), `path.c` (file names), `modules.c`, `follow.c`.  Bench builds
+//! text with [`cookies`].  [`modules`] finds the module an address is in
+//! and drains the rings before a kernel module goes, calling its owner
+//! through [`modules::ModuleEvents`].  [`follow`] keeps a descendants
+//! filter's set up to date as processes exit (the `sched_process_exit`
+//! probe); the set itself, with the membership test the overflow handler
+//! runs, is `crate::sampling::followed` (NMI-safe, RCU only).  C glue:
+//! `mm.c` (address spaces, VMA lookups), `path.c` (file names),
+//! `modules.c` (module list steps and fields, the notifier's
+//! registration), `follow.c` (the exit probe's registration, whose type
+//! depends on the kernel's version; the set's raw spinlock and
+//! `kfree_rcu()`); the task fields are `crate::kapi::task`'s.  Bench builds
 //! add `stage`, the stage timers the data path calls.
 
 pub(crate) mod cookies;

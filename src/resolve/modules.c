@@ -1,34 +1,30 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * rprof: kernel modules for the drain: which module's text an address is
- * in, and the notifier that drains the rings before a module goes
- * (src/resolve/modules.rs).  Process context.
+ * rprof: the C glue of src/resolve/modules.rs, which holds the logic (the
+ * lookup of the module whose text holds an address, the notifier's
+ * decisions): THIS_MODULE, the module area's bounds (macros), one step on
+ * the module list (rcu_dereference), the fields of a module the lookup
+ * reads, the list head's discovery through kallsyms, and the notifier's
+ * registration.  Process context.
  */
-#include <linux/atomic.h>
 #include <linux/kallsyms.h>
 #include <linux/module.h>
 #include <linux/notifier.h>
 #include <linux/pgtable.h>
-#include <linux/printk.h>
 #include <linux/rculist.h>
 #include <linux/string.h>
 #include "rprof_helpers.h"
 
 /*
- * 6.12 exports no way to map an address to its module: __module_address()
- * and __module_text_address() are not exported, nor is the module list
- * (checked in kernel/module/main.c of 6.12.117).  But every
- * module is on that list, including this one, and the list is walked
- * under RCU by the kernel's own lockless readers (modules are removed with
- * list_del_rcu() and freed after a grace period).  Walking from our own
- * entry meets the list head once: it is the one node that is not inside a
- * module, found at load time by asking kallsyms what it is.
+ * Process context, at load: the module list's head, or NULL if it was not
+ * found.  6.12 exports neither the list nor a lookup on it
+ * (src/resolve/modules.rs); the head is the one node on the list that is
+ * not inside a module, found by asking kallsyms what each node is, from
+ * our own entry on.
  */
-static const struct list_head *rprof_modules_head;
-
-static void rprof_find_modules_head(void)
+const struct list_head *rprof_module_list_head(void)
 {
-	const struct list_head *node;
+	const struct list_head *node, *head = NULL;
 	char sym[KSYM_SYMBOL_LEN];
 
 	rcu_read_lock();
@@ -37,97 +33,57 @@ static void rprof_find_modules_head(void)
 	     node = rcu_dereference(list_next_rcu((struct list_head *)node))) {
 		sprint_symbol(sym, (unsigned long)node);
 		if (!strncmp(sym, "modules+0x0/", 12)) {
-			rprof_modules_head = node;
+			head = node;
 			break;
 		}
 	}
 	rcu_read_unlock();
+	return head;
 }
 
-static bool rprof_module_match(struct module *mod, u64 ip,
-			       struct rprof_modinfo *out)
+/* Any context: the module area, [MODULES_VADDR, MODULES_END). */
+void rprof_module_area(u64 *start, u64 *end)
 {
+	*start = MODULES_VADDR;
+	*end = MODULES_END;
+}
+
+/* Any context: THIS_MODULE's node on the module list. */
+const struct list_head *rprof_module_self(void)
+{
+	return &THIS_MODULE->list;
+}
+
+/* Under rcu_read_lock(): the node after @node on the module list. */
+const struct list_head *rprof_module_next(const struct list_head *node)
+{
+	return rcu_dereference(list_next_rcu((struct list_head *)node));
+}
+
+/* Under rcu_read_lock(): what the lookup reads of the module whose list
+ * node @node is (never the list head): its state, name and text ranges. */
+void rprof_module_text(const struct list_head *node, struct rprof_modtext *out)
+{
+	const struct module *mod = list_entry(node, struct module, list);
 	static const enum mod_mem_type types[] = { MOD_TEXT, MOD_INIT_TEXT };
 	unsigned int i;
 
-	/*
-	 * UNFORMED modules are skipped, as __module_address() does: their
-	 * memory is not set up yet.  GOING modules are not: the GOING notifier
-	 * (rprof_module_event) drains the rings to resolve the module's last
-	 * samples, and the state is GOING by then.  No sample lands in a GOING
-	 * module after that drain: delete_module() ran its exit function
-	 * before announcing GOING, and a failed init has returned, so none of
-	 * its code runs between our notifier and the module being freed.
-	 */
-	if (mod->state == MODULE_STATE_UNFORMED)
-		return false;
+	out->id = mod;
+	out->name = mod->name;
+	out->state = mod->state;
 	for (i = 0; i < ARRAY_SIZE(types); i++) {
-		struct module_memory *mem = &mod->mem[types[i]];
-
-		if (mem->size && ip >= (unsigned long)mem->base &&
-		    ip < (unsigned long)mem->base + mem->size) {
-			out->id = mod;
-			out->base = (unsigned long)mem->base;
-			out->size = mem->size;
-			out->init = types[i] == MOD_INIT_TEXT;
-			strscpy(out->name, mod->name, sizeof(out->name));
-			return true;
-		}
+		out->base[i] = (unsigned long)mod->mem[types[i]].base;
+		out->size[i] = mod->mem[types[i]].size;
 	}
-	return false;
-}
-
-bool rprof_module_lookup(u64 ip, struct rprof_modinfo *out)
-{
-	struct module *mod;
-	bool found = false;
-
-	if (!rprof_modules_head)
-		return false;
-	/*
-	 * Module text (and everything else execmem hands out) lies in the
-	 * module area; the core kernel's text does not.  Most kernel samples
-	 * are in the core kernel: they skip the walk.
-	 */
-	if (ip < MODULES_VADDR || ip >= MODULES_END)
-		return false;
-	rcu_read_lock();
-	if (rprof_module_match(THIS_MODULE, ip, out)) {
-		found = true;
-		goto out;
-	}
-	list_for_each_entry_rcu(mod, &THIS_MODULE->list, list) {
-		if (&mod->list == rprof_modules_head)
-			continue;
-		if (rprof_module_match(mod, ip, out)) {
-			found = true;
-			break;
-		}
-	}
-out:
-	rcu_read_unlock();
-	return found;
 }
 
 static void *rprof_modnotify_ctx;
-static void (*rprof_modnotify_going)(void *ctx, const void *id);
-
-/* Module loads and unloads so far: what kernel addresses resolve to may
- * have changed since a caller last looked (the drain's raw-chain table). */
-static atomic_t rprof_module_changes = ATOMIC_INIT(0);
-
-u32 rprof_module_generation(void)
-{
-	return atomic_read(&rprof_module_changes);
-}
+static void (*rprof_modnotify_event)(void *ctx, unsigned long action, const void *id);
 
 static int rprof_module_event(struct notifier_block *nb, unsigned long action,
 			      void *data)
 {
-	if (action == MODULE_STATE_COMING || action == MODULE_STATE_GOING)
-		atomic_inc(&rprof_module_changes);
-	if (action == MODULE_STATE_GOING)
-		rprof_modnotify_going(rprof_modnotify_ctx, data);
+	rprof_modnotify_event(rprof_modnotify_ctx, action, data);
 	return NOTIFY_OK;
 }
 
@@ -135,17 +91,17 @@ static struct notifier_block rprof_module_nb = {
 	.notifier_call = rprof_module_event,
 };
 
+/* Process context: every module notification calls event(ctx, action,
+ * module) from now on. */
 int rprof_module_notifier_register(void *ctx,
-				   void (*going)(void *ctx, const void *id))
+				   void (*event)(void *ctx, unsigned long action, const void *id))
 {
-	rprof_find_modules_head();
-	if (!rprof_modules_head)
-		pr_warn("rprof: module list not found; module samples resolve to the kernel\n");
 	rprof_modnotify_ctx = ctx;
-	rprof_modnotify_going = going;
+	rprof_modnotify_event = event;
 	return register_module_notifier(&rprof_module_nb);
 }
 
+/* Process context: no notification calls event once this returns. */
 void rprof_module_notifier_unregister(void)
 {
 	unregister_module_notifier(&rprof_module_nb);

@@ -13,6 +13,7 @@
 //! NMI-safe way out).
 
 use crate::kapi::helpers::{self, RawSample};
+use crate::sampling::followed::{self, FollowSet};
 use crate::sampling::maps::{self, MapSlots, Plan};
 use crate::sampling::ring::{Push, Ring, Slot};
 use crate::uapi;
@@ -200,8 +201,8 @@ pub(crate) struct HandlerCtx {
     /// With `pid`: its thread group's start time.
     pub(crate) pid_start: u64,
     /// With `pid`, or null: the processes it follows, whose samples are
-    /// kept too (its descendants and their orphans, [`crate::resolve::follow`]).
-    pub(crate) follow: *mut helpers::RprofFollow,
+    /// kept too (its descendants and their orphans, [`followed`]).
+    pub(crate) follow: *const FollowSet,
     /// Kick the drain when the ring holds at least this many records.
     pub(crate) kick_at: u64,
     /// With `RPROF_CONFIG_UNWIND_TABLES`, the session's published tables
@@ -228,12 +229,12 @@ pub(crate) unsafe extern "C" fn rprof_on_sample(ctx: *mut c_void, sample: *const
     let sample = unsafe { *sample };
     // The filter's process is named by number and start time: a later
     // process that got the number is not it.
-    // SAFETY: NMI-safe: reads current's group leader's start time.
-    if ctx.pid >= 0 && !(sample.pid == ctx.pid as u32 && unsafe { helpers::rprof_current_group_started(ctx.pid_start) })
-    {
-        // SAFETY: NMI-safe: an RCU walk up current's parents; `follow`
-        // outlives the counter (`HandlerCtx` invariant).
-        if ctx.follow.is_null() || !unsafe { helpers::rprof_current_followed(ctx.follow) } {
+    if ctx.pid >= 0 && !(sample.pid == ctx.pid as u32 && followed::current_group_started(ctx.pid_start)) {
+        // SAFETY: `follow` is null or outlives the counter (`HandlerCtx`
+        // invariant).
+        let follow = unsafe { ctx.follow.as_ref() };
+        // NMI-safe: an RCU walk up current's parents.
+        if !follow.is_some_and(FollowSet::follows_current) {
             return;
         }
     }

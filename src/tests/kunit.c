@@ -25,7 +25,6 @@
 #include <asm/segment.h>
 #include <kunit/test.h>
 #include "rprof_helpers.h"
-#include "../resolve/follow.h"
 
 void rprof_kunit_fail(struct kunit *test, const char *file, unsigned int line,
 		      const void *fmt_args)
@@ -385,22 +384,6 @@ void rprof_test_user_regs(struct pt_regs *regs, u64 ip, u64 sp, u64 bp, u32 cs)
 u64 rprof_test_pt_regs_size(void)
 {
 	return sizeof(struct pt_regs);
-}
-
-/* Puts current's thread group in @f's orphan table, with its start time
- * moved by @skew (a different process of the same number if not 0). */
-void rprof_test_follow_add_current(struct rprof_follow *f, u64 skew)
-{
-	u64 start;
-	pid_t tgid = rprof_group_of(current, &start);
-
-	rprof_follow_insert(f, tgid, start + skew);
-}
-
-/* Whether exits update @f (it is the published set). */
-bool rprof_test_follow_published(struct rprof_follow *f)
-{
-	return rprof_follow_published(f);
 }
 
 /* Takes @cpu offline or brings it back (0 or -errno). */

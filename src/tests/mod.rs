@@ -6,7 +6,9 @@ use crate::device::config::Config;
 use crate::resolve::drain::Drain;
 use crate::resolve::cookies::{CookieTable, NoCookie, Object, PathRef};
 use crate::buffer::evbuf::EventBuffer;
-use crate::resolve::follow::Follow;
+use crate::resolve::follow::{insert, Follow};
+use crate::resolve::modules;
+use crate::sampling::followed::{current_group, Group};
 use crate::kapi::helpers::{self, RawSample, VmaRange, TEST_SRC_IRQ_WORK, TEST_SRC_NMI, TEST_SRC_TASK, TEST_SRC_TIMER};
 use crate::resolve::mapcache::{MapCache, Target};
 use crate::kapi::kicker::Kicker;
@@ -23,6 +25,7 @@ use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
+mod follow;
 mod unwind;
 
 // ---- parameters ----------------------------------------------------------
@@ -697,13 +700,10 @@ impl InThisModule {
         let Ok(ctx) = session.handler_ctx(0) else {
             return fail("no handler context");
         };
-        // SAFETY: All-zero is a valid `ModInfo` to fill.
-        let mut info: helpers::ModInfo = unsafe { core::mem::zeroed() };
-        // SAFETY: `info` is writable; the lookup takes the RCU read lock.
-        if !unsafe { helpers::rprof_module_lookup(ip, &mut info) } {
+        let Some(info) = modules::lookup(ip) else {
             return fail("this module's text not found");
-        }
-        Some(Self { session, ctx, ip, id: info.id as usize })
+        };
+        Some(Self { session, ctx, ip, id: info.id })
     }
 
     /// Samples at `ip` on CPU 0 with the times in `times`.
@@ -798,7 +798,7 @@ fn pid_filter_follows_descendants(t: &mut Test) {
             None
         };
         ctx.pid = pid;
-        ctx.follow = follow.as_ref().map_or(core::ptr::null_mut(), Follow::as_ptr);
+        ctx.follow = follow.as_ref().map_or(core::ptr::null(), Follow::as_ptr);
         let (before, _, _, _) = session.stats(&mut []);
         // Not the filter's own thread group: only descent can keep it.
         let sample = RawSample { time_ns: i as u64, ip: checksum(0, 0, i as u64), pid: 0x7fff_fff0, cpu: 0, ..Default::default() };
@@ -820,8 +820,9 @@ fn pid_filter_follows_descendants(t: &mut Test) {
     ctx.follow = follow.as_ptr();
     for (i, (skew, kept)) in [(None, 0u64), (Some(1u64), 0), (Some(0), 1)].into_iter().enumerate() {
         if let Some(skew) = skew {
-            // SAFETY: The set is live; process context.
-            unsafe { helpers::rprof_test_follow_add_current(follow.as_ptr(), skew) };
+            // This kthread's thread group, or another process of its number.
+            let own = current_group();
+            insert(follow.set(), Group { start: own.start + skew, ..own });
         }
         let (before, _, _, _) = session.stats(&mut []);
         let sample = RawSample { time_ns: 10 + i as u64, ip: checksum(0, 0, i as u64), pid: 0x7fff_fff0, cpu: 0, ..Default::default() };
@@ -881,7 +882,7 @@ fn pid_filter_names_a_process(t: &mut Test) {
         // keep it, as the filter's process (start time and all).
         let got = kept_samples(&session, &ctx, 0x7fff_fff0);
         kassert!(t, got == kept, "descendants of ({}, start {:+}): {} kept, expected {}", own, skew, got, kept);
-        ctx.follow = core::ptr::null_mut();
+        ctx.follow = core::ptr::null();
     }
     session.finish();
 }
@@ -898,11 +899,9 @@ fn stop_retracts_the_followed_set(t: &mut Test) {
         return;
     };
     follow.publish();
-    // SAFETY: Reads the published pointer.
-    kassert!(t, unsafe { helpers::rprof_test_follow_published(follow.as_ptr()) }, "START publishes the set");
+    kassert!(t, follow.published(), "START publishes the set");
     follow.retract();
-    // SAFETY: As above.
-    kassert!(t, !unsafe { helpers::rprof_test_follow_published(follow.as_ptr()) }, "STOP retracts the set");
+    kassert!(t, !follow.published(), "STOP retracts the set");
     session.finish();
 }
 
@@ -1563,7 +1562,7 @@ fn chain_sequence_is_read_before_the_walk(t: &mut Test) {
         max_user: 127,
         pid: -1,
         pid_start: 0,
-        follow: core::ptr::null_mut(),
+        follow: core::ptr::null(),
         kick_at: u64::MAX,
         tables: core::ptr::null(),
         maps: core::ptr::null(),
@@ -1613,18 +1612,20 @@ fn raw_chains_match_only_same_space_and_words(t: &mut Test) {
         kassert!(t, false, "init has no address space");
         return;
     }
-    let Ok(mut raw) = RawChains::new() else {
+    let Ok(mut raw) = RawChains::new(modules::generation()) else {
         kassert!(t, false, "allocation failed");
         // SAFETY: The reference rprof_test_user_mm took.
         unsafe { helpers::rprof_mm_put(mm) };
         return;
     };
     // SAFETY: We hold a reference on `mm`; process context.
-    let (tag, again, later) = unsafe { (raw.tag(mm, 7), raw.tag(mm, 7), raw.tag(mm, 8)) };
+    let gen = modules::generation();
+    // SAFETY: As above.
+    let (tag, again, later) = unsafe { (raw.tag(mm, 7, gen), raw.tag(mm, 7, gen), raw.tag(mm, 8, gen)) };
     kassert_eq!(t, tag, again);
     kassert!(t, tag != later, "a new sequence kept the tag");
     // SAFETY: Null: no address space.
-    let none = unsafe { raw.tag(core::ptr::null_mut(), 7) };
+    let none = unsafe { raw.tag(core::ptr::null_mut(), 7, gen) };
     kassert!(t, none != tag, "no address space and init's share a tag");
     let chain = [0x40_1000u64, 0x40_2000, 0x40_3000];
     let h = stacks::hash_raw(&chain, tag, 0x100);

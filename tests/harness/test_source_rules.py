@@ -15,7 +15,7 @@ TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.join(TOP, "src")
 
 # Code reachable from the perf overflow handler.
-NMI_FILES = ["sampling/ring.rs", "sampling/sampler.rs"]
+NMI_FILES = ["sampling/ring.rs", "sampling/sampler.rs", "sampling/followed.rs", "kapi/task.rs", "kapi/rcu.rs"]
 FORBIDDEN_IN_NMI = re.compile(
     r"\.lock\(\)|GFP_KERNEL|KBox::new|KVec::|Vec::new|\.push\(.*GFP|"
     r"mutex|spin_lock|msleep|schedule\(|wait_until|pr_(info|err|warn|debug)!"
