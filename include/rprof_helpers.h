@@ -89,7 +89,10 @@ void rprof_mm_put(struct mm_struct *mm);
 struct rprof_nmi_map {
 	__u64 start, end, pgoff_bytes;
 	struct file *file; /* NULL: anonymous memory */
+	__u64 flags;       /* RPROF_NMI_MAP_* */
 };
+/* The file is the address space's executable (mm->exe_file). */
+#define RPROF_NMI_MAP_EXE 1
 #define RPROF_NMI_REF_NONE 0
 #define RPROF_NMI_REF_OK 1
 #define RPROF_NMI_REF_STALE 2

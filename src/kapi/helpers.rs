@@ -103,11 +103,16 @@ pub(crate) struct NmiMap {
     pub(crate) pgoff_bytes: u64,
     /// `struct file *`, null for anonymous memory.
     pub(crate) file: *mut c_void,
+    /// `RPROF_NMI_MAP_*`.
+    pub(crate) flags: u64,
 }
+
+/// `RPROF_NMI_MAP_EXE`: the file is the address space's executable.
+pub(crate) const NMI_MAP_EXE: u64 = 1;
 
 impl Default for NmiMap {
     fn default() -> Self {
-        Self { start: 0, end: 0, pgoff_bytes: 0, file: core::ptr::null_mut() }
+        Self { start: 0, end: 0, pgoff_bytes: 0, file: core::ptr::null_mut(), flags: 0 }
     }
 }
 

@@ -56,7 +56,7 @@
 use crate::resolve::cookies::{CookieTable, Forgotten, Object, PathRef};
 use crate::buffer::evbuf::{EventBuffer, Producer, Record};
 use crate::kapi::helpers::{
-    self, FrameRes, VmaRange, RAW_TABLE, RAW_THROTTLED, RAW_USER, RESOLVE_ANON, RESOLVE_BUSY, RESOLVE_FILE,
+    self, FrameRes, MmStruct, VmaRange, RAW_TABLE, RAW_THROTTLED, RAW_USER, RESOLVE_ANON, RESOLVE_BUSY, RESOLVE_FILE,
 };
 use crate::resolve::mapcache::{MapCache, Target};
 use crate::resolve::modules;
@@ -449,8 +449,15 @@ impl Drain {
     /// The cookie and offset of user address `addr` (`ip` less `back`)
     /// through the handler's slot `nibble` of `cpu`, if it names one; the
     /// offset is `ip`'s.
-    fn resolve_slot(&mut self, cpu: usize, nibble: u8, addr: u64, back: u64) -> Option<Result<(u64, u64), usize>> {
-        let found = self.replay.find(cpu, nibble, addr)?;
+    fn resolve_slot(
+        &mut self,
+        cpu: usize,
+        nibble: u8,
+        mm: *mut MmStruct,
+        addr: u64,
+        back: u64,
+    ) -> Option<Result<(u64, u64), usize>> {
+        let found = self.replay.find(cpu, nibble, mm, addr)?;
         let target = match found.target {
             Some(t) => t,
             None if found.file.is_null() => Target::Anon,
@@ -489,7 +496,7 @@ impl Drain {
             if rec.mm.0.is_null() {
                 return Err(NO_MM);
             }
-            if let Some(r) = self.resolve_slot(cpu, rec.sample.map & MAP_LEAF, ip, 0) {
+            if let Some(r) = self.resolve_slot(cpu, rec.sample.map & MAP_LEAF, rec.mm.0, ip, 0) {
                 let (cookie, offset) = r?;
                 return Ok(Where { cookie, offset });
             }
@@ -554,16 +561,22 @@ impl Drain {
     }
 
     /// The cookie of the sampled task's executable, or NONE.
-    fn exe_cookie(&mut self, rec: &RingRecord) -> u64 {
+    fn exe_cookie(&mut self, cpu: usize, rec: &RingRecord) -> u64 {
         if rec.mm.0.is_null() {
             return RPROF_COOKIE_NONE as u64;
         }
         // SAFETY: All-zero is a valid (empty) `struct path` to fill.
         let mut path: bindings::path = unsafe { core::mem::zeroed() };
-        // SAFETY: The record holds an `mm_count` reference on `mm` (its
-        // executable is gone with its address space: NONE then).
+        // SAFETY: The record holds an `mm_count` reference on `mm`.
         if !unsafe { helpers::rprof_mm_exe_path(rec.mm.0, &mut path) } {
-            return RPROF_COOKIE_NONE as u64;
+            // Its executable went with its address space: the handler's
+            // mapping of it, if it named one.
+            let Some(file) = self.replay.exe(cpu, rec.mm.0) else {
+                return RPROF_COOKIE_NONE as u64;
+            };
+            // SAFETY: The slot holds a reference on the file; process
+            // context.
+            unsafe { helpers::rprof_file_path(file, &mut path) };
         }
         // SAFETY: The helper took a reference on `path` for us.
         let path = unsafe { PathRef::from_raw(path) };
@@ -753,12 +766,14 @@ impl Drain {
         for (j, &ip) in frames[nk..].iter().enumerate() {
             let back = u64::from(!(entry_first && j == 0));
             let at = ip.wrapping_sub(back);
-            match self.resolve_slot(cpu, maps::nibble(nibbles, j), at, back) {
+            match self.resolve_slot(cpu, maps::nibble(nibbles, j), rec.mm.0, at, back) {
                 Some(Ok((cookie, offset))) => {
                     let _ = ch.resolved.push(rprof_frame { cookie, offset }, GFP_ATOMIC);
                     continue;
                 }
                 Some(Err(_)) => {
+                    // Not the chain's answer for good (no cookie now).
+                    self.chain_busy = true;
                     let _ = ch.resolved.push(unresolved(ip), GFP_ATOMIC);
                     continue;
                 }
@@ -776,9 +791,13 @@ impl Drain {
             let _ = ch.resolved.push(f, GFP_ATOMIC);
         }
         // The frames the handler did not name, through the address space
-        // if it still has one.
+        // if it still has one.  Without one, they stay unresolved in this
+        // sample's chain only: another sample of the same raw chain may
+        // have them named (the raw-chain table keeps no such answer).
         // SAFETY: The record holds an `mm_count` reference on `mm`.
-        if !ch.miss_ips.is_empty() && !rec.mm.0.is_null() && unsafe { helpers::rprof_mm_get_live(rec.mm.0) } {
+        let live = !ch.miss_ips.is_empty() && !rec.mm.0.is_null() && unsafe { helpers::rprof_mm_get_live(rec.mm.0) };
+        self.chain_busy |= !ch.miss_ips.is_empty() && !live;
+        if live {
             let n = ch.miss_ips.len().min(ch.miss_res.len());
             // SAFETY: `mm` is referenced (`mm_users`, just taken); `miss_res`
             // has room for `n` results; process context.
@@ -872,7 +891,7 @@ impl Drain {
         let s = &rec.sample;
         let task = TaskKey { cpu: cpu as u32, pid: s.pid, tid: s.tid, mm: rec.mm.0 as usize, comm: s.comm };
         if self.task != Some(task) {
-            let exe = self.exe_cookie(rec);
+            let exe = self.exe_cookie(cpu, rec);
             if !self.announce(buf, exe, reserve) {
                 return false;
             }

@@ -9,7 +9,7 @@
 
 use crate::kapi::helpers::{self, MmStruct};
 use crate::resolve::mapcache::Target;
-use crate::sampling::maps::{self, ENTRY_REF, ENTRY_SLOT, ENTRY_VALID, ENTRY_WORDS, SLOTS};
+use crate::sampling::maps::{self, ENTRY_EXE, ENTRY_REF, ENTRY_SLOT, ENTRY_VALID, ENTRY_WORDS, SLOTS};
 use crate::sampling::sampler::{self, SampleRing};
 use core::ffi::c_void;
 use kernel::prelude::*;
@@ -31,6 +31,8 @@ struct Slot {
     pgoff_bytes: u64,
     /// The mapping's cookie once the drain named it (until a RESET).
     target: Option<Target>,
+    /// The file is its address space's executable.
+    exe: bool,
 }
 
 impl Slot {
@@ -42,6 +44,7 @@ impl Slot {
         end: 0,
         pgoff_bytes: 0,
         target: None,
+        exe: false,
     };
 
     /// Gives back the slot's references and empties it.
@@ -120,17 +123,25 @@ impl Replay {
                 end: e[2],
                 pgoff_bytes: e[3],
                 target: None,
+                exe: w1 & ENTRY_EXE != 0,
             };
         }
     }
 
-    /// What slot `slot` + 1 (`nibble`: 0 is none) of `cpu` says of `addr`.
-    pub(crate) fn find(&self, cpu: usize, nibble: u8, addr: u64) -> Option<Found> {
+    /// What slot `slot` + 1 (`nibble`: 0 is none) of `cpu` says of `addr`
+    /// in address space `mm`.
+    pub(crate) fn find(&self, cpu: usize, nibble: u8, mm: *mut MmStruct, addr: u64) -> Option<Found> {
         let s = self.cpus.get(cpu)?.get((nibble as usize).checked_sub(1)?)?;
-        if !s.live || addr < s.start || addr >= s.end {
+        if !s.live || s.mm != mm || addr < s.start || addr >= s.end {
             return None;
         }
         Some(Found { file: s.file, target: s.target, offset: s.pgoff_bytes + addr - s.start })
+    }
+
+    /// The executable file of address space `mm` among `cpu`'s slots (the
+    /// handler marks it), held by the slot.
+    pub(crate) fn exe(&self, cpu: usize, mm: *mut MmStruct) -> Option<*mut c_void> {
+        self.cpus.get(cpu)?.iter().find(|s| s.live && s.exe && s.mm == mm && !s.file.is_null()).map(|s| s.file)
     }
 
     /// Remembers the cookie of slot `nibble` of `cpu`.

@@ -12,6 +12,7 @@
 #include <linux/rcupdate.h>
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
+#include <linux/uaccess.h>
 #include <linux/seqlock.h>
 #include <linux/version.h>
 #include "rprof_helpers.h"
@@ -49,6 +50,10 @@ bool rprof_nmi_map(struct mm_struct *mm, __u32 seq, __u64 addr,
 		out->end = READ_ONCE(vma->vm_end);
 		out->pgoff_bytes = (__u64)READ_ONCE(vma->vm_pgoff) << PAGE_SHIFT;
 		out->file = READ_ONCE(vma->vm_file);
+		/* Compared, never dereferenced: a TASK record names the
+		 * executable through this mapping once the process is gone. */
+		out->flags = out->file && out->file == rcu_access_pointer(mm->exe_file) ?
+			     RPROF_NMI_MAP_EXE : 0;
 		ok = out->start <= addr && addr < out->end;
 	}
 	rcu_read_unlock();
@@ -81,9 +86,10 @@ bool rprof_nmi_map(struct mm_struct *mm, __u32 seq, __u64 addr,
  * not through the RCU-typesafe cache: an increment racing their free
  * would write to freed memory.  They are refused there (NONE; the drain
  * then resolves the sample through the address space, if it still has
- * one).  f_mode is read while the sequence shows the file alive, so what
- * it says is the file's own.  7.x keeps backing files in a cache of
- * their own, also SLAB_TYPESAFE_BY_RCU.
+ * one).  f_mode is believed only if the sequence shows the file alive
+ * after it was read (it is read without faulting: the file may be freed
+ * meanwhile), so what it says is the file's own.  7.x keeps backing files
+ * in a cache of their own, also SLAB_TYPESAFE_BY_RCU.
  */
 int rprof_nmi_file_get(struct mm_struct *mm, __u32 seq, struct file *file)
 {
@@ -94,10 +100,18 @@ int rprof_nmi_file_get(struct mm_struct *mm, __u32 seq, struct file *file)
 	if (read_seqcount_retry(&mm->mm_lock_seq, seq))
 		goto out;
 #if LINUX_VERSION_CODE < KERNEL_VERSION(7, 0, 0)
-	if (READ_ONCE(file->f_mode) & FMODE_BACKING)
-		goto out;
-	if (read_seqcount_retry(&mm->mm_lock_seq, seq))
-		goto out;
+	{
+		fmode_t mode;
+
+		/* Without faulting: the file may go (and a backing file be
+		 * kfree()d) between the check above and this read, which is
+		 * believed only if the sequence still holds after it. */
+		if (copy_from_kernel_nofault(&mode, &file->f_mode, sizeof(mode)) ||
+		    (mode & FMODE_BACKING))
+			goto out;
+		if (read_seqcount_retry(&mm->mm_lock_seq, seq))
+			goto out;
+	}
 #endif
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 13, 0)
 	got = file_ref_get(&file->f_ref);

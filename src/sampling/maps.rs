@@ -83,6 +83,8 @@ pub(crate) const ENTRY_VALID: u64 = 1 << 4;
 /// The first word holds a file reference (to keep if valid, else to give
 /// back).
 pub(crate) const ENTRY_REF: u64 = 1 << 5;
+/// The file is the address space's executable.
+pub(crate) const ENTRY_EXE: u64 = 1 << 6;
 const ENTRY_FLAGS: u64 = 0xfff;
 
 /// Entries of a record's `map` byte.
@@ -113,7 +115,7 @@ struct Slot {
 const EMPTY: Slot = Slot {
     mm: core::ptr::null_mut(),
     seq: 0,
-    map: NmiMap { start: 0, end: 0, pgoff_bytes: 0, file: core::ptr::null_mut() },
+    map: NmiMap { start: 0, end: 0, pgoff_bytes: 0, file: core::ptr::null_mut(), flags: 0 },
 };
 
 struct State {
@@ -234,10 +236,21 @@ impl<'a> Plan<'a> {
         // SAFETY: We hold `busy` (`Plan` invariant), so no one else
         // touches the state until `Drop`.
         let st = unsafe { &mut *slots.state.get() };
-        let within = |s: &Slot| s.mm == self.mm && s.map.start <= addr && addr < s.map.end;
-        if let Some(j) = st.slots.iter().position(|s| within(s) && s.seq == self.seq) {
+        // A slot this record gives a new mapping names the new one from
+        // the drain's point of view: its old mapping is not to be named.
+        let replaced = self.new[..self.ne].iter().fold(0u32, |m, n| m | 1 << n.slot);
+        let mm = self.mm;
+        let within = |j: usize, s: &Slot| replaced & (1 << j) == 0 && s.mm == mm && s.map.start <= addr && addr < s.map.end;
+        if let Some(j) = (0..SLOTS).find(|&j| within(j, &st.slots[j]) && st.slots[j].seq == self.seq) {
             self.used |= 1 << j;
             return j as u8 + 1;
+        }
+        // Looked up only if a slot may name it after all (one from before
+        // the sequence changed) or a new one may.
+        let stale = (0..SLOTS).any(|j| within(j, &st.slots[j]));
+        let free = (0..SLOTS).any(|j| self.used & (1 << j) == 0);
+        if !stale && (self.ne == NEW_MAX || !free) {
+            return 0;
         }
         let mut map = NmiMap::default();
         // SAFETY: NMI-safe; `mm` is current's (the caller's).
@@ -246,7 +259,7 @@ impl<'a> Plan<'a> {
         }
         // A slot from before the sequence changed: the same mapping (most
         // address-space changes are elsewhere) is good under the new one.
-        if let Some(j) = st.slots.iter().position(|s| within(s) && s.map == map) {
+        if let Some(j) = (0..SLOTS).find(|&j| within(j, &st.slots[j]) && st.slots[j].map == map) {
             st.slots[j].seq = self.seq;
             self.used |= 1 << j;
             return j as u8 + 1;
@@ -318,6 +331,9 @@ impl<'a> Plan<'a> {
                 match unsafe { helpers::rprof_nmi_file_get(self.mm, self.seq, n.map.file) } {
                     helpers::NMI_REF_OK => {
                         flags |= ENTRY_VALID | ENTRY_REF;
+                        if n.map.flags & helpers::NMI_MAP_EXE != 0 {
+                            flags |= ENTRY_EXE;
+                        }
                         file = n.map.file as u64;
                         self.valid[k] = true;
                     }

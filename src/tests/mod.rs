@@ -2000,7 +2000,68 @@ fn slots_name_each_mapping_once(t: &mut Test) {
     crate::resolve::replay::put_entries(&out2[..crate::sampling::maps::ENTRY_WORDS], mm);
 }
 
-kunit_suite!(MAPS_SUITE, "rprof-maps", [handler_pins_no_address_space, slots_name_each_mapping_once]);
+/// A slot a record gives a new mapping is never named in the same record
+/// for the mapping it held before: the drain applies the record's entries
+/// first, so that name would reach the new mapping (review finding).
+fn a_replaced_slot_keeps_no_old_name(t: &mut Test) {
+    use crate::sampling::maps::{self as m, ENTRY_SLOT, ENTRY_WORDS, NEW_MAX, TAIL_WORDS};
+    const PAGE: u64 = 4096;
+    let raw = t.raw();
+    // SAFETY: `raw` is the running case (as above).
+    let base = unsafe { helpers::rprof_test_user_map(raw, 18 * PAGE, 0) };
+    kassert!(t, base != 0, "kunit_vm_mmap failed");
+    // Nine mappings, a page apart.
+    for k in 0..9 {
+        // SAFETY: The test's own mapping.
+        kassert_eq!(t, unsafe { helpers::rprof_test_user_unmap(base + (2 * k + 1) * PAGE, PAGE) }, 0);
+    }
+    let at = |k: u64| base + 2 * k * PAGE + 64;
+    let maps = MapSlots::new();
+    // SAFETY: Reads current's mm and its sequence.
+    let (mm, seq) = unsafe { (helpers::rprof_current_mm(), helpers::rprof_current_mm_seq()) };
+    let mut taken = [[0u64; TAIL_WORDS]; 3];
+    // Two records fill the eight slots with mappings 0-7.
+    for (r, out) in taken.iter_mut().take(2).enumerate() {
+        let mut plan = Plan::new(Some(&maps), mm, seq);
+        for k in 0..4 {
+            plan.frame(k, at((4 * r + k) as u64));
+        }
+        plan.take_refs(out, 4);
+        plan.commit();
+    }
+    // The third: mapping 8 takes the next slot round (mapping 0's); then
+    // a frame in mapping 0 must not name that slot.
+    let mut plan = Plan::new(Some(&maps), mm, seq);
+    plan.frame(0, at(8));
+    plan.frame(1, at(0));
+    let map = plan.map_byte();
+    plan.take_refs(&mut taken[2], 2);
+    drop(plan);
+    let ne = m::map_entries(map);
+    let entries = &taken[2][..ne * ENTRY_WORDS];
+    let nibbles = &taken[2][ne * ENTRY_WORDS..m::tail_words(map, 2)];
+    let first = (entries[1] & ENTRY_SLOT) as u8 + 1;
+    let second = m::nibble(nibbles, 1);
+    kassert_eq!(t, m::nibble(nibbles, 0), first);
+    kassert!(t, second != first, "mapping 0 named by the slot mapping 8 took ({})", first);
+    // Named anew if at all: by an entry of this record for mapping 0.
+    kassert!(
+        t,
+        second == 0 || entries.chunks_exact(ENTRY_WORDS).any(|e| (e[1] & ENTRY_SLOT) as u8 + 1 == second && e[1] & !0xfff <= at(0) && at(0) < e[2]),
+        "mapping 0 named by slot {} without an entry",
+        second
+    );
+    for (r, out) in taken.iter().enumerate() {
+        let n = if r < 2 { NEW_MAX } else { ne };
+        crate::resolve::replay::put_entries(&out[..n * ENTRY_WORDS], mm);
+    }
+}
+
+kunit_suite!(
+    MAPS_SUITE,
+    "rprof-maps",
+    [handler_pins_no_address_space, slots_name_each_mapping_once, a_replaced_slot_keeps_no_old_name]
+);
 
 #[cfg(rprof_inject_kunit_fail)]
 fn injected_failure(t: &mut Test) {

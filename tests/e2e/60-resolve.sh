@@ -178,13 +178,14 @@ fi
 check "... exact accounting" invariant /tmp/c.json
 
 # 7. What a session costs the exits of the processes it samples (issue
-# 29, item 3): with 500 idle processes alive, 40 children spin 20 ms
-# each (sampled) and exit; the time from exit() to the parent's waitpid()
-# returning, without a session and under rprof record -a.  The module
-# holds no sampled address space (KUnit's handler_pins_no_address_space
-# is the test); these are the figures, not a timed test.
-/tests/bin/exitlat 500 40 20 >/tmp/exitlat.none 2>&1
-rprof record -a -o /tmp/exitlat.data -- /tests/bin/exitlat 500 40 20 >/tmp/exitlat.rprof 2>/tmp/exitlat.err
+# 29, item 3): with 500 idle processes alive, 40 children touch 32 MiB,
+# spin 20 ms each (sampled) and exit; the time from exit() to the
+# parent's waitpid() returning and to the memory being free again,
+# without a session and under rprof record -a.  The module holds no
+# sampled address space (KUnit's handler_pins_no_address_space is the
+# test); these are the figures, not a timed test.
+/tests/bin/exitlat 500 40 20 32 >/tmp/exitlat.none 2>&1
+rprof record -a -o /tmp/exitlat.data -- /tests/bin/exitlat 500 40 20 32 >/tmp/exitlat.rprof 2>/tmp/exitlat.err
 check "exitlat runs under rprof record -a" grep -q '^exitlat ' /tmp/exitlat.rprof
 diag "without a session: $(cat /tmp/exitlat.none)"
 diag "under rprof record -a: $(cat /tmp/exitlat.rprof)"

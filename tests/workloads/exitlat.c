@@ -1,24 +1,31 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Exit latency of sampled processes (issue 29, item 3): with IDLE idle
+ * Exits of sampled processes (issue 29, item 3): with IDLE idle
  * processes alive (a machine with many tasks), ROUNDS times a child
- * spins SPIN_MS (so that a profiler samples it) and exits; the parent
- * reaps it.  Prints the time from the child's exit() to the parent's
- * waitpid() returning, median and 90th percentile, in microseconds:
+ * touches MB MiB, spins SPIN_MS (so that a profiler samples it) and
+ * exits; the parent reaps it.  Prints, median and 90th percentile in
+ * microseconds, the time from the child's exit() to the parent's
+ * waitpid() returning, and to the child's memory being free again (the
+ * machine's free memory back within MB/8 of what it was before the fork;
+ * given up after 2 s, counted in `late`):
  *
- *   exitlat IDLE ROUNDS SPIN_MS
- *   exitlat idle=N rounds=R spin_ms=S median_us=M p90_us=P
+ *   exitlat IDLE ROUNDS SPIN_MS [MB]
+ *   exitlat idle=N rounds=R spin_ms=S mb=B median_us=M p90_us=P
+ *           freed_median_us=F freed_p90_us=G late=L
  *
- * A profiler that holds a reference on the child's address space makes
- * its exit slower: the address space outlives the exit, and the exiting
- * owner looks through every process for a new mm->owner (CONFIG_MEMCG).
+ * A profiler that holds a reference on the child's address space keeps
+ * it past the exit (its memory, files and tmpfs space with it) until the
+ * profiler lets go, and on CONFIG_MEMCG kernels the exiting owner looks
+ * through every process for a new mm->owner.
  */
 #define _GNU_SOURCE
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
+#include <sys/sysinfo.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -29,6 +36,15 @@ static uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t free_bytes(void)
+{
+	struct sysinfo si;
+
+	if (sysinfo(&si))
+		return 0;
+	return (uint64_t)si.freeram * si.mem_unit;
 }
 
 static int cmp(const void *a, const void *b)
@@ -43,17 +59,20 @@ int main(int argc, char **argv)
 	int idle = argc > 1 ? atoi(argv[1]) : 1000;
 	int rounds = argc > 2 ? atoi(argv[2]) : 50;
 	int spin_ms = argc > 3 ? atoi(argv[3]) : 20;
+	int mb = argc > 4 ? atoi(argv[4]) : 0;
 	volatile uint64_t *shared;
-	uint64_t *lat;
+	uint64_t *lat, *freed;
+	int late = 0;
 	pid_t *idlers;
 	int i;
 
-	if (idle < 0 || rounds < 1 || spin_ms < 0)
+	if (idle < 0 || rounds < 1 || spin_ms < 0 || mb < 0)
 		return 2;
 	shared = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	lat = calloc(rounds, sizeof(*lat));
+	freed = calloc(rounds, sizeof(*freed));
 	idlers = calloc(idle ? idle : 1, sizeof(*idlers));
-	if (shared == MAP_FAILED || !lat || !idlers)
+	if (shared == MAP_FAILED || !lat || !freed || !idlers)
 		return 1;
 	for (i = 0; i < idle; i++) {
 		idlers[i] = fork();
@@ -67,12 +86,21 @@ int main(int argc, char **argv)
 		}
 	}
 	for (i = 0; i < rounds; i++) {
+		uint64_t before = free_bytes(), slack = ((uint64_t)mb << 20) / 8, t;
 		pid_t c = fork();
 
 		if (c == 0) {
 			uint64_t end = now_ns() + (uint64_t)spin_ms * 1000000u;
 			volatile uint64_t x = 1;
 
+			if (mb) {
+				char *m = mmap(NULL, (size_t)mb << 20, PROT_READ | PROT_WRITE,
+					       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+				if (m == MAP_FAILED)
+					_exit(1);
+				memset(m, 1, (size_t)mb << 20);
+			}
 			while (now_ns() < end)
 				x = x * 6364136223846793005u + 1;
 			shared[0] = now_ns();
@@ -81,14 +109,22 @@ int main(int argc, char **argv)
 		if (c < 0)
 			return 1;
 		waitpid(c, NULL, 0);
-		lat[i] = now_ns() - shared[0];
+		t = now_ns();
+		lat[i] = t - shared[0];
+		while (mb && free_bytes() + slack < before && now_ns() - t < 2000000000u)
+			usleep(100);
+		if (mb && free_bytes() + slack < before)
+			late++;
+		freed[i] = now_ns() - shared[0];
 	}
 	for (i = 0; i < idle; i++)
 		kill(idlers[i], SIGKILL);
 	for (i = 0; i < idle; i++)
 		waitpid(idlers[i], NULL, 0);
 	qsort(lat, rounds, sizeof(*lat), cmp);
-	printf("exitlat idle=%d rounds=%d spin_ms=%d median_us=%.1f p90_us=%.1f\n", idle, rounds, spin_ms,
-	       lat[rounds / 2] / 1000.0, lat[rounds * 9 / 10] / 1000.0);
+	qsort(freed, rounds, sizeof(*freed), cmp);
+	printf("exitlat idle=%d rounds=%d spin_ms=%d mb=%d median_us=%.1f p90_us=%.1f freed_median_us=%.1f freed_p90_us=%.1f late=%d\n",
+	       idle, rounds, spin_ms, mb, lat[rounds / 2] / 1000.0, lat[rounds * 9 / 10] / 1000.0,
+	       freed[rounds / 2] / 1000.0, freed[rounds * 9 / 10] / 1000.0, late);
 	return 0;
 }
