@@ -63,7 +63,7 @@ struct rprof_raw_sample {
 	__u32 tid;
 	__u16 cpu;
 	__u8 map;    /* Rust's own: the mappings the record carries (maps.rs) */
-	__u8 reserved;
+	__u8 pinned; /* Rust's own: the record holds mm_users too (maps.rs) */
 	__u32 flags; /* RPROF_RAW_* */
 	char comm[16];
 };
@@ -93,10 +93,14 @@ struct rprof_nmi_map {
 };
 /* The file is the address space's executable (mm->exe_file). */
 #define RPROF_NMI_MAP_EXE 1
+/* A backing file (overlayfs, FUSE passthrough) the handler may not
+ * reference on this kernel (rprof_nmi_file_get()). */
+#define RPROF_NMI_MAP_BACKING 2
 #define RPROF_NMI_REF_NONE 0
 #define RPROF_NMI_REF_OK 1
 #define RPROF_NMI_REF_STALE 2
 struct mm_struct *rprof_current_mm(void);
+struct mm_struct *rprof_current_mm_pin(void);
 bool rprof_nmi_map(struct mm_struct *mm, __u32 seq, __u64 addr,
 		   struct rprof_nmi_map *out);
 int rprof_nmi_file_get(struct mm_struct *mm, __u32 seq, struct file *file);

@@ -43,7 +43,8 @@ pub(crate) struct RawSample {
     /// Rust's own: the mappings the record carries
     /// ([`crate::sampling::maps`]).
     pub(crate) map: u8,
-    pub(crate) reserved: u8,
+    /// Rust's own: the record holds an `mm_users` reference too.
+    pub(crate) pinned: u8,
     pub(crate) flags: u32,
     pub(crate) comm: [u8; 16],
 }
@@ -109,6 +110,8 @@ pub(crate) struct NmiMap {
 
 /// `RPROF_NMI_MAP_EXE`: the file is the address space's executable.
 pub(crate) const NMI_MAP_EXE: u64 = 1;
+/// `RPROF_NMI_MAP_BACKING`: a backing file the handler may not reference.
+pub(crate) const NMI_MAP_BACKING: u64 = 2;
 
 impl Default for NmiMap {
     fn default() -> Self {
@@ -271,6 +274,7 @@ extern "C" {
     /// (no reference), a VMA found under a lock sequence, a reference on
     /// its file, an mm_count reference.
     pub(crate) fn rprof_current_mm() -> *mut MmStruct;
+    pub(crate) fn rprof_current_mm_pin() -> *mut MmStruct;
     pub(crate) fn rprof_nmi_map(mm: *mut MmStruct, seq: u32, addr: u64, out: *mut NmiMap) -> bool;
     pub(crate) fn rprof_nmi_file_get(mm: *mut MmStruct, seq: u32, file: *mut c_void) -> c_int;
     pub(crate) fn rprof_mm_grab_nmi(mm: *mut MmStruct);

@@ -388,6 +388,11 @@ impl Drain {
             Err(cause) => self.count_lost(cpu, cause),
         }
         self.throttle_records(buf, cpu, rec, reserve);
+        if rec.sample.pinned != 0 && !rec.mm.0.is_null() {
+            // SAFETY: The handler's `mm_users` reference for this record
+            // (`Plan::pin`); process context.
+            unsafe { helpers::rprof_mm_put(rec.mm.0) };
+        }
         if !rec.mm.0.is_null() {
             if self.put.0 .0 == rec.mm.0 {
                 self.put.1 += 1;

@@ -93,7 +93,10 @@ static int rprof_resolve_locked(struct mm_struct *mm, u64 ip, u32 seq,
 	range->end = vma->vm_end;
 	range->pgoff_bytes = (u64)vma->vm_pgoff << PAGE_SHIFT;
 	if (vma->vm_file) {
-		*path = vma->vm_file->f_path;
+		/* The path the process sees: an overlayfs mapping's file is
+		 * the layer's (a backing file), named as /proc/PID/maps names
+		 * it. */
+		*path = *file_user_path(vma->vm_file);
 		path_get(path);
 		*offset = ((u64)vma->vm_pgoff << PAGE_SHIFT) + ip - vma->vm_start;
 		return RPROF_RESOLVE_FILE;

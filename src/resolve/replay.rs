@@ -190,6 +190,10 @@ pub(crate) unsafe fn give_back(ring: &SampleRing) {
         let n = (rec.nk as usize + rec.nu as usize).min(words.len());
         let ne = maps::map_entries(rec.sample.map);
         put_entries(&words[n..(n + ne * ENTRY_WORDS).min(words.len())], rec.mm.0);
+        if rec.sample.pinned != 0 && !rec.mm.0.is_null() {
+            // SAFETY: The handler's `mm_users` reference (`Plan::pin`).
+            unsafe { helpers::rprof_mm_put(rec.mm.0) };
+        }
         if !rec.mm.0.is_null() {
             // SAFETY: The handler's `mm_count` reference; process context.
             unsafe { helpers::rprof_mm_drop(rec.mm.0) };

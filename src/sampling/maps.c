@@ -25,6 +25,33 @@ struct mm_struct *rprof_current_mm(void)
 }
 
 /*
+ * NMI context: an mm_users reference on current's address space (its
+ * mappings stay until the drain lets go: rprof_mm_put()), or NULL.  Only
+ * for records whose mappings the handler cannot name (maps.rs: backing
+ * files on 6.12).
+ */
+struct mm_struct *rprof_current_mm_pin(void)
+{
+	struct mm_struct *mm = current->mm;
+
+	return mm && mmget_not_zero(mm) ? mm : NULL;
+}
+
+/* 6.12 frees backing files with kfree() (rprof_nmi_file_get()). */
+static bool rprof_backing_unsafe(struct file *file)
+{
+#if LINUX_VERSION_CODE < KERNEL_VERSION(7, 0, 0)
+	fmode_t mode;
+
+	/* Without faulting: believed by the caller only if the sequence
+	 * holds after the read. */
+	return copy_from_kernel_nofault(&mode, &file->f_mode, sizeof(mode)) || (mode & FMODE_BACKING);
+#else
+	return false;
+#endif
+}
+
+/*
  * NMI context.  The VMA that holds @addr in @mm (current's), found by a
  * lockless maple-tree walk under RCU and believed only if @mm's mmap_lock
  * sequence is still @seq (even: no write section was open when the caller
@@ -54,6 +81,8 @@ bool rprof_nmi_map(struct mm_struct *mm, __u32 seq, __u64 addr,
 		 * executable through this mapping once the process is gone. */
 		out->flags = out->file && out->file == rcu_access_pointer(mm->exe_file) ?
 			     RPROF_NMI_MAP_EXE : 0;
+		if (out->file && rprof_backing_unsafe(out->file))
+			out->flags |= RPROF_NMI_MAP_BACKING;
 		ok = out->start <= addr && addr < out->end;
 	}
 	rcu_read_unlock();
@@ -133,9 +162,11 @@ void rprof_mm_grab_nmi(struct mm_struct *mm)
 }
 
 /* Process context: the path of a file the caller holds a reference on,
- * with a reference of its own. */
+ * with a reference of its own: the one the process sees (an overlayfs
+ * mapping's backing file is named by its overlay path, as
+ * /proc/PID/maps names it). */
 void rprof_file_path(struct file *file, struct path *path)
 {
-	*path = file->f_path;
+	*path = *file_user_path(file);
 	path_get(path);
 }

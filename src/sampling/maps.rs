@@ -176,8 +176,19 @@ pub(crate) struct Plan<'a> {
     /// After [`Plan::take_refs`]: which entries name their slot (else the
     /// slot is emptied).
     valid: [bool; NEW_MAX],
-    /// The range and slot + 1 of the last address named.
+    /// The range and slot + 1 of the last address named (0: a mapping
+    /// that cannot be named).
     last: Option<(u64, u64, u8)>,
+    /// The range of the last mapping found that cannot be named.
+    unnamed: Option<(u64, u64)>,
+    /// An address lies in a mapping that cannot be named, or may (no
+    /// room for it): the record holds its address space (`mm_users`)
+    /// instead, as rprof did before it named mappings, so that the drain
+    /// can look it up after the process exited.  Not for an address in no
+    /// mapping at all.
+    pin: bool,
+    /// No address can be named (see [`Plan::new`]): any pins.
+    pin_all: bool,
 }
 
 impl<'a> Plan<'a> {
@@ -186,6 +197,7 @@ impl<'a> Plan<'a> {
     /// nothing (no slots, no address space, a write section open, or the
     /// slots in use by the handler this one interrupted).
     pub(crate) fn new(slots: Option<&'a MapSlots>, mm: *mut MmStruct, seq: u32) -> Self {
+        let wanted = slots.is_some() && !mm.is_null();
         let slots = match slots {
             Some(s) if !mm.is_null() && seq & 1 == 0 && !s.busy.swap(true, Ordering::Acquire) => Some(s),
             _ => None,
@@ -203,20 +215,29 @@ impl<'a> Plan<'a> {
             has_nibbles: false,
             valid: [false; NEW_MAX],
             last: None,
+            unnamed: None,
+            // Slots in use by the handler this one interrupted, or a write
+            // section open: nothing can be named.
+            pin_all: wanted && slots.is_none(),
+            pin: false,
         }
     }
 
     /// The slot + 1 that names `addr` in this record, a new one if need
     /// be, or 0.
     fn slot_of(&mut self, addr: u64) -> u8 {
-        let Some(slots) = self.slots else { return 0 };
+        let Some(slots) = self.slots else {
+            self.pin |= self.pin_all;
+            return 0;
+        };
         // The frames of a chain mostly run through one mapping: the slot
         // of the last address first.
         if self.last.is_some_and(|(start, end, _)| start <= addr && addr < end) {
             return self.last.map_or(0, |(_, _, s)| s);
         }
+        self.unnamed = None;
         let s = self.find_slot(slots, addr);
-        self.last = None;
+        self.last = self.unnamed.map(|(start, end)| (start, end, 0));
         if s != 0 {
             let (start, end) = match self.new[..self.ne].iter().find(|n| n.slot as u8 + 1 == s) {
                 Some(n) => (n.map.start, n.map.end),
@@ -250,11 +271,18 @@ impl<'a> Plan<'a> {
         let stale = (0..SLOTS).any(|j| within(j, &st.slots[j]));
         let free = (0..SLOTS).any(|j| self.used & (1 << j) == 0);
         if !stale && (self.ne == NEW_MAX || !free) {
+            self.pin = true;
             return 0;
         }
         let mut map = NmiMap::default();
         // SAFETY: NMI-safe; `mm` is current's (the caller's).
         if !unsafe { helpers::rprof_nmi_map(self.mm, self.seq, addr, &mut map) } {
+            return 0;
+        }
+        if map.flags & helpers::NMI_MAP_BACKING != 0 {
+            // 6.12's backing files: no reference from here (`maps.c`).
+            self.pin = true;
+            self.unnamed = Some((map.start, map.end));
             return 0;
         }
         // A slot from before the sequence changed: the same mapping (most
@@ -265,9 +293,11 @@ impl<'a> Plan<'a> {
             return j as u8 + 1;
         }
         if self.ne == NEW_MAX {
+            self.pin = true;
             return 0;
         }
         let Some(j) = (0..SLOTS).map(|k| (st.next + k) % SLOTS).find(|&j| self.used & (1 << j) == 0) else {
+            self.pin = true;
             return 0;
         };
         st.next = (j + 1) % SLOTS;
@@ -289,6 +319,12 @@ impl<'a> Plan<'a> {
             self.nibbles[i / NIBBLES_PER_WORD] |= u64::from(s) << (4 * (i % NIBBLES_PER_WORD));
             self.has_nibbles = true;
         }
+    }
+
+    /// Whether the record must hold its address space (`mm_users`): an
+    /// address of it lies in a mapping that cannot be named.
+    pub(crate) fn pin(&self) -> bool {
+        self.pin
     }
 
     /// The record's `map` byte.

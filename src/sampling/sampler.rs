@@ -250,7 +250,8 @@ pub(crate) unsafe extern "C" fn rprof_on_sample(ctx: *mut c_void, sample: *const
         if sample.flags & helpers::RAW_USER != 0 {
             plan.leaf(sample.ip);
         }
-        push_frames(ring, &[], 0, None, &mut plan, |_, _, _, map| record(ctx, &sample, 0, 0, 0, map))
+        let pin = plan.pin();
+        push_frames(ring, &[], 0, None, &mut plan, |_, _, _, map| record(ctx, &sample, 0, 0, 0, map, pin))
     } else {
         // SAFETY: `regs` are the sampled registers (caller); NMI context.
         unsafe { push_chain(ring, ctx, &sample, regs) }
@@ -282,24 +283,38 @@ fn plan(ctx: &HandlerCtx, seq: Option<u32>) -> Plan<'_> {
 /// address space and its sequence now, and `map` (its mappings).  NMI
 /// context: called only once a slot is reserved.
 #[inline(always)]
-fn record(ctx: &HandlerCtx, sample: &RawSample, nk: u32, nu: u32, chain: u8, map: u8) -> RingSlot {
-    record_at(ctx, sample, nk, nu, chain, map, None)
+fn record(ctx: &HandlerCtx, sample: &RawSample, nk: u32, nu: u32, chain: u8, map: u8, pin: bool) -> RingSlot {
+    record_at(ctx, sample, nk, nu, chain, map, pin, None)
 }
 
 /// [`record`] with the address-space sequence read earlier, at the sample
 /// (`seq`), if given: a chain walk takes microseconds, and the drain
 /// accepts only mappings older than the sequence the record carries.
+/// With `pin`, the record holds the address space too (`mm_users`), for
+/// mappings the handler could not name (`Plan::pin`).
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn record_at(ctx: &HandlerCtx, sample: &RawSample, nk: u32, nu: u32, chain: u8, map: u8, seq: Option<u32>) -> RingSlot {
+fn record_at(
+    ctx: &HandlerCtx,
+    sample: &RawSample,
+    nk: u32,
+    nu: u32,
+    chain: u8,
+    map: u8,
+    pin: bool,
+    seq: Option<u32>,
+) -> RingSlot {
     let mut mm_seq = 0;
     // SAFETY: NMI-safe: an atomic increment on current's mm, if any.
     let mm = unsafe { helpers::rprof_current_mm_grab(&mut mm_seq) };
+    // SAFETY: NMI-safe: an atomic increment-not-zero on current's mm.
+    let pinned = pin && !mm.is_null() && !unsafe { helpers::rprof_current_mm_pin() }.is_null();
     // `current->mm` cannot change while the handler runs: the sequence read
     // at the sample is this mm's.
     let mm_seq = seq.unwrap_or(mm_seq);
     RingSlot {
         rec: RingRecord {
-            sample: RawSample { map, ..*sample },
+            sample: RawSample { map, pinned: pinned as u8, ..*sample },
             event: ctx.event as u8,
             nk: nk as u8,
             nu: nu as u8,
@@ -394,8 +409,9 @@ pub(crate) unsafe fn push_chain_with(
         plan.leaf(sample.ip);
     }
     name_user_frames(&mut plan, words, nk, sample.flags & helpers::RAW_USER == 0);
+    let pin = plan.pin();
     push_frames(ring, words, nk, Some(flags), &mut plan, |nk, nu, chain, map| {
-        record_at(ctx, sample, nk, nu, chain, map, Some(seq))
+        record_at(ctx, sample, nk, nu, chain, map, pin, Some(seq))
     })
 }
 
