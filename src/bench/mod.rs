@@ -57,32 +57,13 @@ fn rprof_ring() -> Result<u64> {
     }))
 }
 
-/// A handler context for `ring` as a session without filter or chains
-/// makes it, which never kicks (the benchmarks empty the ring
-/// themselves; the null kicker must never be kicked).
-fn handler_ctx<'a>(ring: &'a SampleRing, maps: &'a MapSlots) -> HandlerCtx {
-    HandlerCtx {
-        ring,
-        kicker: core::ptr::null_mut(),
-        event: 0,
-        max_kernel: 0,
-        max_user: 0,
-        pid: -1,
-        pid_start: 0,
-        follow: core::ptr::null(),
-        kick_at: u64::MAX,
-        tables: core::ptr::null(),
-        maps,
-    }
-}
-
 /// Nanoseconds for `RECORDS` calls of the whole overflow handler body
 /// (`rprof_on_sample`: filter, address-space reference, ring write,
 /// watermark check).
 fn rprof_handler() -> Result<u64> {
     let ring = sampler::new_ring(BATCH as u32)?;
     let maps = MapSlots::new();
-    let ctx = handler_ctx(&ring, &maps);
+    let ctx = HandlerCtx::plain(&ring, &maps);
     Ok(timed_batches(&ring, |sample| {
         // SAFETY: `ctx` and its ring live across the call; the ring never
         // fills (emptied every batch), so the null kicker is never kicked.
@@ -103,7 +84,7 @@ fn rprof_drain() -> Result<(u64, u64)> {
     let buf = EventBuffer::new(64, crate::buffer::charge::Charge::new(EventBuffer::bytes(64).ok_or(EINVAL)? as u64)?)?;
     let mut drain = Drain::new(buf.producer(), 1, 64, false)?;
     let maps = MapSlots::new();
-    let ctx = handler_ctx(&ring, &maps);
+    let ctx = HandlerCtx::plain(&ring, &maps);
     let (mut pid, mut tid) = (0u32, 0u32);
     // SAFETY: Process context (insmod); writes the two ids.
     let ip = unsafe { helpers::rprof_bench_user_ip(&mut pid, &mut tid) };

@@ -10,3 +10,11 @@ pub(crate) mod scratch;
 pub(crate) mod stacks;
 pub(crate) mod tables;
 pub(crate) mod unwind;
+
+/// A ring record's `chain` byte (`crate::sampling::sampler::RingRecord`):
+/// the session takes chains and this sample has one (perhaps empty, or
+/// cut for space: `RPROF_STACK_CUT`).
+pub(crate) const CHAIN_TAKEN: u8 = 1 << 7;
+
+/// A ring record's `chain` byte: the `RPROF_STACK_*` flags of the chain.
+pub(crate) const CHAIN_FLAGS: u8 = 0x7f;

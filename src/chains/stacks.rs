@@ -258,7 +258,7 @@ unsafe impl Send for RawChains {}
 #[inline]
 pub(crate) fn raw_key_flags(chain: u8, user_mode: bool, nk: usize, table: bool) -> u16 {
     // nk <= RPROF_MAX_FRAMES (127): bits 8-14.
-    u16::from(chain & crate::sampling::sampler::CHAIN_FLAGS)
+    u16::from(chain & crate::chains::CHAIN_FLAGS)
         | u16::from(user_mode) << 7
         | (nk as u16) << 8
         | u16::from(table) << 15

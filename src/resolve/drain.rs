@@ -232,6 +232,16 @@ struct TaskKey {
     comm: [u8; 16],
 }
 
+/// A record taken from `cpu`'s ring: its chain's `frames` and the slot
+/// nibbles of their user side (`crate::sampling::maps`).
+#[derive(Clone, Copy)]
+struct Taken<'a> {
+    cpu: usize,
+    rec: &'a RingRecord,
+    frames: &'a [u64],
+    nibbles: &'a [u64],
+}
+
 /// What `resolve` found for a sample.
 struct Where {
     cookie: u64,
@@ -381,7 +391,7 @@ impl Drain {
             // Nothing goes before START.
             Err(BUFFER)
         } else {
-            self.deliver(buf, cpu, rec, frames, nibbles, reserve)
+            self.deliver(buf, &Taken { cpu, rec, frames, nibbles }, reserve)
         };
         match ok {
             Ok(()) => self.cpus[cpu].delivered += 1,
@@ -419,15 +429,8 @@ impl Drain {
     /// Resolves `rec` (and its chain) and writes its records; the loss
     /// cause if it could not.
     #[inline(always)]
-    fn deliver(
-        &mut self,
-        buf: &EventBuffer,
-        cpu: usize,
-        rec: &RingRecord,
-        frames: &[u64],
-        nibbles: &[u64],
-        reserve: u64,
-    ) -> Result<(), usize> {
+    fn deliver(&mut self, buf: &EventBuffer, t: &Taken<'_>, reserve: u64) -> Result<(), usize> {
+        let Taken { cpu, rec, .. } = *t;
         let w = match self.resolve(cpu, rec) {
             // The table is full (not out of memory): forget it all (RESET
             // in the stream) and name the sample's file anew, rather than
@@ -436,7 +439,7 @@ impl Drain {
             r => r?,
         };
         let stack = if rec.chain & CHAIN_TAKEN != 0 && self.chains.is_some() {
-            Some(self.stack(buf, cpu, rec, frames, nibbles, reserve)?)
+            Some(self.stack(buf, t, reserve)?)
         } else {
             None
         };
@@ -683,32 +686,15 @@ impl Drain {
     /// frames) unless the chain is in the table, and returns its id and
     /// its count of unresolved user frames.  `Err(BUFFER)` when a record
     /// does not fit: the sample is then lost, and the chain not entered.
-    fn stack(
-        &mut self,
-        buf: &EventBuffer,
-        cpu: usize,
-        rec: &RingRecord,
-        frames: &[u64],
-        nibbles: &[u64],
-        reserve: u64,
-    ) -> Result<(u64, u64), usize> {
+    fn stack(&mut self, buf: &EventBuffer, t: &Taken<'_>, reserve: u64) -> Result<(u64, u64), usize> {
         let Some(mut ch) = self.chains.take() else { return Err(BUFFER) };
-        let r = self.stack_with(&mut ch, buf, cpu, rec, frames, nibbles, reserve);
+        let r = self.stack_with(&mut ch, buf, t, reserve);
         self.chains = Some(ch);
         r
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn stack_with(
-        &mut self,
-        ch: &mut Chains,
-        buf: &EventBuffer,
-        cpu: usize,
-        rec: &RingRecord,
-        frames: &[u64],
-        nibbles: &[u64],
-        reserve: u64,
-    ) -> Result<(u64, u64), usize> {
+    fn stack_with(&mut self, ch: &mut Chains, buf: &EventBuffer, t: &Taken<'_>, reserve: u64) -> Result<(u64, u64), usize> {
+        let Taken { rec, frames, .. } = *t;
         let nk = (rec.nk as usize).min(frames.len());
         // A raw chain seen before in the same unchanged address space:
         // its id, without resolving a frame (src/chains/stacks.rs).
@@ -725,7 +711,7 @@ impl Drain {
         #[cfg(rprof_bench)]
         drop(intern_timer);
         self.chain_busy = false;
-        let id = self.resolve_chain(ch, buf, cpu, rec, frames, nibbles, nk, reserve)?;
+        let id = self.resolve_chain(ch, buf, t, nk, reserve)?;
         // A chain whose frames found the mmap_lock taken is not the chain
         // of its address space for good: the next sample of it resolves
         // afresh rather than from this table.
@@ -738,18 +724,15 @@ impl Drain {
     /// Resolves `rec`'s chain and returns its id (writing its STACK record
     /// unless the resolved chain is in the table) and its count of
     /// unresolved user frames.
-    #[allow(clippy::too_many_arguments)]
     fn resolve_chain(
         &mut self,
         ch: &mut Chains,
         buf: &EventBuffer,
-        cpu: usize,
-        rec: &RingRecord,
-        frames: &[u64],
-        nibbles: &[u64],
+        t: &Taken<'_>,
         nk: usize,
         reserve: u64,
     ) -> Result<(u64, u64), usize> {
+        let Taken { cpu, rec, frames, nibbles } = *t;
         #[cfg(rprof_bench)]
         let resolve_timer = crate::resolve::stage::Timer::start(crate::resolve::stage::Stage::ChainResolve);
         stacks::clear_copy(&mut ch.resolved);

@@ -47,12 +47,10 @@ pub(crate) struct RingRecord {
     pub(crate) mm: MmRef,
 }
 
-/// `RingRecord::chain`: the session takes chains and this sample has one
-/// (perhaps empty, or cut for space: `RPROF_STACK_CUT`).
-pub(crate) const CHAIN_TAKEN: u8 = 1 << 7;
-
-/// `RingRecord::chain`: the `RPROF_STACK_*` flags of the chain.
-pub(crate) const CHAIN_FLAGS: u8 = 0x7f;
+/// `RingRecord::chain`'s bits, which the chains' code reads too: the
+/// session takes chains and this sample has one, and the chain's
+/// `RPROF_STACK_*` flags.
+pub(crate) use crate::chains::{CHAIN_FLAGS, CHAIN_TAKEN};
 
 // Every `RPROF_STACK_*` flag the walks return fits `CHAIN_FLAGS`, apart
 // from `CHAIN_TAKEN` (and, in `stacks::raw_key_flags`, apart from the mode
@@ -211,6 +209,29 @@ pub(crate) struct HandlerCtx {
     /// This CPU's mappings (`maps`), or null (tests: the drain then
     /// resolves through the address space).
     pub(crate) maps: *const MapSlots,
+}
+
+impl HandlerCtx {
+    /// A context on `ring` and `maps` (null for none) as a session without
+    /// filter, chains or tables makes it, which never kicks: for tests and
+    /// the benchmark, which empty the ring themselves (the null kicker must
+    /// never be kicked).
+    #[cfg(any(rprof_kunit, rprof_bench))]
+    pub(crate) fn plain(ring: &SampleRing, maps: *const MapSlots) -> Self {
+        HandlerCtx {
+            ring,
+            kicker: core::ptr::null_mut(),
+            event: 0,
+            max_kernel: 0,
+            max_user: 0,
+            pid: -1,
+            pid_start: 0,
+            follow: core::ptr::null(),
+            kick_at: u64::MAX,
+            tables: core::ptr::null(),
+            maps,
+        }
+    }
 }
 
 /// The overflow handler's Rust half, called by `rprof_overflow()` in

@@ -1554,19 +1554,7 @@ fn chain_sequence_is_read_before_the_walk(t: &mut Test) {
         kassert!(t, false, "ring allocation failed");
         return;
     };
-    let ctx = HandlerCtx {
-        ring: &ring,
-        kicker: core::ptr::null_mut(),
-        event: 0,
-        max_kernel: 0,
-        max_user: 127,
-        pid: -1,
-        pid_start: 0,
-        follow: core::ptr::null(),
-        kick_at: u64::MAX,
-        tables: core::ptr::null(),
-        maps: core::ptr::null(),
-    };
+    let ctx = HandlerCtx { max_user: 127, ..HandlerCtx::plain(&ring, core::ptr::null()) };
     // SAFETY: Reads current's mm sequence; current has an mm (above).
     let before = unsafe { helpers::rprof_current_mm_seq() };
     let mut mapped = 0;
@@ -1862,24 +1850,6 @@ kunit_suite!(
     ]
 );
 
-/// A handler context on `ring` and `maps` for the tests of the mappings:
-/// chains as deep as the module takes, no filter, never kicking.
-fn maps_ctx<'a>(ring: &'a SampleRing, maps: &'a MapSlots) -> HandlerCtx {
-    HandlerCtx {
-        ring,
-        kicker: core::ptr::null_mut(),
-        event: 0,
-        max_kernel: 0,
-        max_user: 0,
-        pid: -1,
-        pid_start: 0,
-        follow: core::ptr::null_mut(),
-        kick_at: u64::MAX,
-        tables: core::ptr::null(),
-        maps,
-    }
-}
-
 /// The handler pins no address space: a user sample takes an `mm_count`
 /// reference, not `mm_users` (which delayed every sampled exit until the
 /// drain: issue 29, item 3), and names its mapping, file and all, so that
@@ -1899,7 +1869,7 @@ fn handler_pins_no_address_space(t: &mut Test) {
         return;
     };
     let maps = MapSlots::new();
-    let ctx = maps_ctx(&ring, &maps);
+    let ctx = HandlerCtx::plain(&ring, &maps);
     // SAFETY: Reads current's mm, which the test holds (kthread_use_mm).
     let mm = unsafe { helpers::rprof_current_mm() };
     // SAFETY: `mm` is current's, alive for the test.
