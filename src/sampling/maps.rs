@@ -179,8 +179,6 @@ pub(crate) struct Plan<'a> {
     /// The range and slot + 1 of the last address named (0: a mapping
     /// that cannot be named).
     last: Option<(u64, u64, u8)>,
-    /// The range of the last mapping found that cannot be named.
-    unnamed: Option<(u64, u64)>,
     /// An address lies in a mapping that cannot be named, or may (no
     /// room for it): the record holds its address space (`mm_users`)
     /// instead, as rprof did before it named mappings, so that the drain
@@ -215,7 +213,6 @@ impl<'a> Plan<'a> {
             has_nibbles: false,
             valid: [false; NEW_MAX],
             last: None,
-            unnamed: None,
             // Slots in use by the handler this one interrupted, or a write
             // section open: nothing can be named.
             pin_all: wanted && slots.is_none(),
@@ -232,27 +229,23 @@ impl<'a> Plan<'a> {
         };
         // The frames of a chain mostly run through one mapping: the slot
         // of the last address first.
-        if self.last.is_some_and(|(start, end, _)| start <= addr && addr < end) {
-            return self.last.map_or(0, |(_, _, s)| s);
+        if let Some((start, end, s)) = self.last {
+            if start <= addr && addr < end {
+                return s;
+            }
         }
-        self.unnamed = None;
-        let s = self.find_slot(slots, addr);
-        self.last = self.unnamed.map(|(start, end)| (start, end, 0));
-        if s != 0 {
-            let (start, end) = match self.new[..self.ne].iter().find(|n| n.slot as u8 + 1 == s) {
-                Some(n) => (n.map.start, n.map.end),
-                // SAFETY: We hold `busy` (`Plan` invariant).
-                None => unsafe { (*slots.state.get()).slots.get(s as usize - 1).map_or((0, 0), |x| (x.map.start, x.map.end)) },
-            };
-            self.last = Some((start, end, s));
-        }
+        let (s, range) = self.find_slot(slots, addr);
+        self.last = range.map(|(start, end)| (start, end, s));
         s
     }
 
-    /// [`Plan::slot_of`] without the last address's shortcut.
-    fn find_slot(&mut self, slots: &MapSlots, addr: u64) -> u8 {
+    /// [`Plan::slot_of`] without the last address's shortcut: the slot + 1
+    /// that names `addr` (0: none), and the range of the mapping it found,
+    /// which names every other address in it alike.
+    fn find_slot(&mut self, slots: &MapSlots, addr: u64) -> (u8, Option<(u64, u64)>) {
+        let named = |j: usize, m: &NmiMap| (j as u8 + 1, Some((m.start, m.end)));
         if let Some(n) = self.new[..self.ne].iter().find(|n| n.map.start <= addr && addr < n.map.end) {
-            return n.slot as u8 + 1;
+            return named(n.slot, &n.map);
         }
         // SAFETY: We hold `busy` (`Plan` invariant), so no one else
         // touches the state until `Drop`.
@@ -264,7 +257,7 @@ impl<'a> Plan<'a> {
         let within = |j: usize, s: &Slot| replaced & (1 << j) == 0 && s.mm == mm && s.map.start <= addr && addr < s.map.end;
         if let Some(j) = (0..SLOTS).find(|&j| within(j, &st.slots[j]) && st.slots[j].seq == self.seq) {
             self.used |= 1 << j;
-            return j as u8 + 1;
+            return named(j, &st.slots[j].map);
         }
         // Looked up only if a slot may name it after all (one from before
         // the sequence changed) or a new one may.
@@ -272,39 +265,39 @@ impl<'a> Plan<'a> {
         let free = (0..SLOTS).any(|j| self.used & (1 << j) == 0);
         if !stale && (self.ne == NEW_MAX || !free) {
             self.pin = true;
-            return 0;
+            return (0, None);
         }
         let mut map = NmiMap::default();
         // SAFETY: NMI-safe; `mm` is current's (the caller's).
         if !unsafe { helpers::rprof_nmi_map(self.mm, self.seq, addr, &mut map) } {
-            return 0;
+            return (0, None);
         }
         if map.flags & helpers::NMI_MAP_BACKING != 0 {
-            // 6.12's backing files: no reference from here (`maps.c`).
+            // 6.12's backing files: no reference from here (`maps.c`);
+            // the rest of this mapping is not looked up again.
             self.pin = true;
-            self.unnamed = Some((map.start, map.end));
-            return 0;
+            return (0, Some((map.start, map.end)));
         }
         // A slot from before the sequence changed: the same mapping (most
         // address-space changes are elsewhere) is good under the new one.
         if let Some(j) = (0..SLOTS).find(|&j| within(j, &st.slots[j]) && st.slots[j].map == map) {
             st.slots[j].seq = self.seq;
             self.used |= 1 << j;
-            return j as u8 + 1;
+            return named(j, &map);
         }
         if self.ne == NEW_MAX {
             self.pin = true;
-            return 0;
+            return (0, None);
         }
         let Some(j) = (0..SLOTS).map(|k| (st.next + k) % SLOTS).find(|&j| self.used & (1 << j) == 0) else {
             self.pin = true;
-            return 0;
+            return (0, None);
         };
         st.next = (j + 1) % SLOTS;
         self.used |= 1 << j;
         self.new[self.ne] = New { slot: j, map };
         self.ne += 1;
-        j as u8 + 1
+        named(j, &map)
     }
 
     /// Names the sampled ip.

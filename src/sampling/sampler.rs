@@ -267,10 +267,14 @@ pub(crate) unsafe extern "C" fn rprof_on_sample(ctx: *mut c_void, sample: *const
     let pushed = if (ctx.max_kernel | ctx.max_user) == 0 || regs.is_null() {
         // Without chains: one slot, and the sampled ip's new mapping if
         // it has one.
-        let mut plan = plan(ctx, None);
-        if sample.flags & helpers::RAW_USER != 0 {
-            plan.leaf(sample.ip);
-        }
+        let mut plan = if sample.flags & helpers::RAW_USER != 0 {
+            let mut p = plan(ctx, None);
+            p.leaf(sample.ip);
+            p
+        } else {
+            // A kernel ip: nothing to name, the slots are not taken.
+            Plan::new(None, core::ptr::null_mut(), 0)
+        };
         let pin = plan.pin();
         push_frames(ring, &[], 0, None, &mut plan, |_, _, _, map| record(ctx, &sample, 0, 0, 0, map, pin))
     } else {
@@ -425,11 +429,17 @@ pub(crate) unsafe fn push_chain_with(
     // SAFETY: `walk` wrote `total` words at `ips`, ours until we return
     // (the caller's contract).
     let words = unsafe { core::slice::from_raw_parts(ips, total) };
-    let mut plan = plan(ctx, Some(seq));
-    if sample.flags & helpers::RAW_USER != 0 {
+    let user = sample.flags & helpers::RAW_USER != 0;
+    // Nothing to name without a user address: the slots are not taken.
+    let mut plan = if user || words.len() > nk as usize {
+        plan(ctx, Some(seq))
+    } else {
+        Plan::new(None, core::ptr::null_mut(), 0)
+    };
+    if user {
         plan.leaf(sample.ip);
     }
-    name_user_frames(&mut plan, words, nk, sample.flags & helpers::RAW_USER == 0);
+    name_user_frames(&mut plan, words, nk, !user);
     let pin = plan.pin();
     push_frames(ring, words, nk, Some(flags), &mut plan, |nk, nu, chain, map| {
         record_at(ctx, sample, nk, nu, chain, map, pin, Some(seq))

@@ -1913,22 +1913,31 @@ fn handler_pins_no_address_space(t: &mut Test) {
     kassert_eq!(t, unsafe { helpers::rprof_test_mm_count(mm) }, count);
 }
 
+const MAP_PAGE: u64 = 4096;
+
+/// `n` one-page mappings of the running case's, a page apart (every other
+/// page of one mapping unmapped, so that none merges with the next): the
+/// first's address (mapping `k` at `2 * k` pages from it), or `None` if a
+/// mapping or unmapping failed.
+fn mappings_a_page_apart(t: &mut Test, n: u64) -> Option<u64> {
+    // SAFETY: `t.raw()` is the running case; the first mapping gives this
+    // kthread an address space of its own (KUnit's kthread_use_mm).
+    let base = unsafe { helpers::rprof_test_user_map(t.raw(), 2 * n * MAP_PAGE, 0) };
+    // SAFETY: The test's own mapping.
+    let split = |k: u64| unsafe { helpers::rprof_test_user_unmap(base + (2 * k + 1) * MAP_PAGE, MAP_PAGE) } == 0;
+    (base != 0 && (0..n).all(split)).then_some(base)
+}
+
 /// A record names each mapping once: the sampled ip and the frames in one
 /// mapping share a slot, at most `NEW_MAX` new mappings a record, later
 /// records name the slots without new entries, and a new mapping never
 /// takes a slot the same record names.
 fn slots_name_each_mapping_once(t: &mut Test) {
-    const PAGE: u64 = 4096;
-    let raw = t.raw();
-    // SAFETY: `raw` is the running case (as above).
-    let base = unsafe { helpers::rprof_test_user_map(raw, 12 * PAGE, 0) };
-    kassert!(t, base != 0, "kunit_vm_mmap failed");
-    // Six mappings, a page apart: every other page unmapped.
-    for k in 0..6 {
-        // SAFETY: The test's own mapping.
-        kassert_eq!(t, unsafe { helpers::rprof_test_user_unmap(base + (2 * k + 1) * PAGE, PAGE) }, 0);
-    }
-    let at = |k: u64| base + 2 * k * PAGE + 64;
+    let Some(base) = mappings_a_page_apart(t, 6) else {
+        kassert!(t, false, "6 mappings a page apart: kunit_vm_mmap or munmap failed");
+        return;
+    };
+    let at = |k: u64| base + 2 * k * MAP_PAGE + 64;
     let maps = MapSlots::new();
     // SAFETY: Reads current's mm and its sequence.
     let (mm, seq) = unsafe { (helpers::rprof_current_mm(), helpers::rprof_current_mm_seq()) };
@@ -1975,17 +1984,11 @@ fn slots_name_each_mapping_once(t: &mut Test) {
 /// first, so that name would reach the new mapping (review finding).
 fn a_replaced_slot_keeps_no_old_name(t: &mut Test) {
     use crate::sampling::maps::{self as m, ENTRY_SLOT, ENTRY_WORDS, NEW_MAX, TAIL_WORDS};
-    const PAGE: u64 = 4096;
-    let raw = t.raw();
-    // SAFETY: `raw` is the running case (as above).
-    let base = unsafe { helpers::rprof_test_user_map(raw, 18 * PAGE, 0) };
-    kassert!(t, base != 0, "kunit_vm_mmap failed");
-    // Nine mappings, a page apart.
-    for k in 0..9 {
-        // SAFETY: The test's own mapping.
-        kassert_eq!(t, unsafe { helpers::rprof_test_user_unmap(base + (2 * k + 1) * PAGE, PAGE) }, 0);
-    }
-    let at = |k: u64| base + 2 * k * PAGE + 64;
+    let Some(base) = mappings_a_page_apart(t, 9) else {
+        kassert!(t, false, "9 mappings a page apart: kunit_vm_mmap or munmap failed");
+        return;
+    };
+    let at = |k: u64| base + 2 * k * MAP_PAGE + 64;
     let maps = MapSlots::new();
     // SAFETY: Reads current's mm and its sequence.
     let (mm, seq) = unsafe { (helpers::rprof_current_mm(), helpers::rprof_current_mm_seq()) };
