@@ -281,6 +281,7 @@ struct rprof_nmi_vma {
 };
 bool rprof_nmi_exec_vma(__u64 ip, struct rprof_nmi_vma *out);
 bool rprof_user_read_nmi(__u64 addr, __u64 *val);
+bool rprof_user_read_loaded(__u64 addr, __u64 *val);
 void *rprof_fd_file_get(int fd, unsigned long *key, int *err);
 void rprof_file_put(void *file);
 void *rprof_kvmalloc_account(size_t bytes);

@@ -80,6 +80,32 @@ bool rprof_user_read_nmi(__u64 addr, __u64 *val)
 }
 
 /*
+ * NMI context.  The 8 bytes of current's user memory at addr, without
+ * faulting, for a walk that already read current's memory with
+ * rprof_user_read_nmi() in this same handler: that read proved the
+ * address space loaded on this CPU is current's, which cannot change
+ * before the handler returns, so this one skips the check (and the call
+ * into copy_from_user_nmi()): one bounds check, the Spectre barrier and
+ * the load, with the user access open for that load alone.
+ */
+bool rprof_user_read_loaded(__u64 addr, __u64 *val)
+{
+	const u64 __user *p = (const u64 __user *)addr;
+	bool ok = false;
+
+	pagefault_disable();
+	/* user_access_begin(): access_ok(), then STAC and barrier_nospec(). */
+	if (user_access_begin(p, sizeof(*p))) {
+		unsafe_get_user(*val, p, fault);
+		ok = true;
+fault:
+		user_access_end();
+	}
+	pagefault_enable();
+	return ok;
+}
+
+/*
  * Process context.  The regular file behind fd, with a reference, and in
  * *key the inode its mappings' files have: the real inode under overlayfs
  * (a mapping of an overlay file maps the file beneath, whose inode

@@ -29,7 +29,10 @@ const ROWS_MAX: u32 = 1 << 24;
 /// # Invariants
 ///
 /// `rows` points to `nrows` validated rows (`unwind::validate`) in memory
-/// from `rprof_kvmalloc_account`, owned by this value; `file` is a file
+/// from `rprof_kvmalloc_account`, owned by this value, and right after
+/// them (in the same allocation) `index`, their index
+/// (`unwind::build_index`, `nindex` entries by blocks of `1 << shift`
+/// bytes); `file` is a file
 /// this value holds a reference on, and `key` the inode its mappings have
 /// (`rprof_fd_file_get`), alive while the file is.
 pub(crate) struct Table {
@@ -38,6 +41,9 @@ pub(crate) struct Table {
     rows: *mut rprof_unwind_row,
     nrows: u32,
     end: u32,
+    index: *mut u32,
+    nindex: u32,
+    shift: u32,
     charge: Charge,
 }
 
@@ -61,8 +67,9 @@ impl Drop for Table {
 
 impl Table {
     /// The table at user address `table` (`bytes` long: a header and its
-    /// rows) for the regular file behind `fd`, copied and checked, charged
-    /// to the caller's locked memory.  No lock is held.
+    /// rows) for the regular file behind `fd`, copied, checked and indexed,
+    /// charged (rows and index) to the caller's locked memory.  No lock is
+    /// held.
     pub(crate) fn from_user(fd: i32, table: usize, bytes: u64) -> Result<Self> {
         let head_size = size_of::<rprof_unwind_table_header>();
         let bytes = usize::try_from(bytes).map_err(|_| EINVAL)?;
@@ -89,7 +96,11 @@ impl Table {
         if file.is_null() {
             return Err(Error::from_errno(err));
         }
-        let charge = match Charge::new(rows_bytes as u64) {
+        let shift = unwind::index_shift(nrows, header.end);
+        let nindex = unwind::index_len(nrows, header.end);
+        // At most 2^24 + 1 entries (no more blocks than rows): no overflow.
+        let all_bytes = rows_bytes + nindex * size_of::<u32>();
+        let charge = match Charge::new(all_bytes as u64) {
             Ok(c) => c,
             Err(e) => {
                 // SAFETY: The reference just taken.
@@ -98,21 +109,28 @@ impl Table {
             }
         };
         // SAFETY: Process context.
-        let rows = unsafe { helpers::rprof_kvmalloc_account(rows_bytes) }.cast::<rprof_unwind_row>();
+        let rows = unsafe { helpers::rprof_kvmalloc_account(all_bytes) }.cast::<rprof_unwind_row>();
         if rows.is_null() {
             // SAFETY: The reference just taken.
             unsafe { helpers::rprof_file_put(file) };
             return Err(ENOMEM);
         }
-        // INVARIANT: the rows are checked below before the table leaves
-        // this function; `Drop` frees rows and file on the way out if not.
-        let t = Table { file, key, rows, nrows, end: header.end, charge };
+        // SAFETY: Rows are 12 bytes, 4-aligned: the index after them is
+        // aligned for u32, and inside the allocation.
+        let index = unsafe { rows.add(nrows as usize) }.cast::<u32>();
+        // INVARIANT: the rows are checked and the index built below before
+        // the table leaves this function; `Drop` frees rows and file on the
+        // way out if not.
+        let t = Table { file, key, rows, nrows, end: header.end, index, nindex: nindex as u32, shift, charge };
         // SAFETY: `rows` holds `rows_bytes` bytes, ours alone.
         let dst = unsafe { core::slice::from_raw_parts_mut(rows.cast::<u8>(), rows_bytes) };
         reader.read_slice(dst)?;
         // SAFETY: The rows just copied, of plain integers.
         let view = unsafe { core::slice::from_raw_parts(rows, nrows as usize) };
         unwind::validate(view, header.end).map_err(|_| EINVAL)?;
+        // SAFETY: `nindex` u32s after the rows, ours alone (above).
+        let index = unsafe { core::slice::from_raw_parts_mut(index, nindex) };
+        unwind::build_index(view, shift, index);
         Ok(t)
     }
 
@@ -123,14 +141,17 @@ impl Table {
     }
 }
 
-/// An entry of a snapshot: a table's key and rows.
+/// An entry of a snapshot: a table's key, rows and index.
 #[repr(C)]
 #[derive(Clone, Copy)]
 struct Entry {
     key: usize,
     rows: *const rprof_unwind_row,
+    index: *const u32,
     nrows: u32,
     end: u32,
+    nindex: u32,
+    shift: u32,
 }
 
 /// What the handler sees: `n` entries sorted by key, in one allocation
@@ -254,7 +275,15 @@ impl Store {
             core::slice::from_raw_parts_mut(core::ptr::addr_of_mut!((*snap).entries).cast::<Entry>(), n)
         };
         for (e, t) in entries.iter_mut().zip(Iterator::chain(self.tables.iter(), core::iter::once(new))) {
-            *e = Entry { key: t.key, rows: t.rows, nrows: t.nrows, end: t.end };
+            *e = Entry {
+                key: t.key,
+                rows: t.rows,
+                index: t.index,
+                nrows: t.nrows,
+                end: t.end,
+                nindex: t.nindex,
+                shift: t.shift,
+            };
         }
         entries.sort_unstable_by_key(|e| e.key);
         Ok(snap)
@@ -281,13 +310,33 @@ impl Store {
 }
 
 /// The user memory of the sampled task, read in NMI context.
-struct NmiMem;
+///
+/// # Invariants
+///
+/// `loaded`: a read through `rprof_user_read_nmi` succeeded in this
+/// handler, so the address space loaded on this CPU is current's (and
+/// stays so until the handler returns: the handler switches none).  A
+/// value lives only inside one walk of one handler.
+struct NmiMem {
+    loaded: bool,
+}
 
 impl UserMem for NmiMem {
     fn read(&mut self, addr: u64) -> Option<u64> {
         let mut v = 0;
-        // SAFETY: NMI-safe, non-faulting (copy_from_user_nmi).
-        unsafe { helpers::rprof_user_read_nmi(addr, &mut v) }.then_some(v)
+        let ok = if self.loaded {
+            // SAFETY: NMI-safe and non-faulting; current's address space
+            // is the loaded one (type invariant), the precondition.
+            unsafe { helpers::rprof_user_read_loaded(addr, &mut v) }
+        } else {
+            // SAFETY: NMI-safe, non-faulting (copy_from_user_nmi), and it
+            // checks the loaded address space itself.
+            let ok = unsafe { helpers::rprof_user_read_nmi(addr, &mut v) };
+            // INVARIANT: a read that succeeded proves it.
+            self.loaded = ok;
+            ok
+        };
+        ok.then_some(v)
     }
 }
 
@@ -327,14 +376,19 @@ pub(crate) fn walk_user(published: &Published, regs: Regs, ips: &mut [u64]) -> (
             last = Some((v, e));
         }
         let Some((v, Some(e))) = &last else { return Rule::None };
-        // SAFETY: The entry's rows live while the snapshot does (above),
-        // and were validated at upload.
-        let rows = unsafe { core::slice::from_raw_parts(e.rows, e.nrows as usize) };
+        // SAFETY: The entry's rows and index live while the snapshot does
+        // (above); validated and built at upload.
+        let (rows, index) = unsafe {
+            (
+                core::slice::from_raw_parts(e.rows, e.nrows as usize),
+                core::slice::from_raw_parts(e.index, e.nindex as usize),
+            )
+        };
         let off = ip.wrapping_sub(v.start).wrapping_add(v.pgoff_bytes);
-        unwind::row_for(rows, e.end, off).map_or(Rule::None, Rule::Row)
+        unwind::row_indexed(rows, index, e.shift, e.end, off).map_or(Rule::None, Rule::Row)
     };
     let mut stats = WalkStats::default();
-    let (n, end) = unwind::walk(regs, &mut lookup, &mut NmiMem, ips, &mut stats);
+    let (n, end) = unwind::walk(regs, &mut lookup, &mut NmiMem { loaded: false }, ips, &mut stats);
     // SAFETY: Paired with the lock above.
     unsafe { helpers::rprof_rcu_read_unlock() };
     let flags = match end {

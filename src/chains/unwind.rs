@@ -125,7 +125,8 @@ fn validate_row(row: &rprof_unwind_row) -> Result<(), Invalid> {
 }
 
 /// The row of a validated table (`validate`) that covers file offset
-/// `off`, if any.
+/// `off`, if any: the plain search, which KUnit holds [`row_indexed`] to.
+#[cfg(rprof_kunit)]
 pub(crate) fn row_for(rows: &[rprof_unwind_row], end: u32, off: u64) -> Option<rprof_unwind_row> {
     if off >= u64::from(end) {
         return None;
@@ -134,6 +135,61 @@ pub(crate) fn row_for(rows: &[rprof_unwind_row], end: u32, off: u64) -> Option<r
     // covers it.
     let n = rows.partition_point(|r| u64::from(r.start) <= off);
     n.checked_sub(1).map(|i| rows[i])
+}
+
+/// The finest block an index divides a file into (a shift): 256 bytes,
+/// a few rows of compiled code.
+const INDEX_SHIFT_MIN: u32 = 8;
+
+/// The block size, as a shift, of the index of a table of `nrows` rows
+/// that covers `end` bytes of its file: the finest from 256 bytes up that
+/// gives no more blocks than rows, so that the index (4 bytes a block)
+/// costs at most a third of the rows (12 bytes each).
+pub(crate) fn index_shift(nrows: u32, end: u32) -> u32 {
+    let mut shift = INDEX_SHIFT_MIN;
+    // Ends by 32 at the latest: `end >> 32` is 0, below any `nrows` >= 1.
+    while shift < 32 && (u64::from(end) >> shift) >= u64::from(nrows) {
+        shift += 1;
+    }
+    shift
+}
+
+/// How many entries the index of such a table has: one a block of
+/// `[0, end)`, and one past the last.
+pub(crate) fn index_len(nrows: u32, end: u32) -> usize {
+    (u64::from(end) >> index_shift(nrows, end)) as usize + 2
+}
+
+/// Fills `index` (`index_len` entries) for the sorted `rows`: entry `b`
+/// is the number of rows that start before block `b` (`b << shift`), so
+/// that the rows starting in block `b` are `rows[index[b]..index[b + 1]]`.
+pub(crate) fn build_index(rows: &[rprof_unwind_row], shift: u32, index: &mut [u32]) {
+    let mut r = 0;
+    for (b, slot) in index.iter_mut().enumerate() {
+        let base = (b as u64) << shift;
+        while r < rows.len() && u64::from(rows[r].start) < base {
+            r += 1;
+        }
+        // At most 2^24 rows (the upload's limit): fits.
+        *slot = r as u32;
+    }
+}
+
+/// [`row_for`] through the table's index (`build_index`): a search among
+/// the few rows that start in `off`'s block, not all of them.  NMI
+/// context; `None` also for an index that does not fit `rows` (never, for
+/// one `build_index` made: no panic either way).
+pub(crate) fn row_indexed(rows: &[rprof_unwind_row], index: &[u32], shift: u32, end: u32, off: u64) -> Option<rprof_unwind_row> {
+    if off >= u64::from(end) {
+        return None;
+    }
+    let b = (off >> shift) as usize;
+    let lo = *index.get(b)? as usize;
+    let hi = *index.get(b + 1)? as usize;
+    // Every row before `lo` starts before `off`'s block, and every row
+    // from `hi` on after it.
+    let n = lo + rows.get(lo..hi)?.partition_point(|r| u64::from(r.start) <= off);
+    n.checked_sub(1).and_then(|i| rows.get(i)).copied()
 }
 
 /// One step by a table row: the caller's registers.  `bp_known` says

@@ -319,6 +319,9 @@ extern "C" {
     pub(crate) fn rprof_nmi_exec_vma(ip: u64, out: *mut NmiVma) -> bool;
     /// NMI context: 8 bytes of current's user memory, never faulting.
     pub(crate) fn rprof_user_read_nmi(addr: u64, val: *mut u64) -> bool;
+    /// NMI context: as `rprof_user_read_nmi`, once a read by it succeeded
+    /// in the same handler (which proved current's address space loaded).
+    pub(crate) fn rprof_user_read_loaded(addr: u64, val: *mut u64) -> bool;
     pub(crate) fn rprof_fd_file_get(fd: c_int, key: *mut usize, err: *mut c_int) -> *mut c_void;
     pub(crate) fn rprof_file_put(file: *mut c_void);
     pub(crate) fn rprof_kvmalloc_account(bytes: usize) -> *mut c_void;

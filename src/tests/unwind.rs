@@ -7,6 +7,7 @@
 use crate::chains::unwind::{self, End, Invalid, Regs, Rule, UserMem, WalkStats};
 use crate::kapi::kunit::{kassert, kassert_eq, kunit_suite, Test};
 use crate::uapi::*;
+use kernel::prelude::*;
 
 /// A user stack of `N` words from `base`: reads outside it, or misaligned,
 /// fault.
@@ -209,6 +210,61 @@ fn unwind_row_lookup(t: &mut Test) {
     kassert_eq!(t, at(u64::MAX), None);
 }
 
+/// The index finds, for every offset, the row the plain search finds: on
+/// dense tables (many rows a block), sparse ones (blocks without rows),
+/// one row, rows from offset 0 and ends near 4 GiB; and it costs no more
+/// entries than rows, plus one.
+fn unwind_index_finds_what_the_search_finds(t: &mut Test) {
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    // (rows, largest gap between starts, first start)
+    for (n, gap, first) in [(1u32, 1u32, 0u32), (1, 1, 0x5000), (7, 3, 0), (300, 16, 0x100), (300, 4000, 0), (2000, 40, 0x40_0000), (64, 60_000_000, 1)] {
+        let mut rows = KVec::new();
+        let mut start = first;
+        for _ in 0..n {
+            if rows.push(row(start, RSP, 8, SAME, 0), GFP_KERNEL).is_err() {
+                kassert!(t, false, "no memory for {} rows", n);
+                return;
+            }
+            start += 1 + (next() % u64::from(gap)) as u32;
+        }
+        let end = start;
+        let shift = unwind::index_shift(n, end);
+        let len = unwind::index_len(n, end);
+        kassert!(t, len <= n as usize + 1, "{} entries for {} rows to {:#x}", len, n, end);
+        let mut index = KVec::new();
+        for _ in 0..len {
+            if index.push(0u32, GFP_KERNEL).is_err() {
+                kassert!(t, false, "no memory for the index");
+                return;
+            }
+        }
+        unwind::build_index(&rows, shift, &mut index);
+        let mut offs = KVec::new();
+        for r in rows.iter() {
+            for off in [u64::from(r.start).wrapping_sub(1), u64::from(r.start), u64::from(r.start) + 1] {
+                let _ = offs.push(off, GFP_KERNEL);
+            }
+        }
+        for _ in 0..2000 {
+            let _ = offs.push(next() % (u64::from(end) + 2), GFP_KERNEL);
+        }
+        for off in [0, u64::from(end) - 1, u64::from(end), u64::from(end) + 1, u64::MAX] {
+            let _ = offs.push(off, GFP_KERNEL);
+        }
+        let wrong = offs
+            .iter()
+            .filter(|&&off| unwind::row_indexed(&rows, &index, shift, end, off).map(|r| r.start) != unwind::row_for(&rows, end, off).map(|r| r.start))
+            .count();
+        kassert!(t, wrong == 0, "{} of {} offsets differ ({} rows to {:#x}, shift {})", wrong, offs.len(), n, end, shift);
+    }
+}
+
 /// What an upload is refused for: each check, alone.
 fn unwind_validate_rejects(t: &mut Test) {
     kassert_eq!(t, unwind::validate(&TABLE, END), Ok(()));
@@ -247,6 +303,7 @@ kunit_suite!(
         unwind_never_loops,
         unwind_faults_truncation_and_lost_rbp,
         unwind_row_lookup,
+        unwind_index_finds_what_the_search_finds,
         unwind_validate_rejects,
     ]
 );

@@ -488,6 +488,7 @@ static int row_ok(const struct rprof_unwind_row *w)
 struct verdict {
 	uint64_t hard;   /* errors that apply (BIT(e)); 0: the table is good */
 	uint64_t rows;   /* bytes of rows the header announces */
+	uint64_t index;  /* bytes of the index the module builds for them */
 	int over_max;    /* more rows than the module's largest table */
 };
 
@@ -496,11 +497,24 @@ struct verdict {
  * `readable` can be read, holding b: EINVAL for a table that breaks a
  * rule (judging what can be read), EFAULT if some of it cannot be read.
  */
-/* What the module charges (and counts against unwind_kb) for rows of
- * `bytes`: whole pages. */
+/* What the module charges (and counts against unwind_kb) for rows and
+ * their index of `bytes`: whole pages. */
 static uint64_t charged(uint64_t bytes)
 {
 	return (bytes + page_size - 1) / page_size * page_size;
+}
+
+/* The bytes of the index the module builds for `nrows` rows that end at
+ * `end` (index_shift and index_len in src/chains/unwind.rs): 4 a block,
+ * blocks from 256 bytes up, no more blocks than rows, one entry past the
+ * last block. */
+static uint64_t index_bytes(uint32_t nrows, uint32_t end)
+{
+	unsigned shift = 8;
+
+	while (shift < 32 && ((uint64_t)end >> shift) >= nrows)
+		shift++;
+	return (((uint64_t)end >> shift) + 2) * 4;
 }
 
 static struct verdict classify(const char *b, uint64_t bytes, uint64_t readable)
@@ -524,6 +538,8 @@ static struct verdict classify(const char *b, uint64_t bytes, uint64_t readable)
 	if (n * ROW > v.rows)
 		v.rows = n * ROW;
 	v.over_max = n > ROWS_MAX;
+	if (n && !v.over_max)
+		v.index = index_bytes(n, h->end);
 	if (h->magic != RPROF_UNWIND_MAGIC || h->version != RPROF_UNWIND_VERSION || n == 0 ||
 	    HDR + n * ROW != bytes || v.over_max) {
 		v.hard |= BIT(EINVAL);
@@ -729,10 +745,10 @@ static void judge_call(const struct verdict *v, enum fdkind kind, const struct r
 			hard |= BIT(EEXIST);
 		else if (kind == FD_UNSURE)
 			soft |= BIT(EEXIST);
-		/* The module counts what a table is charged (its rows in
-		 * whole pages) and refuses before the copy a table whose
+		/* The module counts what a table is charged (its rows and
+		 * index in whole pages) and refuses before the copy a table whose
 		 * size alone would pass the limit. */
-		uint64_t cost = charged(v->rows);
+		uint64_t cost = charged(v->rows + v->index);
 
 		if (M.bytes + (cost > bytes ? cost : bytes) > limit_bytes) {
 			/* Past unwind_kb: certain for a table otherwise
@@ -827,7 +843,7 @@ int run_add_unwind(const uint64_t *a)
 		} else {
 			M.known = 0;
 		}
-		M.bytes += charged(v.rows);
+		M.bytes += charged(v.rows + v.index);
 	}
 	if (res == RES_OK && !known)
 		M.known = 0;
