@@ -234,5 +234,17 @@ check "python3: perf's dwarf mode (the oracle) took the eval loop's chains down 
 check "python3: rprof's chain from the root to the eval loop is perf's" \
 	test -n "$RP" -a "$RP" = "$PP"
 
+# The daemon takes tables too: `rprof daemon --call-graph dwarf -p PID`
+# on the program without frame pointers uploads its tables (it lists the
+# process's mappings when it starts) and writes profiles whose chains
+# reach main on both paths.  Its largest profile goes out to the host,
+# where go tool pprof -traces must show hot>b>a>main and hot>x>main
+# (tests/harness/guest_pprof.py).
+daemon_on_process dd "/tests/bin/nofp split 4" --call-graph dwarf --interval 1 --keep 1000
+check "daemon --call-graph dwarf: exit 0, the tables uploaded" \
+	sh -c "[ $rc -eq 0 ] && grep -Eq '^rprof daemon: unwind tables: uploaded [1-9]' /tmp/dd.out"
+best=$(sed -n 's|^rprof daemon: wrote \(/tmp/dd/[^:]*\): \([0-9]*\) samples.*|\2 \1|p' /tmp/dd.out | sort -n | tail -n 1)
+send_file rprofd-dwarf.pb.gz "${best#* }" "samples=${best%% *}" "chains=hot>b>a>main,hot>x>main"
+
 check "the module unloads cleanly after all that" rmmod rprof
 done_testing

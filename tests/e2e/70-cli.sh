@@ -234,20 +234,6 @@ check "a session a dead owner's child keeps mapped: record waits for its end, th
 	sh -c 'grep -q "rprof: recorded" /tmp/orphan.err'
 diag "$(cat /tmp/orphan.out /tmp/orphan.err)"
 
-# wait_for SECONDS N PATTERN FILE: until FILE has N lines matching
-# PATTERN, at most SECONDS.
-wait_for() {
-	i=0
-	while [ $i -lt $(($1 * 10)) ]; do
-		# The file may not exist yet: the background command opens it
-		# after the fork (a missing file stopped this loop at once).
-		n=$(grep -c "$3" "$4" 2>/dev/null)
-		[ "${n:-0}" -lt "$2" ] || break
-		sleep 0.1
-		i=$((i + 1))
-	done
-}
-
 # SIGTERM: a final flush, at least one profile; the temporary file of
 # a daemon killed while writing is removed at start.
 mkdir -p /tmp/d2
@@ -442,21 +428,7 @@ load
 # exited 1 there without writing the session that had just ended: the
 # process's last seconds were in no profile.  The process waits for the
 # daemon to be up, then burns 4 s; --renew 2 puts a renewal in the middle.
-mkdir -p /tmp/d8
-rm -f /tmp/d8.go
-sh -c 'while [ ! -e /tmp/d8.go ]; do sleep 0.1; done; exec /tests/bin/short 4000' &
-p=$!
-rprof daemon -p $p --dir /tmp/d8 --interval 0.5 --keep 1000 --renew 2 >/tmp/d8.out 2>&1 &
-d=$!
-wait_for 30 1 '^rprof daemon: profiling into' /tmp/d8.out
-touch /tmp/d8.go
-wait $p
-ended=$(date +%s)
-wait_for 30 1 '^rprof daemon: stopped' /tmp/d8.out
-kill -TERM $d 2>/dev/null
-wait $d
-rc=$?
-diag "$(cat /tmp/d8.out)"
+daemon_on_process d8 "/tests/bin/short 4000" --interval 0.5 --keep 1000 --renew 2
 check "daemon -p: stops by itself once its process has ended, exit 0" \
 	sh -c "[ $rc -eq 0 ] && grep -q '^rprof daemon: process $p has ended; stopping' /tmp/d8.out"
 # The newest profile's name carries its interval's start (whole

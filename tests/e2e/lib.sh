@@ -75,6 +75,45 @@ send_file() {
 	echo "# RPROF-FILE-END $sf_name"
 }
 
+# wait_for SECONDS N PATTERN FILE: until FILE has N lines matching
+# PATTERN, at most SECONDS.
+wait_for() {
+	i=0
+	while [ $i -lt $(($1 * 10)) ]; do
+		# The file may not exist yet: the background command opens it
+		# after the fork (a missing file stopped this loop at once).
+		n=$(grep -c "$3" "$4" 2>/dev/null)
+		[ "${n:-0}" -lt "$2" ] || break
+		sleep 0.1
+		i=$((i + 1))
+	done
+}
+
+# daemon_on_process NAME CMD [DAEMON ARGS...]: `rprof daemon -p` on a
+# shell that execs CMD once the daemon is up (its profiles in /tmp/NAME,
+# its lines in /tmp/NAME.out); waits for CMD to end and for the daemon to
+# stop by itself (SIGTERM after 30 s).  Sets p (the process), ended (when
+# it ended, in seconds) and rc (the daemon's exit status).
+daemon_on_process() {
+	dp_name=$1 dp_cmd=$2
+	shift 2
+	mkdir -p /tmp/$dp_name
+	rm -f /tmp/$dp_name.go
+	sh -c "while [ ! -e /tmp/$dp_name.go ]; do sleep 0.1; done; exec $dp_cmd" >/dev/null &
+	p=$!
+	rprof daemon -p $p --dir /tmp/$dp_name "$@" >/tmp/$dp_name.out 2>&1 &
+	dp_d=$!
+	wait_for 30 1 '^rprof daemon: profiling into' /tmp/$dp_name.out
+	touch /tmp/$dp_name.go
+	wait $p
+	ended=$(date +%s)
+	wait_for 30 1 '^rprof daemon: stopped' /tmp/$dp_name.out
+	kill -TERM $dp_d 2>/dev/null
+	wait $dp_d
+	rc=$?
+	diag "$(cat /tmp/$dp_name.out)"
+}
+
 module_loaded() {
 	grep -q '^rprof ' /proc/modules
 }

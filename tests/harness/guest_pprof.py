@@ -8,7 +8,8 @@ written by the daemon (rprofd) out on the test channel, base64-encoded
 between `# RPROF-FILE-BEGIN NAME samples=N` and `# RPROF-FILE-END NAME`
 lines (lib.sh's send_file), N being the samples rprof says the file
 holds; tests/e2e/47-chains.sh sends the export of a recording with call
-chains, whose BEGIN line also says `chains=hot>b>a>main,hot>x>main`:
+chains (and tests/e2e/48-unwind.sh a daemon profile of chains walked by
+unwind tables), whose BEGIN line also says `chains=hot>b>a>main,hot>x>main`:
 each such chain (leaf first) must be frames of one trace of
 `go tool pprof -traces`, in that order.  This script writes each file to OUTDIR, runs `go tool pprof -raw`
 on it (the reference reader; the guest has no Go) and checks that it
@@ -24,7 +25,7 @@ import subprocess
 import sys
 
 # The files 70-cli.sh sends.
-EXPECTED = ("export.pb.gz", "rprofd.pb.gz", "chains.pb.gz")
+EXPECTED = ("export.pb.gz", "rprofd.pb.gz", "chains.pb.gz", "rprofd-dwarf.pb.gz")
 
 BEGIN = re.compile(r"^# RPROF-FILE-BEGIN (\S+)((?: \w+=\S*)*)\s*$")
 RAW_SAMPLE = re.compile(r"^\s+(\d+)(?:\s+\d+)*:(?: \d+)* ?$")

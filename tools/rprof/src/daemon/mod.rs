@@ -62,7 +62,6 @@ pub use args::{parse_seconds, DaemonArgs};
 pub use profile::{remove_temporaries, rotate, write_profile, Interval};
 
 use crate::pidfd::Watch;
-use crate::session::Session;
 use crate::{signal, Device, Error};
 use reader::{module_list, Daemon};
 use renewal::max_cookies;
@@ -71,6 +70,7 @@ use schedule::Profiles;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
 use tally::Tally;
 use writer::{writer, Job, WRITER_BACKLOG};
 
@@ -125,16 +125,7 @@ fn last_line(
 /// are written by this thread.
 pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
     let mut config = args.sampling.config(args.pid)?;
-    // The daemon uploads no unwind tables (yet): its chains are frame
-    // pointers, whatever the mode.
-    if config.flags & rprof_abi::RPROF_CONFIG_UNWIND_TABLES != 0 {
-        config.flags &= !rprof_abi::RPROF_CONFIG_UNWIND_TABLES;
-        if args.sampling.call_graph.mode()? == Some(crate::sampling::ChainMode::Tables) {
-            eprintln!(
-                "rprof daemon: --call-graph dwarf: the daemon uploads no unwind tables yet;                  call chains by frame pointers"
-            );
-        }
-    }
+    let mode = args.sampling.call_graph.mode()?;
     // The device first: a missing module or capability is the error to
     // report, before anything is created.
     let dev = Device::open(device)?;
@@ -142,7 +133,9 @@ pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
     // filter takes its number (a pid that names no process is reported
     // by SET_CONFIG).
     let watched = args.pid.map(|pid| (pid, Watch::new(pid)));
-    let first = Session::new(&dev, &config, false)?;
+    // With unwind tables where asked and the module takes them (`config`
+    // is left as it took it, for every renewal), and their uploader.
+    let (first, uploader) = crate::unwind::configure(&dev, &mut config, false, mode)?;
     let target = watched
         .map(|(pid, w)| crate::pidfd::confirm(pid, w))
         .transpose()?;
@@ -169,6 +162,7 @@ pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
     d.modules = modules;
     d.renew_at = renew_at;
     d.target = target;
+    d.tables = uploader.as_ref().map(|u| u.watch());
     d.begin(first)?;
     eprintln!(
         "rprof daemon: profiling into {} every {:?}, keeping {}",
@@ -203,6 +197,13 @@ pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
         drop(to_writer);
         // What the writer did is in `tally`, even if it died.
         let writer_died = writer.join().is_err();
+        if let Some(u) = uploader {
+            let (counts, notes, _) = u.finish(Duration::from_secs(1));
+            for n in notes {
+                eprintln!("rprof daemon: {n}");
+            }
+            eprintln!("rprof daemon: unwind tables: {counts}");
+        }
         // Sessions that started: a renewal that could not start one
         // made none.
         eprintln!(

@@ -78,6 +78,10 @@ pub(super) struct Daemon<'a, M: Module> {
     tally: &'a Tally,
     /// The last job had to wait for room in the writer's queue.
     writer_behind: bool,
+    /// The unwind-table uploader's watch (`--call-graph dwarf`, `-g`
+    /// where the module takes tables); each session's sink gets its own
+    /// ([`Self::begin`]).
+    pub(super) tables: Option<crate::unwind::Watch>,
 }
 
 impl<'a, M: Module> Daemon<'a, M> {
@@ -125,6 +129,7 @@ impl<'a, M: Module> Daemon<'a, M> {
             to_writer,
             tally,
             writer_behind: false,
+            tables: None,
         }
     }
 
@@ -157,6 +162,9 @@ impl<'a, M: Module> Daemon<'a, M> {
         self.reset_asked = None;
         self.session = Some(session);
         self.sink = self.new_sink();
+        // A new session has none of the last one's tables: the uploader
+        // starts over, from the files the new session names.
+        self.sink.watch = self.tables.as_ref().map(|w| w.for_new_session());
         self.session_no += 1;
         self.out.started = now_unix();
         self.out.first = self.out.seq;

@@ -243,6 +243,50 @@ fn a_malformed_record_renews_the_session() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// With unwind tables, each session's sink tells the uploader what the
+/// stream names, and a new session (a renewal) first tells it that the
+/// tables are gone (SET_CONFIG dropped them), so that the files the new
+/// session names are uploaded again.
+#[test]
+fn each_session_has_the_uploader_start_over() {
+    use crate::unwind::worker::Job as Upload;
+    use crate::unwind::FileKey;
+    let setup = Setup::new("tables");
+    let config = setup.config;
+    let t0 = u64::MAX / 4;
+    let mut first = stream(config, t0, &[t0 + 1]);
+    first.extend(files(16..18, t0 + 2));
+    // A malformed record: the daemon renews the session.
+    first.extend_from_slice(&[1, 0, 0, 0, 13, 0, 0, 0]);
+    let mut second = stream(config, t0 + 10, &[t0 + 11]);
+    second.extend(files(16..17, t0 + 12));
+    let m = Fake::with_streams(vec![vec![first], vec![second]]);
+    let (mut d, _rx) = setup.daemon(&m);
+    let (tx, uploads) = std::sync::mpsc::channel();
+    d.tables = Some(crate::unwind::Watch::new(tx));
+    d.start().unwrap();
+    d.pump(Duration::ZERO).unwrap();
+    assert_eq!(d.renewals, 1);
+    d.pump(Duration::ZERO).unwrap();
+    let cookie = |ino: u64| Upload::Cookie {
+        key: FileKey { dev: 1, ino },
+        path: format!("/bin/p{ino}"),
+        pid: None,
+    };
+    let jobs: Vec<Upload> = uploads.try_iter().collect();
+    assert_eq!(
+        jobs,
+        [
+            Upload::Reset,
+            cookie(16),
+            cookie(17),
+            Upload::Reset,
+            cookie(16)
+        ]
+    );
+    std::fs::remove_dir_all(&setup.dir).ok();
+}
+
 /// A malformed session written on the daemon's own thread (the
 /// writer thread gone) keeps its stream error, and with it exit
 /// status 1 (it was dropped there).

@@ -80,6 +80,15 @@ impl Watch {
         }
     }
 
+    /// A watch for a new session of the same worker: it has sent
+    /// nothing yet, and its first job tells the worker that the session's
+    /// tables are gone (a daemon's renewal: SET_CONFIG dropped them).
+    pub fn for_new_session(&self) -> Watch {
+        let mut w = Watch::new(self.tx.clone());
+        w.reset();
+        w
+    }
+
     /// A TASK record: the following records are of process `pid`.
     pub fn task(&mut self, pid: u32) {
         self.pid = i32::try_from(pid).ok().filter(|&p| p > 0);
