@@ -79,7 +79,9 @@ fn rprof_handler() -> Result<u64> {
 /// reference on its address space), `BATCH` at a time; only the drain is
 /// timed, and the event buffer is emptied between batches, untimed.
 fn rprof_drain() -> Result<(u64, u64)> {
-    let ring = sampler::new_ring(BATCH as u32)?;
+    // Room for a batch and the mapping entries its first records carry:
+    // a full ring would kick the drain, and `plain`'s kicker is null.
+    let ring = sampler::new_ring(2 * BATCH as u32)?;
     // A batch of SAMPLE records (32 bytes) and their context fits.
     let buf = EventBuffer::new(64, crate::buffer::charge::Charge::new(EventBuffer::bytes(64).ok_or(EINVAL)? as u64)?)?;
     let mut drain = Drain::new(buf.producer(), 1, 64, false)?;
