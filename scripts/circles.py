@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """Import circles between the module's Rust files (src/), and between its
-folders.  Reads every `crate::a::b` path (in `use` lines and in code),
-maps it to the file that defines the module it names, and prints the
-strongly connected components of more than one file (or folder).  Exits
-1 if there is any.  Usage: scripts/circles.py [SRC]"""
+folders.  Reads every `crate::` path (in `use` trees, however nested and
+over however many lines, and in code), maps it to the file that defines
+the module it names; and every call of C glue (`rprof_*`, declared in
+kapi/helpers.rs) to the `.c` file that defines it, so that a folder that
+reaches another folder's C counts as using it.  Prints the strongly
+connected components of more than one file (or folder).  Exits 1 if there
+is any.  Usage: scripts/circles.py [SRC]"""
 
 import os
 import re
@@ -11,7 +14,37 @@ import sys
 
 SRC = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "src")
 SRC = os.path.abspath(SRC)
-PATH = re.compile(r"\bcrate::((?:[a-z_][a-z0-9_]*::)*[A-Za-z_][A-Za-z0-9_]*|\{[^}]*\})")
+IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+C_DEF = re.compile(r"^[a-z][^;(]*\b(rprof_[a-z0-9_]+)\(", re.M)
+C_CALL = re.compile(r"\b(rprof_[a-z0-9_]+)\s*\(")
+
+
+def use_paths(text, i):
+    """The paths of the use tree at text[i:] (after `crate::`), and where
+    it ends: `a::b`, `a::{b, c::{d, e}}`, `{a, b}`."""
+    paths, prefix = [], []
+    while True:
+        while text[i].isspace():
+            i += 1
+        if text[i] == "{":
+            i += 1
+            while True:
+                while text[i].isspace() or text[i] == ",":
+                    i += 1
+                if text[i] == "}":
+                    return [prefix + p for p in paths], i + 1
+                sub, i = use_paths(text, i)
+                paths += sub
+        m = IDENT.match(text, i)
+        if not m:
+            return [prefix] if prefix else [], i
+        prefix = prefix + [m.group(0)]
+        i = m.end()
+        if text.startswith("::", i):
+            i += 2
+            continue
+        # `as name` renames; the path is what it names.
+        return [prefix], i
 
 
 def module_file(parts):
@@ -31,23 +64,37 @@ def rust_files():
                 yield os.path.relpath(os.path.join(root, f), SRC)
 
 
+def c_definitions():
+    """{function: .c file} for the C glue under SRC."""
+    defs = {}
+    for root, _dirs, files in os.walk(SRC):
+        for f in files:
+            if f.endswith(".c"):
+                path = os.path.join(root, f)
+                with open(path) as fh:
+                    for m in C_DEF.finditer(fh.read()):
+                        defs.setdefault(m.group(1), os.path.relpath(path, SRC))
+    return defs
+
+
 def edges():
     graph = {}
+    cdefs = c_definitions()
     for name in rust_files():
         deps = set()
         with open(os.path.join(SRC, name)) as f:
-            for line in f:
-                code = line.split("//")[0]
-                for m in PATH.finditer(code):
-                    text = m.group(1)
-                    if text.startswith("{"):
-                        paths = [p.strip().split("::") for p in text[1:-1].split(",") if p.strip()]
-                    else:
-                        paths = [text.split("::")]
-                    for parts in paths:
-                        target = module_file([p for p in parts if p not in ("self",)])
-                        if target and target != name:
-                            deps.add(target)
+            code = "\n".join(line.split("//")[0] for line in f)
+        for m in re.finditer(r"\bcrate::", code):
+            paths, _ = use_paths(code, m.end())
+            for parts in paths:
+                target = module_file([p for p in parts if p not in ("self",)])
+                if target and target != name:
+                    deps.add(target)
+        if name != os.path.join("kapi", "helpers.rs"):
+            for m in C_CALL.finditer(code):
+                target = cdefs.get(m.group(1))
+                if target:
+                    deps.add(target)
         graph[name] = deps
     return graph
 
