@@ -46,6 +46,8 @@ void *rprof_misc_ctx(struct file *file);
 void *rprof_file_private(struct file *file);
 void rprof_file_set_private(struct file *file, void *data);
 unsigned int rprof_file_flags(struct file *file);
+/* Compile-time checks of the ioctl numbers (src/device/misc.c); never called. */
+void rprof_check_ioctl_numbers(void);
 bool rprof_perfmon_capable(void);
 int rprof_perf_allowed(void);
 long (*rprof_compat_ioctl(void))(struct file *, unsigned int, unsigned long);
@@ -96,6 +98,8 @@ struct rprof_nmi_map {
 /* A backing file (overlayfs, FUSE passthrough) the handler may not
  * reference on this kernel (rprof_nmi_file_get()). */
 #define RPROF_NMI_MAP_BACKING 2
+/* The mapping is executable (VM_EXEC). */
+#define RPROF_NMI_MAP_EXEC 4
 #define RPROF_NMI_REF_NONE 0
 #define RPROF_NMI_REF_OK 1
 #define RPROF_NMI_REF_STALE 2
@@ -104,7 +108,6 @@ struct mm_struct *rprof_current_mm_pin(void);
 bool rprof_nmi_map(struct mm_struct *mm, __u32 seq, __u64 addr,
 		   struct rprof_nmi_map *out);
 int rprof_nmi_file_get(struct mm_struct *mm, __u32 seq, struct file *file);
-void rprof_mm_grab_nmi(struct mm_struct *mm);
 void rprof_file_path(struct file *file, struct path *path);
 void rprof_cond_resched(void);
 
@@ -167,11 +170,11 @@ bool rprof_task_subreaper(struct task_struct *t);
 bool rprof_task_exited(struct task_struct *t);
 struct task_struct *rprof_next_process(struct task_struct *t);
 /*
- * The followed set's glue (src/resolve/follow.c).  The sched_process_exit
- * probe, registered by the first set (sleepable process context) and
- * removed at module exit, calls rprof_follow_exit(), implemented in Rust
- * (src/resolve/follow.rs).  The set's raw spinlock (never taken in NMI) and
- * its kfree_rcu().
+ * The followed set's glue.  The sched_process_exit probe
+ * (src/resolve/follow.c), registered by the first set (sleepable process
+ * context) and removed at module exit, calls rprof_follow_exit(),
+ * implemented in Rust (src/resolve/follow.rs).  The set's raw spinlock
+ * (never taken in NMI) and its kfree_rcu() (src/sampling/followed.c).
  */
 int rprof_exit_probe_register(void);
 void rprof_exit_probe_unregister(void);
@@ -249,19 +252,8 @@ __u64 *rprof_chain_scratch(void);
 __u32 rprof_callchain(struct pt_regs *regs, __u64 *ips, __u32 max_k,
 		      __u32 max_u, __u32 *nk, __u32 *nu);
 /*
- * The frame-pointer walk of rprof_callchain's user side, on any memory:
- * read(ctx, addr, frame) reads the two words at addr (saved frame pointer,
- * return address) or fails; word is their size (8, or 4 for a 32-bit
- * task).  Frame pointers must lie in [lo, hi - 2 * word], be word-aligned
- * and grow strictly.  Exposed for KUnit.
- */
-typedef bool (*rprof_read_frame_fn)(void *ctx, __u64 addr, __u64 frame[2]);
-__u32 rprof_walk_fp(__u64 fp, __u64 *ips, __u32 max, __u32 *n,
-		    rprof_read_frame_fn read, void *ctx, __u64 lo, __u64 hi,
-		    __u32 word);
-
-/*
- * The table-driven user walk (src/chains/tables.c).  rprof_callchain_regs()
+ * The table-driven user walk (src/chains/walk.c; the upload's file,
+ * src/chains/tables.c).  rprof_callchain_regs()
  * is rprof_callchain() that, when ur is not NULL and the user side is
  * 64-bit code to be walked, leaves that walk to the caller: it fills
  * *ur with the user registers to start from (ur->valid = 1) and stores
@@ -355,59 +347,7 @@ unsigned int rprof_nr_cpu_ids(void);
 unsigned int rprof_num_online_cpus(void);
 bool rprof_cpu_online(unsigned int cpu);
 bool rprof_cpu_possible(unsigned int cpu);
-__u64 rprof_local_clock(void);
 /* The stream's clock: CLOCK_MONOTONIC (ktime_get_mono_fast_ns), any context. */
 __u64 rprof_clock(void);
-
-/* KUnit: record a failure of the current case with its Rust location. */
-void rprof_kunit_fail(struct kunit *test, const char *file, unsigned int line,
-		      const void *fmt_args);
-
-/* Stress-test writers (test builds only): a kthread per CPU (task), a
- * pinned hard-IRQ hrtimer, an irq_work it queues and a self-NMI it sends,
- * so that the four contexts nest on every CPU. */
-#define RPROF_TEST_SRC_TASK 0
-#define RPROF_TEST_SRC_TIMER 1
-#define RPROF_TEST_SRC_IRQ_WORK 2
-#define RPROF_TEST_SRC_NMI 3
-struct rprof_test;
-struct rprof_test *rprof_test_start(void (*fn)(void *ctx, unsigned int cpu, unsigned int src),
-				    void *ctx, __u64 period_ns);
-void rprof_test_stop(struct rprof_test *t);
-struct rprof_test_thread;
-struct rprof_test_thread *rprof_test_spawn(void (*fn)(void *ctx), void *ctx);
-void rprof_test_join(struct rprof_test_thread *th);
-int rprof_test_current_tgid(void);
-__u32 rprof_test_nmi_chain_counts(__u64 *chains, __u64 *frames, __u64 *ips);
-bool rprof_test_kernel_symbol(__u64 ip);
-struct mm_struct *rprof_test_user_mm(void);
-int rprof_test_mm_users(struct mm_struct *mm);
-int rprof_test_mm_count(struct mm_struct *mm);
-int rprof_test_user_unmap(__u64 addr, __u64 len);
-__u64 rprof_test_user_map_file(struct kunit *test, const char *path, __u64 len);
-struct kunit;
-/* At hint if that range is free, else anywhere. */
-__u64 rprof_test_user_map(struct kunit *test, __u64 len, __u64 hint);
-bool rprof_test_user_write(__u64 addr, const void *src, __u64 len);
-enum { RPROF_TEST_CS_64, RPROF_TEST_CS_32, RPROF_TEST_CS_LDT };
-void rprof_test_user_regs(struct pt_regs *regs, __u64 ip, __u64 sp, __u64 bp,
-			  __u32 cs);
-bool rprof_test_ia32_emulation(void);
-int rprof_test_cpu_set(unsigned int cpu, bool online);
-__u64 rprof_test_pt_regs_size(void);
-void rprof_test_cpu_relax(void);
-int rprof_test_kern_path(const char *name, struct path *path);
-unsigned int rprof_test_dentry_count(const struct path *path);
-
-/* RPROF_INJECT=warn trial builds only. */
-void rprof_inject_warn(void);
-
-/* Benchmark reference: the ftrace ring buffer (bench builds only). */
-__u64 rprof_bench_ftrace(__u64 records, __u64 batch, __u32 size, __u64 *dropped);
-/* current's user ip at kernel entry, pid and tid (bench builds only). */
-__u64 rprof_bench_user_ip(__u32 *pid, __u32 *tid);
-/* Adds ns to a stage's sum (bench builds only; src/resolve/stage.rs, any context). */
-#define RPROF_BENCH_STAGE_HANDLER 0
-void rprof_bench_stage(__u32 stage, __u64 ns);
 
 #endif /* RPROF_HELPERS_H */

@@ -10,7 +10,7 @@
 #include <linux/sched/task_stack.h>
 #include <linux/string.h>
 #include <asm/ptrace.h>
-#include "rprof_helpers.h"
+#include "rprof_test_helpers.h"
 #include "../sampling/overflow.h"
 
 /*

@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Call chains: the stack walks (C glue in `walk.c`, NMI context, called
-//! by the sampler) into the per-CPU [`scratch`] buffers, and the drain's
-//! table of the chains already written ([`stacks`], process context), and
-//! the table-driven user walk ([`unwind`], NMI context) over a session's
-//! uploaded tables ([`tables`]).
+//! Call chains.  NMI context (the sampler calls them): the stack walks
+//! (C glue in `walk.c`, `walk.h`) into the per-CPU [`scratch`] buffers,
+//! and the table-driven user walk ([`userwalk`], over the pure walker
+//! [`unwind`]).  Process context: a session's uploaded tables ([`tables`]:
+//! upload and publication; the handler reads them through
+//! `Published::read`) and the drain's table of the chains already written
+//! ([`stacks`]).
 
 pub(crate) mod scratch;
 pub(crate) mod stacks;
 pub(crate) mod tables;
 pub(crate) mod unwind;
+pub(crate) mod userwalk;
 
 /// A ring record's `chain` byte (`crate::sampling::sampler::RingRecord`):
 /// the session takes chains and this sample has one (perhaps empty, or

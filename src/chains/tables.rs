@@ -13,8 +13,8 @@
 //! and tables only after one has passed with no snapshot naming them.
 
 use crate::buffer::charge::Charge;
-use crate::chains::unwind::{self, Regs, Rule, UserMem, WalkStats};
-use crate::kapi::helpers::{self, NmiVma};
+use crate::chains::unwind;
+use crate::kapi::helpers;
 use crate::uapi::*;
 use core::ffi::c_void;
 use core::mem::size_of;
@@ -309,93 +309,66 @@ impl Store {
     }
 }
 
-/// The user memory of the sampled task, read in NMI context.
-///
-/// # Invariants
-///
-/// `loaded`: a read through `rprof_user_read_nmi` succeeded in this
-/// handler, so the address space loaded on this CPU is current's (and
-/// stays so until the handler returns: the handler switches none).  A
-/// value lives only inside one walk of one handler.
-struct NmiMem {
-    loaded: bool,
+/// A file's table as the handler reads it: rows and index, alive while
+/// the [`View`] it came from is.
+#[derive(Clone, Copy)]
+pub(crate) struct FileTable<'a> {
+    rows: &'a [rprof_unwind_row],
+    index: &'a [u32],
+    shift: u32,
+    end: u32,
 }
 
-impl UserMem for NmiMem {
-    fn read(&mut self, addr: u64) -> Option<u64> {
-        let mut v = 0;
-        let ok = if self.loaded {
-            // SAFETY: NMI-safe and non-faulting; current's address space
-            // is the loaded one (type invariant), the precondition.
-            unsafe { helpers::rprof_user_read_loaded(addr, &mut v) }
-        } else {
-            // SAFETY: NMI-safe, non-faulting (copy_from_user_nmi), and it
-            // checks the loaded address space itself.
-            let ok = unsafe { helpers::rprof_user_read_nmi(addr, &mut v) };
-            // INVARIANT: a read that succeeded proves it.
-            self.loaded = ok;
-            ok
-        };
-        ok.then_some(v)
+impl FileTable<'_> {
+    /// The row that covers file offset `off`, if any.  NMI context.
+    pub(crate) fn row(&self, off: u64) -> Option<rprof_unwind_row> {
+        unwind::row_indexed(self.rows, self.index, self.shift, self.end, off)
     }
 }
 
-/// Walks current's user stack from `regs` by the published tables (frame
-/// pointers where none covers a frame) into `ips`; returns how many
-/// frames, the `RPROF_STACK_*` flags of how the walk ended, and the
-/// frames found by each method.
-///
-/// NMI context (the sampling handler): no lock, no allocation; the
-/// snapshot is read under `rcu_read_lock()`.
-pub(crate) fn walk_user(published: &Published, regs: Regs, ips: &mut [u64]) -> (usize, u32, WalkStats) {
-    // SAFETY: NMI-safe.
-    unsafe { helpers::rprof_rcu_read_lock() };
-    let snap = published.snap.load(Ordering::Acquire);
-    let entries: &[Entry] = if snap.is_null() {
-        &[]
-    } else {
-        // SAFETY: A published snapshot, under rcu_read_lock(): it is freed
-        // only after a grace period that starts after its replacement.
-        unsafe { Snapshot::entries(snap) }
-    };
-    // The last mapping found: consecutive frames are often in one file.
-    let mut last: Option<(NmiVma, Option<Entry>)> = None;
-    let mut lookup = |ip: u64| -> Rule {
-        let hit = matches!(&last, Some((v, _)) if v.start <= ip && ip < v.end);
-        if !hit {
-            let mut v = NmiVma::default();
-            // SAFETY: NMI-safe (a lockless, speculative lookup).
-            if !unsafe { helpers::rprof_nmi_exec_vma(ip, &mut v) } {
-                last = None;
-                return Rule::None;
-            }
-            let e = entries
-                .binary_search_by_key(&(v.inode as usize), |e| e.key)
-                .ok()
-                .map(|i| entries[i]);
-            last = Some((v, e));
-        }
-        let Some((v, Some(e))) = &last else { return Rule::None };
+/// The tables a session had published when a reader loaded them.
+pub(crate) struct View<'a> {
+    entries: &'a [Entry],
+}
+
+impl<'a> View<'a> {
+    /// The table of the file whose mappings have inode `key`, if any.
+    /// NMI context.
+    pub(crate) fn table(&self, key: usize) -> Option<FileTable<'a>> {
+        let e = self.entries.binary_search_by_key(&key, |e| e.key).ok().map(|i| self.entries[i])?;
         // SAFETY: The entry's rows and index live while the snapshot does
-        // (above); validated and built at upload.
+        // (`Published::read`: under RCU, for `'a`); validated and built
+        // at upload.
         let (rows, index) = unsafe {
             (
                 core::slice::from_raw_parts(e.rows, e.nrows as usize),
                 core::slice::from_raw_parts(e.index, e.nindex as usize),
             )
         };
-        let off = ip.wrapping_sub(v.start).wrapping_add(v.pgoff_bytes);
-        unwind::row_indexed(rows, index, e.shift, e.end, off).map_or(Rule::None, Rule::Row)
-    };
-    let mut stats = WalkStats::default();
-    let (n, end) = unwind::walk(regs, &mut lookup, &mut NmiMem { loaded: false }, ips, &mut stats);
-    // SAFETY: Paired with the lock above.
-    unsafe { helpers::rprof_rcu_read_unlock() };
-    let flags = match end {
-        unwind::End::Outermost => 0,
-        unwind::End::Fault => RPROF_STACK_USER_FAULT,
-        unwind::End::NotUp | unwind::End::LostRbp => RPROF_STACK_USER_BAD_FP,
-        unwind::End::Truncated => RPROF_STACK_USER_TRUNCATED,
-    };
-    (n, flags, stats)
+        Some(FileTable { rows, index, shift: e.shift, end: e.end })
+    }
+}
+
+impl Published {
+    /// Calls `f` with the tables published now, under `rcu_read_lock()`:
+    /// what `f` is given cannot outlive the call.  Any context, NMI
+    /// included (the sampling handler's walk).
+    pub(crate) fn read<R>(&self, f: impl FnOnce(View<'_>) -> R) -> R {
+        // SAFETY: NMI-safe.
+        unsafe { helpers::rprof_rcu_read_lock() };
+        let snap = self.snap.load(Ordering::Acquire);
+        let entries: &[Entry] = if snap.is_null() {
+            &[]
+        } else {
+            // SAFETY: A published snapshot, under rcu_read_lock(): it is
+            // freed only after a grace period that starts after its
+            // replacement (`Store::insert`, `Store::clear`), and the
+            // borrow ends with `f`, before the unlock.
+            unsafe { Snapshot::entries(snap) }
+        };
+        let r = f(View { entries });
+        // SAFETY: Paired with the lock above.
+        unsafe { helpers::rprof_rcu_read_unlock() };
+        r
+    }
 }

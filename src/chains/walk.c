@@ -3,20 +3,25 @@
  * rprof: call chains, taken by the overflow handler: the kernel side with
  * the kernel's unwinder, the user side with a frame-pointer walk of the
  * interrupted task's stack (64-bit and compat), into per-CPU scratch
- * buffers.  NMI context: nothing here sleeps, locks or allocates, and no
+ * buffers; and what the table-driven user walk (userwalk.rs) needs: the
+ * executable mapping of an address and single words of user memory.  NMI context: nothing here sleeps, locks or allocates, and no
  * user page is ever faulted in.
  */
+#include <linux/fs.h>
 #include <linux/minmax.h>
+#include <linux/mm.h>
 #include <linux/percpu.h>
 #include <linux/sched.h>
 #include <linux/sched/task_stack.h>
 #include <linux/uaccess.h>
 #include <asm/ptrace.h>
+#include <asm/barrier.h>
 #include <asm/segment.h>
 #include <asm/unwind.h>
 #include <asm/uaccess.h>
 #include <uapi/linux/rprof.h>
 #include "rprof_helpers.h"
+#include "walk.h"
 
 /* Task, softirq, hardirq, NMI: interrupt_context_level()'s range. */
 #define RPROF_CHAIN_LEVELS 4
@@ -44,55 +49,6 @@ void rprof_chain_free(void)
 u64 *rprof_chain_scratch(void)
 {
 	return this_cpu_ptr(rprof_chain_bufs)->words[interrupt_context_level()];
-}
-
-/*
- * The frame-pointer walk, with the reader inlined where it is a constant:
- * the user walk below reads each frame with two unsafe_get_user() loads
- * inside one user-access section with page faults disabled, instead of
- * a copy_from_user_nmi() (and its checks) per frame.  word is the size of
- * the frame's two words: 8, or 4 for a 32-bit (compat) task, whose frame
- * records are two 32-bit words (saved %ebp, return address).
- */
-static __always_inline u32 rprof_walk_fp_with(u64 fp, u64 *ips, u32 max, u32 *n,
-					      rprof_read_frame_fn read, void *ctx,
-					      u64 lo, u64 hi, u32 word)
-{
-	u64 frame[2], prev = 0;
-	u32 i = 0, flags = 0;
-
-	while (fp) {
-		/* A frame record lies above the stack pointer, and each
-		 * caller's above its callee's: anything else is not a chain. */
-		if ((fp & (word - 1)) || fp < lo || hi < 2 * word ||
-		    fp > hi - 2 * word || (prev && fp <= prev)) {
-			flags = RPROF_STACK_USER_BAD_FP;
-			break;
-		}
-		if (i == max) {
-			flags = RPROF_STACK_USER_TRUNCATED;
-			break;
-		}
-		if (!read(ctx, fp, frame)) {
-			flags = RPROF_STACK_USER_FAULT;
-			break;
-		}
-		if (!frame[1])
-			break;
-		ips[i++] = frame[1];
-		prev = fp;
-		fp = frame[0];
-	}
-	*n = i;
-	return flags;
-}
-
-u32 rprof_walk_fp(u64 fp, u64 *ips, u32 max, u32 *n,
-		  rprof_read_frame_fn read, void *ctx, u64 lo, u64 hi, u32 word)
-{
-	if (word == 4)
-		return rprof_walk_fp_with(fp, ips, max, n, read, ctx, lo, hi, 4);
-	return rprof_walk_fp_with(fp, ips, max, n, read, ctx, lo, hi, 8);
 }
 
 /*
@@ -274,4 +230,81 @@ u32 rprof_callchain_regs(struct pt_regs *regs, u64 *ips, u32 max_k, u32 max_u,
 	*nk = k;
 	*nu = u + w;
 	return flags;
+}
+
+/*
+ * NMI context.  The executable file mapping that holds ip in current's
+ * address space, found without mmap_lock: rprof_nmi_map()'s lockless
+ * maple-tree walk, believed only if no write section of mmap_lock was open
+ * when it began nor opened until it ended.
+ *
+ * The file's inode is read with copy_from_kernel_nofault(), which neither
+ * faults nor is instrumented (KASAN): an overlayfs or FUSE-passthrough
+ * mapping's file is a backing file, which 6.12 frees with kfree() after
+ * the last fput(), not after a grace period.  It is believed only if the
+ * sequence still holds after the read: a file freed meanwhile had its VMA
+ * taken out of the tree under the write lock first, which changes it.
+ * The inode is returned as a key only, never dereferenced.
+ */
+bool rprof_nmi_exec_vma(__u64 ip, struct rprof_nmi_vma *out)
+{
+	struct mm_struct *mm = current->mm;
+	struct rprof_nmi_map map;
+	struct inode *inode = NULL;
+	unsigned int seq;
+
+	if (!mm || (current->flags & (PF_KTHREAD | PF_USER_WORKER)))
+		return false;
+	seq = raw_read_seqcount(&mm->mm_lock_seq);
+	if (!rprof_nmi_map(mm, seq, ip, &map) || !map.file || !(map.flags & RPROF_NMI_MAP_EXEC))
+		return false;
+	if (copy_from_kernel_nofault(&inode, &map.file->f_inode, sizeof(inode)) || !inode)
+		return false;
+	if (read_seqcount_retry(&mm->mm_lock_seq, seq))
+		return false;
+	out->start = map.start;
+	out->end = map.end;
+	out->pgoff_bytes = map.pgoff_bytes;
+	out->inode = (unsigned long)inode;
+	return true;
+}
+
+/*
+ * NMI context.  The 8 bytes of current's user memory at addr, without
+ * faulting: copy_from_user_nmi() also checks that current's address space
+ * is the one loaded (it is not, for a moment, while a CPU switches).
+ */
+bool rprof_user_read_nmi(__u64 addr, __u64 *val)
+{
+	/* The address came from user memory (a stack word plus a table's
+	 * offset) and passed only access_ok()'s branch: no speculative load
+	 * through it (Spectre v1), as walk.c's frame reads. */
+	barrier_nospec();
+	return !copy_from_user_nmi(val, (const void __user *)addr, sizeof(*val));
+}
+
+/*
+ * NMI context.  The 8 bytes of current's user memory at addr, without
+ * faulting, for a walk that already read current's memory with
+ * rprof_user_read_nmi() in this same handler: that read proved the
+ * address space loaded on this CPU is current's, which cannot change
+ * before the handler returns, so this one skips the check (and the call
+ * into copy_from_user_nmi()): one bounds check, the Spectre barrier and
+ * the load, with the user access open for that load alone.
+ */
+bool rprof_user_read_loaded(__u64 addr, __u64 *val)
+{
+	const u64 __user *p = (const u64 __user *)addr;
+	bool ok = false;
+
+	pagefault_disable();
+	/* user_access_begin(): access_ok(), then STAC and barrier_nospec(). */
+	if (user_access_begin(p, sizeof(*p))) {
+		unsafe_get_user(*val, p, fault);
+		ok = true;
+fault:
+		user_access_end();
+	}
+	pagefault_enable();
+	return ok;
 }

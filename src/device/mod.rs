@@ -6,8 +6,8 @@
 //!
 //! Process context, may sleep (ioctls, `read()`, `mmap()`, `poll()`, the
 //! CPU hotplug callbacks).  The lock order is written in [`fops`].  C glue:
-//! `misc.c` (the misc device, capability checks, the ABI's static
-//! assertions) and `params.c` (`module_param()`).
+//! `misc.c` (capability checks, the ABI's static assertions; the misc
+//! device is `crate::kapi::miscdev`'s) and `params.c` (`module_param()`).
 
 pub(crate) mod config;
 pub(crate) mod fops;

@@ -13,7 +13,7 @@
 //! serialises the drain work, FLUSH, STOP's final drain and the module
 //! notifier, and makes the drain the rings' only consumer and the event
 //! buffer's only producer; it is taken before `mmap_lock` (resolution), so
-//! the device never takes it under its slot lock (see `device.rs`).
+//! the device never takes it under its slot lock (see `device/fops.rs`).
 //! `consumer` serialises `read()` calls.
 //!
 //! Loss accounting is exact.  For each CPU at any quiescent point:
@@ -93,7 +93,7 @@ pub(crate) struct Core {
     #[pin]
     unwind: Mutex<Store>,
     unwind_published: Published,
-    /// The device's queue (see `device.rs`): it outlives the session.
+    /// The device's queue (see `device/fops.rs`): it outlives the session.
     waitq: Arc<WaitQueue>,
     phase: AtomicU8,
     /// The device replaced this session or its owner closed it: readers

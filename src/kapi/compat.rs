@@ -15,7 +15,7 @@
 //! Pinned initialisers: from 7.x, `pin_init!` binds each field it has
 //! initialised to a local of the field's name, so the values fed to later
 //! fields must not be locals named like earlier fields, and no field may
-//! be called `slot`, the name of the macro's own pointer (`device.rs`).
+//! be called `slot`, the name of the macro's own pointer (`device/fops.rs`).
 
 /// `module!` with the key for the author that the target's macro takes.
 #[cfg(rprof_kapi_6_12)]

@@ -7,7 +7,6 @@
 #include <linux/cpumask.h>
 #include <linux/err.h>
 #include <linux/sched.h>
-#include <linux/sched/clock.h>
 #include <linux/timekeeping.h>
 #include "rprof_helpers.h"
 
@@ -41,12 +40,12 @@ bool rprof_cpu_possible(unsigned int cpu)
 	return cpu_possible(cpu);
 }
 
-u64 rprof_local_clock(void)
-{
-	return local_clock();
-}
-
 u64 rprof_clock(void)
 {
 	return ktime_get_mono_fast_ns();
+}
+
+bool rprof_printk_ratelimit(void)
+{
+	return printk_ratelimit();
 }

@@ -277,7 +277,6 @@ extern "C" {
     pub(crate) fn rprof_current_mm_pin() -> *mut MmStruct;
     pub(crate) fn rprof_nmi_map(mm: *mut MmStruct, seq: u32, addr: u64, out: *mut NmiMap) -> bool;
     pub(crate) fn rprof_nmi_file_get(mm: *mut MmStruct, seq: u32, file: *mut c_void) -> c_int;
-    pub(crate) fn rprof_mm_grab_nmi(mm: *mut MmStruct);
     /// Process context: the path of a file held, with its own reference.
     pub(crate) fn rprof_file_path(file: *mut c_void, path: *mut bindings::path);
     pub(crate) fn rprof_current_mm_seq() -> u32;
@@ -292,7 +291,8 @@ extern "C" {
     pub(crate) fn rprof_task_subreaper(t: *mut TaskStruct) -> bool;
     pub(crate) fn rprof_task_exited(t: *mut TaskStruct) -> bool;
     pub(crate) fn rprof_next_process(t: *mut TaskStruct) -> *mut TaskStruct;
-    // The followed set's glue (`src/resolve/follow.c`).
+    // The followed set's glue (`src/resolve/follow.c`: the probe;
+    // `src/sampling/followed.c`: the lock and RCU frees).
     pub(crate) fn rprof_exit_probe_register() -> c_int;
     pub(crate) fn rprof_exit_probe_unregister();
     pub(crate) fn rprof_follow_lock_init(lock: *mut bindings::raw_spinlock);
@@ -315,7 +315,7 @@ extern "C" {
         ur: *mut UserRegs,
     ) -> u32;
     /// NMI context: the executable file mapping of `ip` in current's
-    /// address space, found without mmap_lock (`src/chains/tables.c`).
+    /// address space, found without mmap_lock (`src/chains/walk.c`).
     pub(crate) fn rprof_nmi_exec_vma(ip: u64, out: *mut NmiVma) -> bool;
     /// NMI context: 8 bytes of current's user memory, never faulting.
     pub(crate) fn rprof_user_read_nmi(addr: u64, val: *mut u64) -> bool;
@@ -352,6 +352,7 @@ extern "C" {
         out: *mut FrameRes,
         wait_ns: *mut u64,
     );
+    /// Any context, NMI included: an mm_count reference.
     pub(crate) fn rprof_mm_grab(mm: *mut MmStruct);
     pub(crate) fn rprof_mm_drop(mm: *mut MmStruct);
     pub(crate) fn rprof_mm_exe_path(mm: *mut MmStruct, path: *mut bindings::path) -> bool;

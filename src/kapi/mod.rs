@@ -5,9 +5,12 @@
 //! Each wrapper owns its C object (allocated by the glue beside it) and
 //! releases it in `Drop`; outside this folder no code holds a raw binding
 //! of these facilities.  [`helpers`] declares the C glue of every folder;
-//! this folder's own is `kicker.c`, `waitq.c`, `hotplug.c`, `task.c`
-//! (task fields) and `core.c` (CPUs, clocks, error pointers).  No file here uses another folder: the
-//! CPU hotplug state calls its owner through [`hotplug::CpuEvents`].
+//! this folder's own is `kicker.c`, `waitq.c`, `hotplug.c`, `miscdev.c`,
+//! `task.c` (task fields), `core.c` (CPUs, clocks, error pointers),
+//! `mem.c` (allocations, files, `mm_struct` references, RCU) and, in
+//! KUnit builds, `kunit.c`.  No file here uses another folder, nor calls
+//! another folder's C: the CPU hotplug state calls its owner through
+//! [`hotplug::CpuEvents`].
 //!
 //! Contexts: [`kicker::Kicker::kick`], [`rcu`] and the task reads the
 //! overflow handler makes ([`task`]) are NMI-safe; everything else is

@@ -8,7 +8,7 @@
 //! Any context, NMI included (`rcu_read_lock()` may be used in NMI
 //! handlers): it neither sleeps nor spins.  Sections nest.  6.12's kernel
 //! crate has no binding of it; the C glue is `rprof_rcu_read_lock()` and
-//! `rprof_rcu_read_unlock()` (`src/chains/tables.c`).
+//! `rprof_rcu_read_unlock()` (`src/kapi/mem.c`).
 
 use crate::kapi::helpers;
 use core::marker::PhantomData;

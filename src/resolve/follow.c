@@ -3,8 +3,8 @@
  * rprof: the C glue of the followed set (its logic is Rust:
  * src/resolve/follow.rs, and src/sampling/followed.rs for the membership
  * test): the sched_process_exit probe's registration, whose type depends
- * on the kernel version, and the set's raw spinlock and kfree_rcu(), which
- * are macros.  Each helper's context is stated beside it.
+ * on the kernel version (the set's lock is src/sampling/followed.c).
+ * Each helper's context is stated beside it.
  */
 #include <linux/errno.h>
 #include <linux/mutex.h>
@@ -77,32 +77,3 @@ void rprof_exit_probe_unregister(void)
 	mutex_unlock(&rprof_exit_mutex);
 }
 
-/* Any context, before the set is shared: raw_spin_lock_init() (one lockdep
- * class for every followed set). */
-void rprof_follow_lock_init(raw_spinlock_t *lock)
-{
-	raw_spin_lock_init(lock);
-}
-
-/* Process or IRQ context, never NMI: raw_spin_lock_irqsave(); returns the
- * flags for rprof_follow_unlock(). */
-unsigned long rprof_follow_lock(raw_spinlock_t *lock)
-{
-	unsigned long flags;
-
-	raw_spin_lock_irqsave(lock, flags);
-	return flags;
-}
-
-/* raw_spin_unlock_irqrestore() of rprof_follow_lock(). */
-void rprof_follow_unlock(raw_spinlock_t *lock, unsigned long flags)
-{
-	raw_spin_unlock_irqrestore(lock, flags);
-}
-
-/* Any context but NMI, never sleeps: kfree_rcu() of @obj (kmalloc'd), whose
- * rcu_head is @head, after a grace period. */
-void rprof_kfree_rcu(void *obj, struct rcu_head *head)
-{
-	kvfree_call_rcu(head, obj);
-}

@@ -16,9 +16,9 @@
 //! the set of the session that STARTed last (one session runs at a time,
 //! [`Follow::publish`]); it is registered with the first set and removed
 //! when the module goes ([`ExitProbe`]).  C glue: `follow.c` (the probe's
-//! registration, whose type depends on the kernel version; the set's raw
-//! spinlock and `kfree_rcu()`), and the task fields of
-//! [`crate::kapi::task`].
+//! registration, whose type depends on the kernel version), the set's raw
+//! spinlock and `kfree_rcu()` (`crate::sampling::followed`'s
+//! `followed.c`), and the task fields of [`crate::kapi::task`].
 
 use crate::kapi::helpers::{self, TaskStruct};
 use crate::kapi::rcu;

@@ -22,54 +22,6 @@
 #endif
 
 /*
- * An mm_users reference for a lookup, if the address space still has a
- * user (a sampled process that exited has none: its mappings are gone).
- * The caller holds an mm_count reference, so the mm_struct is there.
- */
-bool rprof_mm_get_live(struct mm_struct *mm)
-{
-	return mmget_not_zero(mm);
-}
-
-/*
- * mmput_async(): the drain runs under its mutex, and the last reference to
- * a dead process's address space must not tear it down there (exit_mmap()
- * takes mmap_lock and can run long); mmput_async() leaves that to a work
- * item and is otherwise the same atomic decrement.
- */
-void rprof_mm_put(struct mm_struct *mm)
-{
-	mmput_async(mm);
-}
-
-/*
- * Drops n >= 1 mm_count references on mm at once: the first n - 1 cannot
- * be the last (the caller still holds one more), the last goes through
- * mmdrop(), which frees the mm_struct if it was the last (process
- * context).
- */
-void rprof_mm_drop_many(struct mm_struct *mm, u64 n)
-{
-	while (n > 1) {
-		int k = n - 1 > INT_MAX ? INT_MAX : (int)(n - 1);
-
-		atomic_sub(k, &mm->mm_count);
-		n -= k;
-	}
-	mmdrop(mm);
-}
-
-void rprof_mm_grab(struct mm_struct *mm)
-{
-	mmgrab(mm);
-}
-
-void rprof_mm_drop(struct mm_struct *mm)
-{
-	mmdrop(mm);
-}
-
-/*
  * The VMA of ip, if it has not been write-locked since the sample: a VMA
  * created, split, merged or changed after the sample carries a vm_lock_seq
  * at or after the sample's seq (vma_start_write() stamps it with the odd

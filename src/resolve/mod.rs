@@ -11,12 +11,13 @@
 //! filter's set up to date as processes exit (the `sched_process_exit`
 //! probe); the set itself, with the membership test the overflow handler
 //! runs, is `crate::sampling::followed` (NMI-safe, RCU only).  C glue:
-//! `mm.c` (address spaces, VMA lookups), `path.c` (file names),
+//! `mm.c` (VMA lookups under `mmap_lock`), `path.c` (file names),
 //! `modules.c` (module list steps and fields, the notifier's
 //! registration), `follow.c` (the exit probe's registration, whose type
-//! depends on the kernel's version; the set's raw spinlock and
-//! `kfree_rcu()`); the task fields are `crate::kapi::task`'s.  Bench builds
-//! add `stage`, the stage timers the data path calls.
+//! depends on the kernel's version); the task fields are
+//! `crate::kapi::task`'s, address-space references `crate::kapi`'s
+//! `mem.c`.  `stage` holds the bench build's stage timers the data path
+//! calls (their clock, `stage.c`, is compiled into bench builds only).
 
 pub(crate) mod cookies;
 pub(crate) mod drain;

@@ -69,3 +69,13 @@ void rprof_path_put(struct path *path)
 {
 	path_put(path);
 }
+
+/* Process context: the path of a file the caller holds a reference on,
+ * with a reference of its own: the one the process sees (an overlayfs
+ * mapping's backing file is named by its overlay path, as
+ * /proc/PID/maps names it). */
+void rprof_file_path(struct file *file, struct path *path)
+{
+	*path = *file_user_path(file);
+	path_get(path);
+}

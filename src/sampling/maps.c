@@ -58,7 +58,8 @@ static bool rprof_backing_unsafe(struct file *file)
  * read it, and none has begun since): then the VMA is the one mapped at
  * @seq, and its file is alive (the VMA holds a reference; taking it out
  * of the tree needs the write lock).  No reference is taken: see
- * rprof_nmi_file_get().  The same speculation as rprof_nmi_exec_vma().
+ * rprof_nmi_file_get().  The table walk's lookups (rprof_nmi_exec_vma())
+ * are this one too.
  */
 bool rprof_nmi_map(struct mm_struct *mm, __u32 seq, __u64 addr,
 		   struct rprof_nmi_map *out)
@@ -83,6 +84,8 @@ bool rprof_nmi_map(struct mm_struct *mm, __u32 seq, __u64 addr,
 			     RPROF_NMI_MAP_EXE : 0;
 		if (out->file && rprof_backing_unsafe(out->file))
 			out->flags |= RPROF_NMI_MAP_BACKING;
+		if (READ_ONCE(vma->vm_flags) & VM_EXEC)
+			out->flags |= RPROF_NMI_MAP_EXEC;
 		ok = out->start <= addr && addr < out->end;
 	}
 	rcu_read_unlock();
@@ -154,19 +157,3 @@ out:
 	return ret;
 }
 
-/* NMI context: an mm_count reference (the mm_struct stays, its address
- * space does not). */
-void rprof_mm_grab_nmi(struct mm_struct *mm)
-{
-	mmgrab(mm);
-}
-
-/* Process context: the path of a file the caller holds a reference on,
- * with a reference of its own: the one the process sees (an overlayfs
- * mapping's backing file is named by its overlay path, as
- * /proc/PID/maps names it). */
-void rprof_file_path(struct file *file, struct path *path)
-{
-	*path = *file_user_path(file);
-	path_get(path);
-}

@@ -375,7 +375,7 @@ impl<'a> Plan<'a> {
             }
             // SAFETY: NMI-safe: an atomic increment on current's mm, which
             // its task holds.
-            unsafe { helpers::rprof_mm_grab_nmi(self.mm) };
+            unsafe { helpers::rprof_mm_grab(self.mm) };
             let words = [file, n.map.start & !ENTRY_FLAGS | flags, n.map.end, n.map.pgoff_bytes];
             for (dst, src) in out.iter_mut().skip(w).zip(words) {
                 *dst = src;

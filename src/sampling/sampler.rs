@@ -383,7 +383,7 @@ unsafe fn push_chain(ring: &SampleRing, ctx: &HandlerCtx, sample: &RawSample, re
         // SAFETY: `tables` outlives the counter (`HandlerCtx` invariant).
         let published = unsafe { &*ctx.tables };
         let regs = crate::chains::unwind::Regs { ip: ur.ip, sp: ur.sp, bp: ur.bp };
-        let (n, end, stats) = crate::chains::tables::walk_user(published, regs, out);
+        let (n, end, stats) = crate::chains::userwalk::walk_user(published, regs, out);
         *nu += n as u32;
         (flags | end, helpers::raw_table_flags(stats.table_frames, stats.fp_frames))
     };

@@ -4,7 +4,7 @@
  * README and Kbuild).
  */
 #include <linux/bug.h>
-#include "rprof_helpers.h"
+#include "rprof_test_helpers.h"
 
 /* A trial run's deliberate kernel warning: `make check` must fail on it. */
 void rprof_inject_warn(void)

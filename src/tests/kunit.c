@@ -24,13 +24,8 @@
 #include <asm/nmi.h>
 #include <asm/segment.h>
 #include <kunit/test.h>
-#include "rprof_helpers.h"
-
-void rprof_kunit_fail(struct kunit *test, const char *file, unsigned int line,
-		      const void *fmt_args)
-{
-	KUNIT_FAIL(test, "at %s:%u: %pA", file, line, fmt_args);
-}
+#include "rprof_test_helpers.h"
+#include "../chains/walk.h"
 
 /*
  * Writers in every context for the stress tests: a pinned hard-IRQ hrtimer
@@ -396,4 +391,13 @@ int rprof_test_cpu_set(unsigned int cpu, bool online)
 bool rprof_test_ia32_emulation(void)
 {
 	return IS_ENABLED(CONFIG_IA32_EMULATION);
+}
+
+/* The shipping frame-pointer loop (walk.h) with the caller's reader. */
+u32 rprof_walk_fp(u64 fp, u64 *ips, u32 max, u32 *n,
+		  rprof_read_frame_fn read, void *ctx, u64 lo, u64 hi, u32 word)
+{
+	if (word == 4)
+		return rprof_walk_fp_with(fp, ips, max, n, read, ctx, lo, hi, 4);
+	return rprof_walk_fp_with(fp, ips, max, n, read, ctx, lo, hi, 8);
 }
