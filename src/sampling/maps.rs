@@ -122,6 +122,13 @@ struct State {
     slots: [Slot; SLOTS],
     /// The next slot to replace, round robin.
     next: usize,
+    /// The record being planned ([`Plan`], which holds `busy`): its new
+    /// mappings (the first `Plan::ne` are its own) and its frames' slot
+    /// nibbles (its own once `Plan::has_nibbles`).  Here rather than in
+    /// the plan so that a sample pays for no zeroed arrays (a handler
+    /// that cannot take `busy` names nothing and needs neither).
+    new: [New; NEW_MAX],
+    nibbles: [u64; NIBBLE_WORDS],
 }
 
 /// A CPU's mappings (see the module doc).
@@ -145,7 +152,13 @@ unsafe impl Send for MapSlots {}
 
 impl MapSlots {
     pub(crate) const fn new() -> Self {
-        Self { busy: AtomicBool::new(false), state: UnsafeCell::new(State { slots: [EMPTY; SLOTS], next: 0 }) }
+        Self { busy: AtomicBool::new(false), state: UnsafeCell::new(State {
+                slots: [EMPTY; SLOTS],
+                next: 0,
+                new: [NEW_NONE; NEW_MAX],
+                nibbles: [0; NIBBLE_WORDS],
+            }),
+        }
     }
 }
 
@@ -155,6 +168,8 @@ struct New {
     slot: usize,
     map: NmiMap,
 }
+
+const NEW_NONE: New = New { slot: 0, map: EMPTY.map };
 
 /// What one record names and carries.  NMI context.
 ///
@@ -169,9 +184,9 @@ pub(crate) struct Plan<'a> {
     /// Slots this record names.
     used: u32,
     leaf: u8,
-    new: [New; NEW_MAX],
+    /// New mappings this record gives slots (in the state's `new`).
     ne: usize,
-    nibbles: [u64; NIBBLE_WORDS],
+    /// The state's `nibbles` are this record's.
     has_nibbles: bool,
     /// After [`Plan::take_refs`]: which entries name their slot (else the
     /// slot is emptied).
@@ -207,9 +222,7 @@ impl<'a> Plan<'a> {
             seq,
             used: 0,
             leaf: 0,
-            new: [New::default(); NEW_MAX],
             ne: 0,
-            nibbles: [0; NIBBLE_WORDS],
             has_nibbles: false,
             valid: [false; NEW_MAX],
             last: None,
@@ -217,6 +230,24 @@ impl<'a> Plan<'a> {
             // section open: nothing can be named.
             pin_all: wanted && slots.is_none(),
             pin: false,
+        }
+    }
+
+    /// The state: its per-record arrays are this plan's.  `None` without
+    /// slots (then `ne` is 0 and `has_nibbles` false: nothing to read).
+    #[allow(clippy::mut_from_ref)]
+    fn state(&self) -> Option<&mut State> {
+        // SAFETY: We hold `busy` (`Plan` invariant), so no one else
+        // touches the state until `Drop`; the plan's methods take no
+        // second reference while one is in use.
+        self.slots.map(|s| unsafe { &mut *s.state.get() })
+    }
+
+    /// This record's new mappings.
+    fn new_entries(&self) -> &[New] {
+        match self.state() {
+            Some(st) => &st.new[..self.ne],
+            None => &[],
         }
     }
 
@@ -244,15 +275,15 @@ impl<'a> Plan<'a> {
     /// which names every other address in it alike.
     fn find_slot(&mut self, slots: &MapSlots, addr: u64) -> (u8, Option<(u64, u64)>) {
         let named = |j: usize, m: &NmiMap| (j as u8 + 1, Some((m.start, m.end)));
-        if let Some(n) = self.new[..self.ne].iter().find(|n| n.map.start <= addr && addr < n.map.end) {
-            return named(n.slot, &n.map);
-        }
         // SAFETY: We hold `busy` (`Plan` invariant), so no one else
         // touches the state until `Drop`.
         let st = unsafe { &mut *slots.state.get() };
+        if let Some(n) = st.new[..self.ne].iter().find(|n| n.map.start <= addr && addr < n.map.end) {
+            return named(n.slot, &n.map);
+        }
         // A slot this record gives a new mapping names the new one from
         // the drain's point of view: its old mapping is not to be named.
-        let replaced = self.new[..self.ne].iter().fold(0u32, |m, n| m | 1 << n.slot);
+        let replaced = st.new[..self.ne].iter().fold(0u32, |m, n| m | 1 << n.slot);
         let mm = self.mm;
         let within = |j: usize, s: &Slot| replaced & (1 << j) == 0 && s.mm == mm && s.map.start <= addr && addr < s.map.end;
         if let Some(j) = (0..SLOTS).find(|&j| within(j, &st.slots[j]) && st.slots[j].seq == self.seq) {
@@ -295,7 +326,7 @@ impl<'a> Plan<'a> {
         };
         st.next = (j + 1) % SLOTS;
         self.used |= 1 << j;
-        self.new[self.ne] = New { slot: j, map };
+        st.new[self.ne] = New { slot: j, map };
         self.ne += 1;
         named(j, &map)
     }
@@ -309,7 +340,13 @@ impl<'a> Plan<'a> {
     pub(crate) fn frame(&mut self, i: usize, addr: u64) {
         let s = self.slot_of(addr);
         if s != 0 && i < NIBBLE_WORDS * NIBBLES_PER_WORD {
-            self.nibbles[i / NIBBLES_PER_WORD] |= u64::from(s) << (4 * (i % NIBBLES_PER_WORD));
+            let first = !self.has_nibbles;
+            // A slot was named: there are slots.
+            let Some(st) = self.state() else { return };
+            if first {
+                st.nibbles = [0; NIBBLE_WORDS];
+            }
+            st.nibbles[i / NIBBLES_PER_WORD] |= u64::from(s) << (4 * (i % NIBBLES_PER_WORD));
             self.has_nibbles = true;
         }
     }
@@ -328,7 +365,7 @@ impl<'a> Plan<'a> {
     /// The `map` byte of the record without its continuation (a chain cut
     /// for space): the sampled ip's slot if it needs no entry.
     pub(crate) fn cut_map_byte(&self) -> u8 {
-        let new = self.new[..self.ne].iter().any(|n| n.slot as u8 + 1 == self.leaf);
+        let new = self.new_entries().iter().any(|n| n.slot as u8 + 1 == self.leaf);
         if new {
             0
         } else {
@@ -347,7 +384,7 @@ impl<'a> Plan<'a> {
     pub(crate) fn take_refs(&mut self, out: &mut [u64], nu: usize) {
         let mut w = 0;
         for k in 0..self.ne {
-            let n = self.new[k];
+            let n = self.new_entries()[k];
             let mut flags = n.slot as u64;
             let mut file = 0u64;
             if n.map.file.is_null() {
@@ -382,10 +419,10 @@ impl<'a> Plan<'a> {
             }
             w += ENTRY_WORDS;
         }
-        if self.has_nibbles {
+        if let (true, Some(st)) = (self.has_nibbles, self.state()) {
             let from = w.min(out.len());
             let n = nu.div_ceil(NIBBLES_PER_WORD).min(NIBBLE_WORDS);
-            for (dst, src) in out[from..].iter_mut().zip(&self.nibbles[..n]) {
+            for (dst, src) in out[from..].iter_mut().zip(&st.nibbles[..n]) {
                 *dst = *src;
             }
         }
@@ -399,7 +436,7 @@ impl<'a> Plan<'a> {
         // SAFETY: We hold `busy` (`Plan` invariant).
         let st = unsafe { &mut *slots.state.get() };
         for k in 0..self.ne {
-            let n = self.new[k];
+            let n = st.new[k];
             st.slots[n.slot] = if self.valid[k] { Slot { mm: self.mm, seq: self.seq, map: n.map } } else { EMPTY };
         }
     }

@@ -494,18 +494,19 @@ pub(crate) fn push_frames(
     let map = plan.map_byte();
     let all = total + plan.tail_len(nu as usize);
     let extra = all.div_ceil(SLOT_WORDS) as u64;
-    let mut tail = [0u64; maps::TAIL_WORDS];
-    let mut taken = false;
+    // Zeroed and filled only for a record that has a tail.
+    let mut tail: Option<[u64; maps::TAIL_WORDS]> = None;
     let pushed = ring.try_push_multi_with(
         extra,
         || make(nk, nu, chain, map),
         |i| {
-            if !taken {
-                // The first continuation slot: the ring has room for the
-                // whole record, so the references may be taken.
-                plan.take_refs(&mut tail, nu as usize);
-                taken = true;
-            }
+            // The first continuation slot: the ring has room for the whole
+            // record, so the references may be taken.
+            let tail = tail.get_or_insert_with(|| {
+                let mut t = [0u64; maps::TAIL_WORDS];
+                plan.take_refs(&mut t, nu as usize);
+                t
+            });
             let mut w = [0u64; SLOT_WORDS];
             for (k, dst) in w.iter_mut().enumerate() {
                 let at = i as usize * SLOT_WORDS + k;
