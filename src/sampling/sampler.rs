@@ -494,6 +494,16 @@ pub(crate) fn push_frames(
     let map = plan.map_byte();
     let all = total + plan.tail_len(nu as usize);
     let extra = all.div_ceil(SLOT_WORDS) as u64;
+    if extra == 0 {
+        // One slot (most samples): the plain push, which counts a record
+        // that does not fit.  The record carries no entry, but a slot the
+        // plan marked used stays as it is either way.
+        let pushed = ring.push_with(|| make(nk, nu, chain, map));
+        if !matches!(pushed, Push::Full) {
+            plan.commit();
+        }
+        return pushed;
+    }
     // Zeroed and filled only for a record that has a tail.
     let mut tail: Option<[u64; maps::TAIL_WORDS]> = None;
     let pushed = ring.try_push_multi_with(
@@ -520,11 +530,7 @@ pub(crate) fn push_frames(
         },
     );
     match pushed {
-        Push::Full if extra > 0 => ring.push_with(|| make(0, 0, cut, plan.cut_map_byte())),
-        Push::Full => {
-            ring.count_lost();
-            Push::Full
-        }
+        Push::Full => ring.push_with(|| make(0, 0, cut, plan.cut_map_byte())),
         stored => {
             plan.commit();
             stored
