@@ -88,7 +88,7 @@ perf_dwarf() {
 	diag "$(sort /tmp/$name.folded | uniq -c | sort -nr | head -4)"
 }
 
-plan 25
+plan 26
 unload
 load
 
