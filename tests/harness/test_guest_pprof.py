@@ -80,7 +80,7 @@ class GoTests(unittest.TestCase):
     def test_export_is_read_with_its_count(self):
         n = f" samples={self.samples}"
         rc, out = self.run_main(block("export.pb.gz", self.pb, n) + block("rprofd.pb.gz", self.pb, n)
-                                + block("chains.pb.gz", self.pb, n))
+                                + block("chains.pb.gz", self.pb, n) + block("rprofd-dwarf.pb.gz", self.pb, n))
         self.assertEqual(rc, 0, out)
 
     def test_chains_are_looked_up_in_the_traces(self):
@@ -88,11 +88,11 @@ class GoTests(unittest.TestCase):
         n = f" samples={self.samples}"
         ok = n + " chains=handle_softirqs>[kernel.kallsyms]>attr_main,default_idle>[kernel.kallsyms]"
         rc, out = self.run_main(block("export.pb.gz", self.pb, n) + block("rprofd.pb.gz", self.pb, n)
-                                + block("chains.pb.gz", self.pb, ok))
+                                + block("chains.pb.gz", self.pb, ok) + block("rprofd-dwarf.pb.gz", self.pb, ok))
         self.assertEqual(rc, 0, out)
         bad = n + " chains=default_idle>nobody"
         rc, out = self.run_main(block("export.pb.gz", self.pb, n) + block("rprofd.pb.gz", self.pb, n)
-                                + block("chains.pb.gz", self.pb, bad))
+                                + block("chains.pb.gz", self.pb, bad) + block("rprofd-dwarf.pb.gz", self.pb, ok))
         self.assertEqual(rc, 1, out)
         self.assertIn("no trace with default_idle>nobody", out)
 
