@@ -501,7 +501,17 @@ struct verdict {
  * their index of `bytes`: whole pages. */
 static uint64_t charged(uint64_t bytes)
 {
+	if (bytes > UINT64_MAX - page_size)
+		return UINT64_MAX;
 	return (bytes + page_size - 1) / page_size * page_size;
+}
+
+/* a + b, or UINT64_MAX where it would wrap: the module's saturating_add()
+ * (a wrapped sum let a table of 2^64 - 1 bytes pass the model's limit
+ * check that the module refuses with ENOSPC). */
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
 /* The bytes of the index the module builds for `nrows` rows that end at
@@ -748,9 +758,9 @@ static void judge_call(const struct verdict *v, enum fdkind kind, const struct r
 		/* The module counts what a table is charged (its rows and
 		 * index in whole pages) and refuses before the copy a table whose
 		 * size alone would pass the limit. */
-		uint64_t cost = charged(v->rows + v->index);
+		uint64_t cost = charged(sat_add(v->rows, v->index));
 
-		if (M.bytes + (cost > bytes ? cost : bytes) > limit_bytes) {
+		if (sat_add(M.bytes, cost > bytes ? cost : bytes) > limit_bytes) {
 			/* Past unwind_kb: certain for a table otherwise
 			 * good, possible for one that is not. */
 			if (hard)
