@@ -103,7 +103,7 @@ struct rprof_nmi_map {
 #define RPROF_NMI_REF_NONE 0
 #define RPROF_NMI_REF_OK 1
 #define RPROF_NMI_REF_STALE 2
-struct mm_struct *rprof_current_mm(void);
+struct mm_struct *rprof_current_mm(__u32 *seq);
 struct mm_struct *rprof_current_mm_pin(void);
 bool rprof_nmi_map(struct mm_struct *mm, __u32 seq, __u64 addr,
 		   struct rprof_nmi_map *out);
@@ -148,8 +148,6 @@ void rprof_resolve_user_frames(struct mm_struct *mm, __u32 seq,
 			       const __u64 *ips, __u32 n,
 			       struct rprof_frame_res *out, __u64 *wait_ns);
 /* mm_count references (the mm_struct stays, not its mappings). */
-/* current's mm_lock_seq now, 0 without an mm; NMI-safe. */
-__u32 rprof_current_mm_seq(void);
 /*
  * Tasks (src/kapi/task.c), for the followed set (src/sampling/followed.rs,
  * src/resolve/follow.rs).  rprof_global_tgid: the initial namespace's id

@@ -59,16 +59,36 @@ fn rprof_ring() -> Result<u64> {
 
 /// Nanoseconds for `RECORDS` calls of the whole overflow handler body
 /// (`rprof_on_sample`: filter, address-space reference, ring write,
-/// watermark check).
-fn rprof_handler() -> Result<u64> {
-    let ring = sampler::new_ring(BATCH as u32)?;
+/// watermark check) on samples like `sample` (their time and, for kernel
+/// samples, their ip vary).  A user sample (`RAW_USER`, insmod's own user
+/// ip) names its mapping too: the first one looks it up and gives it a
+/// slot, the others find it there, as a sampled loop's samples do.
+fn rprof_handler(sample: RawSample) -> Result<u64> {
+    // Room for a batch and the mapping entry of its first record: a full
+    // ring would kick the drain, and `plain`'s kicker is null.
+    let ring = sampler::new_ring(2 * BATCH as u32)?;
     let maps = MapSlots::new();
     let ctx = HandlerCtx::plain(&ring, &maps);
-    Ok(timed_batches(&ring, |sample| {
+    let user = sample.flags & helpers::RAW_USER != 0;
+    let ns = timed_batches(&ring, |s| {
+        let s = if user { RawSample { time_ns: s.time_ns, ..sample } } else { s };
         // SAFETY: `ctx` and its ring live across the call; the ring never
-        // fills (emptied every batch), so the null kicker is never kicked.
-        unsafe { sampler::rprof_on_sample(&ctx as *const HandlerCtx as *mut c_void, &sample, core::ptr::null_mut()) };
-    }))
+        // fills (above: emptied every batch), so the null kicker is never
+        // kicked.
+        unsafe { sampler::rprof_on_sample(&ctx as *const HandlerCtx as *mut c_void, &s, core::ptr::null_mut()) };
+    });
+    Ok(ns)
+}
+
+/// A user sample as the handler would see it for insmod's system call
+/// (its user ip, in a file-backed mapping).
+fn insmod_sample() -> RawSample {
+    let (mut pid, mut tid) = (0u32, 0u32);
+    // SAFETY: Process context (insmod); writes the two ids.
+    let ip = unsafe { helpers::rprof_bench_user_ip(&mut pid, &mut tid) };
+    let mut comm = [0u8; 16];
+    comm[..6].copy_from_slice(b"insmod");
+    RawSample { ip, period: 1, pid, tid, flags: helpers::RAW_USER, comm, ..Default::default() }
 }
 
 /// Nanoseconds for `RECORDS` user samples through the drain
@@ -87,15 +107,11 @@ fn rprof_drain() -> Result<(u64, u64)> {
     let mut drain = Drain::new(buf.producer(), 1, 64, false)?;
     let maps = MapSlots::new();
     let ctx = HandlerCtx::plain(&ring, &maps);
-    let (mut pid, mut tid) = (0u32, 0u32);
-    // SAFETY: Process context (insmod); writes the two ids.
-    let ip = unsafe { helpers::rprof_bench_user_ip(&mut pid, &mut tid) };
-    let mut comm = [0u8; 16];
-    comm[..6].copy_from_slice(b"insmod");
+    let user = insmod_sample();
     let (mut ns, mut n) = (0, 0);
     while n < RECORDS {
         for i in 0..BATCH {
-            let sample = RawSample { time_ns: n + i, ip, period: 1, pid, tid, flags: helpers::RAW_USER, comm, ..Default::default() };
+            let sample = RawSample { time_ns: n + i, ..user };
             // SAFETY: `ctx` and its ring live across the call; the ring
             // holds a batch, so the null kicker is never kicked.
             unsafe { sampler::rprof_on_sample(&ctx as *const HandlerCtx as *mut c_void, &sample, core::ptr::null_mut()) };
@@ -138,18 +154,19 @@ pub(crate) fn run() {
     let rs = core::mem::size_of::<RingRecord>() as u32;
     let mut ftrace_dropped = 0u64;
     let clocks = clock_pairs();
-    let results = (|| -> Result<(u64, u64, u64)> {
+    let results = (|| -> Result<(u64, u64, u64, u64)> {
         let ring = rprof_ring()?;
-        let handler = rprof_handler()?;
+        let handler = rprof_handler(RawSample::default())?;
+        let handler_user = rprof_handler(insmod_sample())?;
         // SAFETY: Runs the C loop; `ftrace_dropped` outlives the call.
         let ftrace = unsafe { helpers::rprof_bench_ftrace(RECORDS, BATCH, rs, &mut ftrace_dropped) };
         if ftrace == 0 {
             return Err(ENOMEM);
         }
-        Ok((ring, handler, ftrace))
+        Ok((ring, handler, handler_user, ftrace))
     })();
     match results {
-        Ok((ring, handler, ftrace)) => {
+        Ok((ring, handler, handler_user, ftrace)) => {
             let (a, b) = per_record(ring);
             let (c, d) = per_record(handler);
             let (e, f) = per_record(ftrace);
@@ -157,6 +174,8 @@ pub(crate) fn run() {
             pr_info!("bench: {} records of {} bytes per run, task context, one CPU\n", RECORDS, rs);
             pr_info!("bench: rprof ring push:            {}.{:02} ns/record\n", a, b);
             pr_info!("bench: rprof handler body:         {}.{:02} ns/record\n", c, d);
+            let (c, d) = per_record(handler_user);
+            pr_info!("bench: rprof handler body, user:   {}.{:02} ns/record\n", c, d);
             pr_info!("bench: ftrace ring_buffer write:   {}.{:02} ns/record ({} dropped)\n", e, f, ftrace_dropped);
             pr_info!("bench: local_clock pair:           {}.{:02} ns\n", g, h);
             stage::set_timing(false);

@@ -276,11 +276,20 @@ bool rprof_nmi_exec_vma(__u64 ip, struct rprof_nmi_vma *out)
  */
 bool rprof_user_read_nmi(__u64 addr, __u64 *val)
 {
-	/* The address came from user memory (a stack word plus a table's
-	 * offset) and passed only access_ok()'s branch: no speculative load
-	 * through it (Spectre v1), as walk.c's frame reads. */
+	const void __user *p = (const void __user *)addr;
+
+	/*
+	 * The address came from user memory (a stack word plus a table's
+	 * offset): no speculative load through it past the bounds check
+	 * (Spectre v1), so the check is made here, before the barrier;
+	 * copy_from_user_nmi() has none after its own.  __access_ok(): the
+	 * bounds alone, without access_ok()'s in-IRQ warning (pagefaults are
+	 * not disabled yet).
+	 */
+	if (!__access_ok(p, sizeof(*val)))
+		return false;
 	barrier_nospec();
-	return !copy_from_user_nmi(val, (const void __user *)addr, sizeof(*val));
+	return !copy_from_user_nmi(val, p, sizeof(*val));
 }
 
 /*

@@ -273,13 +273,12 @@ extern "C" {
     /// NMI context (`src/sampling/maps.c`): current's address space
     /// (no reference), a VMA found under a lock sequence, a reference on
     /// its file, an mm_count reference.
-    pub(crate) fn rprof_current_mm() -> *mut MmStruct;
+    pub(crate) fn rprof_current_mm(seq: *mut u32) -> *mut MmStruct;
     pub(crate) fn rprof_current_mm_pin() -> *mut MmStruct;
     pub(crate) fn rprof_nmi_map(mm: *mut MmStruct, seq: u32, addr: u64, out: *mut NmiMap) -> bool;
     pub(crate) fn rprof_nmi_file_get(mm: *mut MmStruct, seq: u32, file: *mut c_void) -> c_int;
     /// Process context: the path of a file held, with its own reference.
     pub(crate) fn rprof_file_path(file: *mut c_void, path: *mut bindings::path);
-    pub(crate) fn rprof_current_mm_seq() -> u32;
     // Tasks (`src/kapi/task.c`, wrapped by `kapi::task`).
     pub(crate) fn rprof_global_tgid(vnr: i32, start: *mut u64) -> i32;
     pub(crate) fn rprof_current_task() -> *mut TaskStruct;

@@ -17,11 +17,17 @@
 #include <linux/version.h>
 #include "rprof_helpers.h"
 
-/* NMI context: current's address space, without a reference, or NULL
- * (the one rprof_current_mm_grab() references for the record). */
-struct mm_struct *rprof_current_mm(void)
+/* NMI context: current's address space, without a reference, or NULL,
+ * and its write-lock sequence now in *seq (0 without one).  The handler
+ * reads both once, before it looks anything up, and references the
+ * address space for the record with rprof_mm_grab() once the ring has
+ * room for it. */
+struct mm_struct *rprof_current_mm(__u32 *seq)
 {
-	return current->mm;
+	struct mm_struct *mm = current->mm;
+
+	*seq = mm ? READ_ONCE(mm->mm_lock_seq.sequence) : 0;
+	return mm;
 }
 
 /*

@@ -51,7 +51,7 @@
 use crate::kapi::helpers::{self, MmStruct, NmiMap};
 use crate::uapi::RPROF_MAX_FRAMES;
 use core::cell::UnsafeCell;
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{compiler_fence, AtomicBool, Ordering};
 
 /// Mappings a CPU's handler keeps.
 pub(crate) const SLOTS: usize = 8;
@@ -122,6 +122,9 @@ struct State {
     slots: [Slot; SLOTS],
     /// The next slot to replace, round robin.
     next: usize,
+    /// The slot that named the last address looked up: a CPU's samples
+    /// mostly fall in one mapping (a loop's), so it is tried first.
+    hint: usize,
     /// The record being planned ([`Plan`], which holds `busy`): its new
     /// mappings (the first `Plan::ne` are its own) and its frames' slot
     /// nibbles (its own once `Plan::has_nibbles`).  Here rather than in
@@ -131,13 +134,18 @@ struct State {
     nibbles: [u64; NIBBLE_WORDS],
 }
 
-/// A CPU's mappings (see the module doc).
+/// A CPU's mappings (see the module doc).  A cache line of its own: the
+/// handler writes it on every user sample, and a session keeps one per CPU
+/// side by side (a `KVec`, whose allocation of at least 256 bytes comes
+/// from a power-of-two kmalloc cache or the page allocator, both aligned
+/// to more than this).
 ///
 /// # Invariants
 ///
 /// `state` is touched only by the holder of `busy`: a handler on this
-/// object's CPU, which takes it with an atomic swap and gives it back
-/// before it returns.
+/// object's CPU, which takes it when it finds it clear ([`MapSlots::take`])
+/// and gives it back before it returns.
+#[repr(align(64))]
 pub(crate) struct MapSlots {
     busy: AtomicBool,
     state: UnsafeCell<State>,
@@ -151,10 +159,36 @@ unsafe impl Sync for MapSlots {}
 unsafe impl Send for MapSlots {}
 
 impl MapSlots {
+    /// Takes `busy` if it is clear.  NMI context, on this object's CPU.
+    ///
+    /// A load and a store, not a locked swap: only handlers of this CPU
+    /// take it (`HandlerCtx` invariant), and one that interrupts another
+    /// between its load and its store runs to completion, giving `busy`
+    /// back clear, before the interrupted one goes on: each sees the flag
+    /// as if it ran alone.  The compiler fences keep the state's accesses
+    /// inside the section; no other CPU looks.
+    #[inline(always)]
+    fn take(&self) -> bool {
+        if self.busy.load(Ordering::Relaxed) {
+            return false;
+        }
+        self.busy.store(true, Ordering::Relaxed);
+        compiler_fence(Ordering::SeqCst);
+        true
+    }
+
+    /// Gives `busy` back (after [`MapSlots::take`]).
+    #[inline(always)]
+    fn give_back(&self) {
+        compiler_fence(Ordering::SeqCst);
+        self.busy.store(false, Ordering::Relaxed);
+    }
+
     pub(crate) const fn new() -> Self {
         Self { busy: AtomicBool::new(false), state: UnsafeCell::new(State {
                 slots: [EMPTY; SLOTS],
                 next: 0,
+                hint: 0,
                 new: [NEW_NONE; NEW_MAX],
                 nibbles: [0; NIBBLE_WORDS],
             }),
@@ -212,7 +246,7 @@ impl<'a> Plan<'a> {
     pub(crate) fn new(slots: Option<&'a MapSlots>, mm: *mut MmStruct, seq: u32) -> Self {
         let wanted = slots.is_some() && !mm.is_null();
         let slots = match slots {
-            Some(s) if !mm.is_null() && seq & 1 == 0 && !s.busy.swap(true, Ordering::Acquire) => Some(s),
+            Some(s) if !mm.is_null() && seq & 1 == 0 && s.take() => Some(s),
             _ => None,
         };
         // INVARIANT: `Some` only when the swap took `busy`.
@@ -235,24 +269,25 @@ impl<'a> Plan<'a> {
 
     /// The state: its per-record arrays are this plan's.  `None` without
     /// slots (then `ne` is 0 and `has_nibbles` false: nothing to read).
-    #[allow(clippy::mut_from_ref)]
-    fn state(&self) -> Option<&mut State> {
+    fn state(&mut self) -> Option<&mut State> {
         // SAFETY: We hold `busy` (`Plan` invariant), so no one else
-        // touches the state until `Drop`; the plan's methods take no
-        // second reference while one is in use.
+        // touches the state until `Drop`; the reference borrows the plan
+        // mutably, so the plan cannot make a second one while it lives.
         self.slots.map(|s| unsafe { &mut *s.state.get() })
     }
 
     /// This record's new mappings.
-    fn new_entries(&self) -> &[New] {
+    fn new_entries(&mut self) -> &[New] {
+        let ne = self.ne;
         match self.state() {
-            Some(st) => &st.new[..self.ne],
+            Some(st) => &st.new[..ne],
             None => &[],
         }
     }
 
     /// The slot + 1 that names `addr` in this record, a new one if need
     /// be, or 0.
+    #[inline(always)]
     fn slot_of(&mut self, addr: u64) -> u8 {
         let Some(slots) = self.slots else {
             self.pin |= self.pin_all;
@@ -265,14 +300,30 @@ impl<'a> Plan<'a> {
                 return s;
             }
         }
+        // Then the slot that named the CPU's last address, if this record
+        // replaces no slot (else `find_slot` knows which it may not name).
+        if self.ne == 0 {
+            // SAFETY: We hold `busy` (`Plan` invariant), so no one else
+            // touches the state until `Drop`; `st` goes before `self` is
+            // used again.
+            let st = unsafe { &*slots.state.get() };
+            let j = st.hint % SLOTS;
+            let s = &st.slots[j];
+            if s.mm == self.mm && s.seq == self.seq && s.map.start <= addr && addr < s.map.end {
+                self.used |= 1 << j;
+                self.last = Some((s.map.start, s.map.end, j as u8 + 1));
+                return j as u8 + 1;
+            }
+        }
         let (s, range) = self.find_slot(slots, addr);
         self.last = range.map(|(start, end)| (start, end, s));
         s
     }
 
-    /// [`Plan::slot_of`] without the last address's shortcut: the slot + 1
-    /// that names `addr` (0: none), and the range of the mapping it found,
-    /// which names every other address in it alike.
+    /// [`Plan::slot_of`] without its shortcuts: the slot + 1 that names
+    /// `addr` (0: none), and the range of the mapping it found, which
+    /// names every other address in it alike.
+    #[inline(never)]
     fn find_slot(&mut self, slots: &MapSlots, addr: u64) -> (u8, Option<(u64, u64)>) {
         let named = |j: usize, m: &NmiMap| (j as u8 + 1, Some((m.start, m.end)));
         // SAFETY: We hold `busy` (`Plan` invariant), so no one else
@@ -286,7 +337,10 @@ impl<'a> Plan<'a> {
         let replaced = st.new[..self.ne].iter().fold(0u32, |m, n| m | 1 << n.slot);
         let mm = self.mm;
         let within = |j: usize, s: &Slot| replaced & (1 << j) == 0 && s.mm == mm && s.map.start <= addr && addr < s.map.end;
-        if let Some(j) = (0..SLOTS).find(|&j| within(j, &st.slots[j]) && st.slots[j].seq == self.seq) {
+        let current = |j: usize| within(j, &st.slots[j]) && st.slots[j].seq == self.seq;
+        let hint = st.hint % SLOTS;
+        if let Some(j) = core::iter::once(hint).chain(0..SLOTS).find(|&j| current(j)) {
+            st.hint = j;
             self.used |= 1 << j;
             return named(j, &st.slots[j].map);
         }
@@ -313,6 +367,7 @@ impl<'a> Plan<'a> {
         // address-space changes are elsewhere) is good under the new one.
         if let Some(j) = (0..SLOTS).find(|&j| within(j, &st.slots[j]) && st.slots[j].map == map) {
             st.slots[j].seq = self.seq;
+            st.hint = j;
             self.used |= 1 << j;
             return named(j, &map);
         }
@@ -325,6 +380,7 @@ impl<'a> Plan<'a> {
             return (0, None);
         };
         st.next = (j + 1) % SLOTS;
+        st.hint = j;
         self.used |= 1 << j;
         st.new[self.ne] = New { slot: j, map };
         self.ne += 1;
@@ -332,6 +388,7 @@ impl<'a> Plan<'a> {
     }
 
     /// Names the sampled ip.
+    #[inline(always)]
     pub(crate) fn leaf(&mut self, ip: u64) {
         self.leaf = self.slot_of(ip);
     }
@@ -351,6 +408,13 @@ impl<'a> Plan<'a> {
         }
     }
 
+    /// Whether the record carries nothing after its frames and changes no
+    /// slot: no new mapping, no frame nibbles.  Such a record needs no
+    /// [`Plan::take_refs`] and no [`Plan::commit`].
+    pub(crate) fn is_plain(&self) -> bool {
+        self.ne == 0 && !self.has_nibbles
+    }
+
     /// Whether the record must hold its address space (`mm_users`): an
     /// address of it lies in a mapping that cannot be named.
     pub(crate) fn pin(&self) -> bool {
@@ -364,8 +428,9 @@ impl<'a> Plan<'a> {
 
     /// The `map` byte of the record without its continuation (a chain cut
     /// for space): the sampled ip's slot if it needs no entry.
-    pub(crate) fn cut_map_byte(&self) -> u8 {
-        let new = self.new_entries().iter().any(|n| n.slot as u8 + 1 == self.leaf);
+    pub(crate) fn cut_map_byte(&mut self) -> u8 {
+        let leaf = self.leaf;
+        let new = self.new_entries().iter().any(|n| n.slot as u8 + 1 == leaf);
         if new {
             0
         } else {
@@ -419,7 +484,8 @@ impl<'a> Plan<'a> {
             }
             w += ENTRY_WORDS;
         }
-        if let (true, Some(st)) = (self.has_nibbles, self.state()) {
+        let has_nibbles = self.has_nibbles;
+        if let (true, Some(st)) = (has_nibbles, self.state()) {
             let from = w.min(out.len());
             let n = nu.div_ceil(NIBBLES_PER_WORD).min(NIBBLE_WORDS);
             for (dst, src) in out[from..].iter_mut().zip(&st.nibbles[..n]) {
@@ -445,7 +511,7 @@ impl<'a> Plan<'a> {
 impl Drop for Plan<'_> {
     fn drop(&mut self) {
         if let Some(slots) = self.slots {
-            slots.busy.store(false, Ordering::Release);
+            slots.give_back();
         }
     }
 }

@@ -54,15 +54,6 @@ void rprof_overflow(struct perf_event *event, struct perf_sample_data *data,
 	rprof_on_sample(event->overflow_handler_context, &s, regs);
 }
 
-/* current's address-space write-lock sequence now (0 without one).  NMI
- * context: the chain path reads it at the sample, before the walk. */
-u32 rprof_current_mm_seq(void)
-{
-	struct mm_struct *mm = current->mm;
-
-	return mm ? READ_ONCE(mm->mm_lock_seq.sequence) : 0;
-}
-
 /*
  * NMI context: mmgrab() is an atomic increment of mm_count, which keeps
  * the mm_struct but not the address space: the sampled process exits and

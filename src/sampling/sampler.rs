@@ -265,18 +265,25 @@ pub(crate) unsafe extern "C" fn rprof_on_sample(ctx: *mut c_void, sample: *const
     // room for the record, so a full ring never has to give one back
     // (which NMI context could not do).
     let pushed = if (ctx.max_kernel | ctx.max_user) == 0 || regs.is_null() {
-        // Without chains: one slot, and the sampled ip's new mapping if
-        // it has one.
-        let mut plan = if sample.flags & helpers::RAW_USER != 0 {
-            let mut p = plan(ctx, None);
-            p.leaf(sample.ip);
-            p
+        if sample.flags & helpers::RAW_USER == 0 {
+            // A kernel ip: one slot, nothing to name.
+            ring.push_with(|| record(ctx, &sample, 0, 0, 0, 0, false, None))
         } else {
-            // A kernel ip: nothing to name, the slots are not taken.
-            Plan::new(None, core::ptr::null_mut(), 0)
-        };
-        let pin = plan.pin();
-        push_frames(ring, &[], 0, None, &mut plan, |_, _, _, map| record(ctx, &sample, 0, 0, 0, map, pin))
+            // A user ip: one slot, and the ip's new mapping if it has one.
+            let (mm, seq) = current_mm();
+            let mut plan = plan(ctx, mm, seq);
+            plan.leaf(sample.ip);
+            let pin = plan.pin();
+            let at = Some((mm, seq));
+            if plan.is_plain() {
+                // Named by a slot it already has (or by none): nothing to
+                // carry, nothing to commit.
+                let map = plan.map_byte();
+                ring.push_with(|| record(ctx, &sample, 0, 0, 0, map, pin, at))
+            } else {
+                push_frames(ring, &[], 0, None, &mut plan, |_, _, _, map| record(ctx, &sample, 0, 0, 0, map, pin, at))
+            }
+        }
     } else {
         // SAFETY: `regs` are the sampled registers (caller); NMI context.
         unsafe { push_chain(ring, ctx, &sample, regs) }
@@ -292,34 +299,36 @@ pub(crate) unsafe extern "C" fn rprof_on_sample(ctx: *mut c_void, sample: *const
     }
 }
 
-/// A plan of the mappings for a record of current's address space, at
-/// the write-lock sequence `seq` read at the sample (now if `None`).  NMI
-/// context.
+/// Current's address space (not referenced; null for none) and its
+/// write-lock sequence now.  NMI context.
 #[inline(always)]
-fn plan(ctx: &HandlerCtx, seq: Option<u32>) -> Plan<'_> {
+fn current_mm() -> (*mut helpers::MmStruct, u32) {
+    let mut seq = 0;
     // SAFETY: NMI-safe: reads current's mm and its sequence.
-    let (mm, seq) = unsafe { (helpers::rprof_current_mm(), seq.unwrap_or_else(|| helpers::rprof_current_mm_seq())) };
+    let mm = unsafe { helpers::rprof_current_mm(&mut seq) };
+    (mm, seq)
+}
+
+/// A plan of the mappings for a record of current's address space `mm`
+/// at write-lock sequence `seq` (`current_mm()`).  NMI context.
+#[inline(always)]
+fn plan(ctx: &HandlerCtx, mm: *mut helpers::MmStruct, seq: u32) -> Plan<'_> {
     // SAFETY: `maps` outlives the counter and is this CPU's (`HandlerCtx`
     // invariant).
     Plan::new(unsafe { ctx.maps.as_ref() }, mm, seq)
 }
 
-/// The ring record of `sample`, with an `mm_count` reference on current's
-/// address space and its sequence now, and `map` (its mappings).  NMI
-/// context: called only once a slot is reserved.
-#[inline(always)]
-fn record(ctx: &HandlerCtx, sample: &RawSample, nk: u32, nu: u32, chain: u8, map: u8, pin: bool) -> RingSlot {
-    record_at(ctx, sample, nk, nu, chain, map, pin, None)
-}
-
-/// [`record`] with the address-space sequence read earlier, at the sample
-/// (`seq`), if given: a chain walk takes microseconds, and the drain
-/// accepts only mappings older than the sequence the record carries.
-/// With `pin`, the record holds the address space too (`mm_users`), for
-/// mappings the handler could not name (`Plan::pin`).
+/// The ring record of `sample` with `map` (its mappings), and an
+/// `mm_count` reference on current's address space: `at`'s (current's
+/// and its sequence, read at the sample by `current_mm()`: a chain walk
+/// takes microseconds, and the drain accepts only mappings older than the
+/// sequence the record carries), or read now if `None`.  With `pin`, the
+/// record holds the address space too (`mm_users`), for mappings the
+/// handler could not name (`Plan::pin`).  NMI context: called only once a
+/// slot is reserved.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn record_at(
+fn record(
     ctx: &HandlerCtx,
     sample: &RawSample,
     nk: u32,
@@ -327,16 +336,25 @@ fn record_at(
     chain: u8,
     map: u8,
     pin: bool,
-    seq: Option<u32>,
+    at: Option<(*mut helpers::MmStruct, u32)>,
 ) -> RingSlot {
-    let mut mm_seq = 0;
-    // SAFETY: NMI-safe: an atomic increment on current's mm, if any.
-    let mm = unsafe { helpers::rprof_current_mm_grab(&mut mm_seq) };
+    let (mm, mm_seq) = match at {
+        Some((mm, seq)) => {
+            if !mm.is_null() {
+                // SAFETY: NMI-safe: an atomic increment on current's mm
+                // (`current->mm` cannot change while the handler runs).
+                unsafe { helpers::rprof_mm_grab(mm) };
+            }
+            (mm, seq)
+        }
+        None => {
+            let mut seq = 0;
+            // SAFETY: NMI-safe: an atomic increment on current's mm, if any.
+            (unsafe { helpers::rprof_current_mm_grab(&mut seq) }, seq)
+        }
+    };
     // SAFETY: NMI-safe: an atomic increment-not-zero on current's mm.
     let pinned = pin && !mm.is_null() && !unsafe { helpers::rprof_current_mm_pin() }.is_null();
-    // `current->mm` cannot change while the handler runs: the sequence read
-    // at the sample is this mm's.
-    let mm_seq = seq.unwrap_or(mm_seq);
     RingSlot {
         rec: RingRecord {
             sample: RawSample { map, pinned: pinned as u8, ..*sample },
@@ -420,8 +438,7 @@ pub(crate) unsafe fn push_chain_with(
     ips: *mut u64,
     walk: impl FnOnce(*mut u64, &mut u32, &mut u32) -> (u32, u32),
 ) -> Push {
-    // SAFETY: NMI-safe: reads current's mm and its sequence.
-    let seq = unsafe { helpers::rprof_current_mm_seq() };
+    let (mm, seq) = current_mm();
     let (mut nk, mut nu) = (0u32, 0u32);
     let (flags, raw) = walk(ips, &mut nk, &mut nu);
     let sample = &RawSample { flags: sample.flags | raw, ..*sample };
@@ -432,7 +449,7 @@ pub(crate) unsafe fn push_chain_with(
     let user = sample.flags & helpers::RAW_USER != 0;
     // Nothing to name without a user address: the slots are not taken.
     let mut plan = if user || words.len() > nk as usize {
-        plan(ctx, Some(seq))
+        plan(ctx, mm, seq)
     } else {
         Plan::new(None, core::ptr::null_mut(), 0)
     };
@@ -442,7 +459,7 @@ pub(crate) unsafe fn push_chain_with(
     name_user_frames(&mut plan, words, nk, !user);
     let pin = plan.pin();
     push_frames(ring, words, nk, Some(flags), &mut plan, |nk, nu, chain, map| {
-        record_at(ctx, sample, nk, nu, chain, map, pin, Some(seq))
+        record(ctx, sample, nk, nu, chain, map, pin, Some((mm, seq)))
     })
 }
 
@@ -480,9 +497,14 @@ pub(crate) fn push_frames(
     // The counts the record carries are the words the ring holds: the
     // reader consumes `extra_slots()` continuation slots (`pop`), and
     // both counts must fit the record's u8 fields.
-    let words = &words[..words.len().min(2 * uapi::RPROF_MAX_FRAMES as usize)];
-    let nk = nk.min(words.len() as u32);
-    let nu = words.len() as u32 - nk;
+    // At most RPROF_MAX_FRAMES of each side (a tail's frame nibbles cover
+    // no more): more kernel frames than that cut the user side off.
+    let max = uapi::RPROF_MAX_FRAMES as usize;
+    let k = (nk as usize).min(words.len());
+    let u = if k > max { 0 } else { (words.len() - k).min(max) };
+    let k = k.min(max);
+    let words = &words[..k + u];
+    let (nk, nu) = (k as u32, u as u32);
     let total = words.len();
     let (chain, cut) = match flags {
         Some(f) => (
@@ -504,33 +526,39 @@ pub(crate) fn push_frames(
         }
         return pushed;
     }
-    // Zeroed and filled only for a record that has a tail.
+    // Zeroed and filled only for a record that has a tail (a chain alone
+    // has none: no reference to take, nothing after its frames).
     let mut tail: Option<[u64; maps::TAIL_WORDS]> = None;
+    let has_tail = all > total;
     let pushed = ring.try_push_multi_with(
         extra,
         || make(nk, nu, chain, map),
         |i| {
             // The first continuation slot: the ring has room for the whole
             // record, so the references may be taken.
-            let tail = tail.get_or_insert_with(|| {
+            if has_tail && tail.is_none() {
                 let mut t = [0u64; maps::TAIL_WORDS];
                 plan.take_refs(&mut t, nu as usize);
-                t
-            });
+                tail = Some(t);
+            }
             let mut w = [0u64; SLOT_WORDS];
             for (k, dst) in w.iter_mut().enumerate() {
                 let at = i as usize * SLOT_WORDS + k;
                 *dst = match at {
                     _ if at < total => words[at],
-                    _ if at < all => tail[at - total],
-                    _ => 0,
+                    // Past the tail's words (which `take_refs` wrote, the
+                    // rest zero), nothing: the reader skips them.
+                    _ => tail.as_ref().and_then(|t| t.get(at - total)).copied().unwrap_or(0),
                 };
             }
             RingSlot { words: w }
         },
     );
     match pushed {
-        Push::Full => ring.push_with(|| make(0, 0, cut, plan.cut_map_byte())),
+        Push::Full => {
+            let cut_map = plan.cut_map_byte();
+            ring.push_with(|| make(0, 0, cut, cut_map))
+        }
         stored => {
             plan.commit();
             stored

@@ -1555,8 +1555,8 @@ fn chain_sequence_is_read_before_the_walk(t: &mut Test) {
         return;
     };
     let ctx = HandlerCtx { max_user: 127, ..HandlerCtx::plain(&ring, core::ptr::null()) };
-    // SAFETY: Reads current's mm sequence; current has an mm (above).
-    let before = unsafe { helpers::rprof_current_mm_seq() };
+    // Current has an mm (above).
+    let before = current_mm_seq().1;
     let mut mapped = 0;
     let walk = |_ips: *mut u64, nk: &mut u32, nu: &mut u32| {
         // SAFETY: As above: the running case.
@@ -1569,8 +1569,7 @@ fn chain_sequence_is_read_before_the_walk(t: &mut Test) {
     // SAFETY: `ips` is ours and CHAIN_WORDS long; the walk stores no word;
     // this call stands in for the handler on a ring of its own.
     let pushed = unsafe { sampler::push_chain_with(&ring, &ctx, &RawSample::default(), ips.as_mut_ptr(), walk) };
-    // SAFETY: As above.
-    let after = unsafe { helpers::rprof_current_mm_seq() };
+    let after = current_mm_seq().1;
     let mut frames = [0u64; 8];
     // SAFETY: This test is the ring's only reader.
     let rec = unsafe { sampler::pop(&ring, &mut frames) };
@@ -1715,7 +1714,8 @@ fn chain_counts_follow_the_words(t: &mut Test) {
     let make = chain_record;
     // Nine words (one continuation slot), but 20 kernel frames claimed.
     kassert!(t, matches!(push_chain_words(&ring, &[5; 9], 20, 0, make(1)), Push::Stored(_)));
-    // More words than any chain has: cut to 2 x RPROF_MAX_FRAMES.
+    // More words than any chain has: cut to RPROF_MAX_FRAMES a side (the
+    // frame nibbles of a record's tail cover no more user frames).
     let many = [6u64; 300];
     kassert!(t, matches!(push_chain_words(&ring, &many, 1, 0, make(2)), Push::Stored(_)));
     kassert!(t, matches!(ring.push(RingRecord::new(RawSample { time_ns: 3, ..Default::default() }, 0).into()), Push::Stored(_)));
@@ -1725,8 +1725,8 @@ fn chain_counts_follow_the_words(t: &mut Test) {
     while let Some(rec) = unsafe { sampler::pop(&ring, &mut frames) } {
         let _ = seen.push((rec.sample.time_ns, rec.nk, rec.nu), GFP_KERNEL);
     }
-    let max = 2 * RPROF_MAX_FRAMES as u8;
-    kassert_eq!(t, &seen[..], &[(1u64, 9u8, 0u8), (2, 1, max - 1), (3, 0, 0)][..]);
+    let max = RPROF_MAX_FRAMES as u8;
+    kassert_eq!(t, &seen[..], &[(1u64, 9u8, 0u8), (2, 1, max), (3, 0, 0)][..]);
     kassert_eq!(t, ring.stored(), 3);
 }
 
@@ -1870,8 +1870,8 @@ fn handler_pins_no_address_space(t: &mut Test) {
     };
     let maps = MapSlots::new();
     let ctx = HandlerCtx::plain(&ring, &maps);
-    // SAFETY: Reads current's mm, which the test holds (kthread_use_mm).
-    let mm = unsafe { helpers::rprof_current_mm() };
+    // Current's mm, which the test holds (kthread_use_mm).
+    let mm = current_mm_seq().0;
     // SAFETY: `mm` is current's, alive for the test.
     let (users, count) = unsafe { (helpers::rprof_test_mm_users(mm), helpers::rprof_test_mm_count(mm)) };
     for (i, ip) in [anon + 8, anon + 3 * PAGE, file + 16, file + 32].into_iter().enumerate() {
@@ -1939,8 +1939,7 @@ fn slots_name_each_mapping_once(t: &mut Test) {
     };
     let at = |k: u64| base + 2 * k * MAP_PAGE + 64;
     let maps = MapSlots::new();
-    // SAFETY: Reads current's mm and its sequence.
-    let (mm, seq) = unsafe { (helpers::rprof_current_mm(), helpers::rprof_current_mm_seq()) };
+    let (mm, seq) = current_mm_seq();
     let mut out = [0u64; crate::sampling::maps::TAIL_WORDS];
     let mut plan = Plan::new(Some(&maps), mm, seq);
     plan.leaf(at(0));
@@ -1973,10 +1972,54 @@ fn slots_name_each_mapping_once(t: &mut Test) {
     drop(plan);
     let slot5 = (out2[1] & crate::sampling::maps::ENTRY_SLOT) as u8 + 1;
     kassert!(t, slot5 > 4, "the fifth mapping took slot {} of this record's", slot5);
+    // Its nibbles are its own: nothing of the first record's (frame 6's
+    // slot) is left past its five frames.
+    let nibbles2 = &out2[crate::sampling::maps::ENTRY_WORDS..crate::sampling::maps::tail_words(map2, 5)];
+    let slots2: [u8; 8] = core::array::from_fn(|i| crate::sampling::maps::nibble(nibbles2, i));
+    kassert_eq!(t, &slots2[..], &[1u8, 2, 3, 4, slot5, 0, 0, 0][..]);
     // The references the entries took (anonymous memory: none on a file,
     // one on the address space each).
     crate::resolve::replay::put_entries(&out[..crate::sampling::maps::NEW_MAX * crate::sampling::maps::ENTRY_WORDS], mm);
     crate::resolve::replay::put_entries(&out2[..crate::sampling::maps::ENTRY_WORDS], mm);
+}
+
+/// A handler that interrupts another while it names mappings (an NMI
+/// over the hrtimer's handler, on one CPU) finds the slots taken: it
+/// names nothing and holds the address space instead, and leaves the
+/// slots to the one it interrupted, which gives them back when done.
+fn a_nested_handler_leaves_the_slots_alone(t: &mut Test) {
+    use crate::sampling::maps::MAP_LEAF;
+    let Some(base) = mappings_a_page_apart(t, 2) else {
+        kassert!(t, false, "2 mappings a page apart: kunit_vm_mmap or munmap failed");
+        return;
+    };
+    let maps = MapSlots::new();
+    let (mm, seq) = current_mm_seq();
+    let mut outer = Plan::new(Some(&maps), mm, seq);
+    outer.leaf(base + 64);
+    for _ in 0..2 {
+        // Twice: the first nested plan's end must not free the slots.
+        let mut nested = Plan::new(Some(&maps), mm, seq);
+        nested.leaf(base + 2 * MAP_PAGE + 64);
+        kassert_eq!(t, nested.map_byte(), 0);
+        kassert!(t, nested.pin(), "a nested handler's sample does not hold its address space");
+    }
+    outer.frame(0, base + 2 * MAP_PAGE + 64);
+    kassert_eq!(t, outer.map_byte() & MAP_LEAF, 1);
+    kassert!(t, !outer.pin(), "the outer handler could not name its mappings");
+    let mut out = [0u64; crate::sampling::maps::TAIL_WORDS];
+    let map = outer.map_byte();
+    outer.take_refs(&mut out, 1);
+    outer.commit();
+    drop(outer);
+    // Given back: the next plan names the ip through the slot, no entry.
+    let mut next = Plan::new(Some(&maps), mm, seq);
+    next.leaf(base + 64 + 8);
+    kassert_eq!(t, next.map_byte(), 1);
+    kassert!(t, next.is_plain(), "a named mapping was carried again");
+    drop(next);
+    let ne = crate::sampling::maps::map_entries(map);
+    crate::resolve::replay::put_entries(&out[..ne * crate::sampling::maps::ENTRY_WORDS], mm);
 }
 
 /// A slot a record gives a new mapping is never named in the same record
@@ -1990,8 +2033,7 @@ fn a_replaced_slot_keeps_no_old_name(t: &mut Test) {
     };
     let at = |k: u64| base + 2 * k * MAP_PAGE + 64;
     let maps = MapSlots::new();
-    // SAFETY: Reads current's mm and its sequence.
-    let (mm, seq) = unsafe { (helpers::rprof_current_mm(), helpers::rprof_current_mm_seq()) };
+    let (mm, seq) = current_mm_seq();
     let mut taken = [[0u64; TAIL_WORDS]; 3];
     // Two records fill the eight slots with mappings 0-7.
     for (r, out) in taken.iter_mut().take(2).enumerate() {
@@ -2033,7 +2075,12 @@ fn a_replaced_slot_keeps_no_old_name(t: &mut Test) {
 kunit_suite!(
     MAPS_SUITE,
     "rprof-maps",
-    [handler_pins_no_address_space, slots_name_each_mapping_once, a_replaced_slot_keeps_no_old_name]
+    [
+        handler_pins_no_address_space,
+        slots_name_each_mapping_once,
+        a_nested_handler_leaves_the_slots_alone,
+        a_replaced_slot_keeps_no_old_name
+    ]
 );
 
 #[cfg(rprof_inject_kunit_fail)]
@@ -2049,4 +2096,12 @@ kunit_suite!(INJECT_SUITE, "rprof-injected", [injected_failure]);
 fn test_evbuf(data_pages: usize) -> Result<EventBuffer> {
     let bytes = EventBuffer::bytes(data_pages).ok_or(EINVAL)? as u64;
     EventBuffer::new(data_pages, crate::buffer::charge::Charge::new(bytes)?)
+}
+
+/// Current's address space (no reference) and its write-lock sequence now.
+fn current_mm_seq() -> (*mut helpers::MmStruct, u32) {
+    let mut seq = 0;
+    // SAFETY: Reads current's mm and its sequence; any context.
+    let mm = unsafe { helpers::rprof_current_mm(&mut seq) };
+    (mm, seq)
 }

@@ -162,6 +162,7 @@ def compute(info, runs, micro, stages, solo):
     names = {
         "rprof_ring_push": ("micro.rprof_ring_push_ns", "ns/record"),
         "rprof_handler_body": ("micro.rprof_handler_body_ns", "ns/record"),
+        "rprof_handler_body,_user": ("micro.rprof_handler_body_user_ns", "ns/record"),
         "ftrace_ring_buffer_write": ("micro.ftrace_ring_buffer_write_ns", "ns/record"),
         "local_clock_pair": ("micro.local_clock_pair_ns", "ns"),
         "rprof_drain,_user_sample": ("micro.rprof_drain_user_sample_ns", "ns/record"),
@@ -417,7 +418,8 @@ def markdown(fig, meta, info):
     m = lambda k: fig.get(f"micro.{k}")
     lines.append(
         f"Ring write (task context, one CPU): rprof ring push {fmt(m('rprof_ring_push_ns'), 2)} ns, "
-        f"rprof handler body {fmt(m('rprof_handler_body_ns'), 2)} ns, ftrace ring_buffer "
+        f"rprof handler body {fmt(m('rprof_handler_body_ns'), 2)} ns (a user sample, its mapping named: "
+        f"{fmt(m('rprof_handler_body_user_ns'), 2)} ns), ftrace ring_buffer "
         f"{fmt(m('ftrace_ring_buffer_write_ns'), 2)} ns per record (ratio {fmt(m('ratio_rprof_ring_ftrace'), 3)}); "
         f"the drain of a user sample (ring pop, resolution, SAMPLE record, reference dropped; no stage timers) "
         f"{fmt(m('rprof_drain_user_sample_ns'), 2)} ns."
