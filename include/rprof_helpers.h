@@ -147,7 +147,6 @@ struct rprof_frame_res {
 void rprof_resolve_user_frames(struct mm_struct *mm, __u32 seq,
 			       const __u64 *ips, __u32 n,
 			       struct rprof_frame_res *out, __u64 *wait_ns);
-/* mm_count references (the mm_struct stays, not its mappings). */
 /*
  * Tasks (src/kapi/task.c), for the followed set (src/sampling/followed.rs,
  * src/resolve/follow.rs).  rprof_global_tgid: the initial namespace's id

@@ -4,6 +4,7 @@
  * timed overflow handler, ftrace's ring buffer as the reference, and
  * insmod's own user ip.
  */
+#include <linux/moduleparam.h>
 #include <linux/ring_buffer.h>
 #include <linux/sched.h>
 #include <linux/sched/clock.h>
@@ -12,6 +13,21 @@
 #include <asm/ptrace.h>
 #include "rprof_test_helpers.h"
 #include "../sampling/overflow.h"
+
+/*
+ * pin_mm=1: every record holds its address space (mm_users) until the
+ * drain, as rprof's handler did before it named mappings (issue 29, item
+ * 3), so that `make bench` measures what that cost exits and execs beside
+ * what the handler does now, in one boot.
+ */
+static bool pin_mm;
+module_param(pin_mm, bool, 0644);
+MODULE_PARM_DESC(pin_mm, "Bench builds: every record holds its address space until the drain (as before issue 29)");
+
+bool rprof_bench_pin_mm(void)
+{
+	return READ_ONCE(pin_mm);
+}
 
 /*
  * The reference side of `make bench`: records written through the ftrace

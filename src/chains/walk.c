@@ -282,11 +282,9 @@ bool rprof_user_read_nmi(__u64 addr, __u64 *val)
 	 * The address came from user memory (a stack word plus a table's
 	 * offset): no speculative load through it past the bounds check
 	 * (Spectre v1), so the check is made here, before the barrier;
-	 * copy_from_user_nmi() has none after its own.  __access_ok(): the
-	 * bounds alone, without access_ok()'s in-IRQ warning (pagefaults are
-	 * not disabled yet).
+	 * copy_from_user_nmi() has none after its own.
 	 */
-	if (!__access_ok(p, sizeof(*val)))
+	if (!access_ok(p, sizeof(*val)))
 		return false;
 	barrier_nospec();
 	return !copy_from_user_nmi(val, p, sizeof(*val));

@@ -843,6 +843,9 @@ impl Session {
 
     /// Pretends the session runs, without counters.
     pub(crate) fn test_start(&self) {
+        if let Some(f) = &self.follow {
+            f.publish();
+        }
         self.start_request.store(now(), Ordering::Release);
         self.pending.store(true, Ordering::Relaxed);
         self.set_phase(Phase::Running);
@@ -851,6 +854,12 @@ impl Session {
     /// Whether `cpu` has a ring.
     pub(crate) fn test_has_ring(&self, cpu: usize) -> bool {
         self.rings.get(cpu).is_some()
+    }
+
+    /// Whether exits update the session's followed set (`None`: it has
+    /// none).
+    pub(crate) fn test_follow_published(&self) -> Option<bool> {
+        self.follow.as_ref().map(Follow::published)
     }
 
     /// Whether STOP has been written.

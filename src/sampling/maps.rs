@@ -134,11 +134,12 @@ struct State {
     nibbles: [u64; NIBBLE_WORDS],
 }
 
-/// A CPU's mappings (see the module doc).  A cache line of its own: the
+/// A CPU's mappings (see the module doc).  Cache-line aligned: the
 /// handler writes it on every user sample, and a session keeps one per CPU
-/// side by side (a `KVec`, whose allocation of at least 256 bytes comes
-/// from a power-of-two kmalloc cache or the page allocator, both aligned
-/// to more than this).
+/// side by side (a `KVec`), so neighbouring CPUs would otherwise share a
+/// line at their boundary.  The allocator honours the alignment: Rust's
+/// `Kmalloc` pads the size to a multiple of it, and kmalloc aligns an
+/// object to the largest power of two dividing its size.
 ///
 /// # Invariants
 ///
@@ -152,7 +153,8 @@ pub(crate) struct MapSlots {
 }
 
 // SAFETY: `state` is reached only by the holder of `busy` (type
-// invariant): one handler at a time.
+// invariant), which only code on one CPU takes, strictly nested
+// ([`Plan::new`]'s contract): one plan at a time.
 unsafe impl Sync for MapSlots {}
 // SAFETY: It holds no reference (the drain's copy does); the pointers are
 // compared, never dereferenced.
@@ -161,12 +163,13 @@ unsafe impl Send for MapSlots {}
 impl MapSlots {
     /// Takes `busy` if it is clear.  NMI context, on this object's CPU.
     ///
-    /// A load and a store, not a locked swap: only handlers of this CPU
-    /// take it (`HandlerCtx` invariant), and one that interrupts another
-    /// between its load and its store runs to completion, giving `busy`
-    /// back clear, before the interrupted one goes on: each sees the flag
-    /// as if it ran alone.  The compiler fences keep the state's accesses
-    /// inside the section; no other CPU looks.
+    /// A load and a store, not a locked swap (as perf's recursion
+    /// counters): only code on this object's CPU takes it, and code that
+    /// interrupts another between its load and its store runs to
+    /// completion, giving `busy` back clear, before the interrupted one
+    /// goes on, so each sees the flag as if it ran alone.  The compiler
+    /// fences keep the state's accesses inside the section; no other CPU
+    /// looks.  That is [`Plan::new`]'s contract, which its callers keep.
     #[inline(always)]
     fn take(&self) -> bool {
         if self.busy.load(Ordering::Relaxed) {
@@ -239,17 +242,32 @@ pub(crate) struct Plan<'a> {
 }
 
 impl<'a> Plan<'a> {
+    /// A plan that names nothing (a record without user addresses).
+    pub(crate) fn none() -> Self {
+        // SAFETY: Without slots there is nothing to take.
+        unsafe { Self::new(None, core::ptr::null_mut(), 0) }
+    }
+
     /// A plan for current's address space `mm` (not referenced; null for
     /// none) at write-lock sequence `seq`, on `slots`, or one that names
     /// nothing (no slots, no address space, a write section open, or the
     /// slots in use by the handler this one interrupted).
-    pub(crate) fn new(slots: Option<&'a MapSlots>, mm: *mut MmStruct, seq: u32) -> Self {
+    ///
+    /// # Safety
+    ///
+    /// Every plan on `slots` is made on one CPU, and plans on it nest: a
+    /// plan made while another lives is dropped before that one is used
+    /// again (an overflow handler interrupting another on the CPU whose
+    /// slots these are, preemption off; or one thread's plans on slots
+    /// of its own).  `busy` is taken without a locked instruction
+    /// ([`MapSlots::take`]), which two CPUs could both win.
+    pub(crate) unsafe fn new(slots: Option<&'a MapSlots>, mm: *mut MmStruct, seq: u32) -> Self {
         let wanted = slots.is_some() && !mm.is_null();
         let slots = match slots {
             Some(s) if !mm.is_null() && seq & 1 == 0 && s.take() => Some(s),
             _ => None,
         };
-        // INVARIANT: `Some` only when the swap took `busy`.
+        // INVARIANT: `Some` only when `take()` took `busy`.
         Self {
             slots,
             mm,
@@ -304,8 +322,8 @@ impl<'a> Plan<'a> {
         // replaces no slot (else `find_slot` knows which it may not name).
         if self.ne == 0 {
             // SAFETY: We hold `busy` (`Plan` invariant), so no one else
-            // touches the state until `Drop`; `st` goes before `self` is
-            // used again.
+            // touches the state until `Drop`; this shared borrow ends
+            // before any of the plan's methods takes a mutable one.
             let st = unsafe { &*slots.state.get() };
             let j = st.hint % SLOTS;
             let s = &st.slots[j];

@@ -314,8 +314,9 @@ fn current_mm() -> (*mut helpers::MmStruct, u32) {
 #[inline(always)]
 fn plan(ctx: &HandlerCtx, mm: *mut helpers::MmStruct, seq: u32) -> Plan<'_> {
     // SAFETY: `maps` outlives the counter and is this CPU's (`HandlerCtx`
-    // invariant).
-    Plan::new(unsafe { ctx.maps.as_ref() }, mm, seq)
+    // invariant): only this CPU's overflow handlers make plans on it, with
+    // preemption off, and one that interrupts another returns first.
+    unsafe { Plan::new(ctx.maps.as_ref(), mm, seq) }
 }
 
 /// The ring record of `sample` with `map` (its mappings), and an
@@ -353,6 +354,11 @@ fn record(
             (unsafe { helpers::rprof_current_mm_grab(&mut seq) }, seq)
         }
     };
+    // Bench builds may hold every address space, as rprof did before it
+    // named mappings (`pin_mm`), to measure what that cost.
+    // SAFETY: NMI-safe: reads a module parameter.
+    #[cfg(rprof_bench)]
+    let pin = pin || unsafe { helpers::rprof_bench_pin_mm() };
     // SAFETY: NMI-safe: an atomic increment-not-zero on current's mm.
     let pinned = pin && !mm.is_null() && !unsafe { helpers::rprof_current_mm_pin() }.is_null();
     RingSlot {
@@ -451,7 +457,7 @@ pub(crate) unsafe fn push_chain_with(
     let mut plan = if user || words.len() > nk as usize {
         plan(ctx, mm, seq)
     } else {
-        Plan::new(None, core::ptr::null_mut(), 0)
+        Plan::none()
     };
     if user {
         plan.leaf(sample.ip);

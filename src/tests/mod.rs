@@ -888,21 +888,27 @@ fn pid_filter_names_a_process(t: &mut Test) {
 }
 
 /// STOP retracts the followed set (issue 29, item 5): exits no longer
-/// update a stopped session's orphans.
+/// update a stopped session's orphans.  Through the session's own STOP
+/// path (`Session::finish`), on a session that follows init's
+/// descendants.
 fn stop_retracts_the_followed_set(t: &mut Test) {
-    let Ok(session) = test_session(4096, 16) else {
+    let mut raw = test_raw_config(4096, 16);
+    raw.flags = RPROF_CONFIG_PID_FILTER | RPROF_CONFIG_PID_DESCENDANTS;
+    raw.pid = 1;
+    let session = (|| {
+        let config = Config::check(raw, &test_params()?)?;
+        let waitq = Arc::new(crate::kapi::waitq::WaitQueue::new()?, GFP_KERNEL)?;
+        Session::new(config, 64, waitq)
+    })();
+    let Ok(session) = session else {
         kassert!(t, false, "session allocation failed");
         return;
     };
-    let Ok(follow) = Follow::new(1, group_start(1)) else {
-        kassert!(t, false, "no followed set");
-        return;
-    };
-    follow.publish();
-    kassert!(t, follow.published(), "START publishes the set");
-    follow.retract();
-    kassert!(t, !follow.published(), "STOP retracts the set");
+    kassert_eq!(t, session.test_follow_published(), Some(false));
+    session.test_start();
+    kassert_eq!(t, session.test_follow_published(), Some(true));
     session.finish();
+    kassert_eq!(t, session.test_follow_published(), Some(false));
 }
 
 /// Rings are made at SET_CONFIG for every possible CPU (issue 29, item
@@ -1351,7 +1357,7 @@ fn push_chain_words(
     flags: u32,
     make: impl Fn(u32, u32, u8, u8) -> sampler::RingSlot,
 ) -> Push {
-    let mut plan = Plan::new(None, core::ptr::null_mut(), 0);
+    let mut plan = Plan::none();
     sampler::push_frames(ring, words, nk, Some(flags), &mut plan, make)
 }
 
@@ -1579,7 +1585,7 @@ fn chain_sequence_is_read_before_the_walk(t: &mut Test) {
     };
     if !rec.mm.0.is_null() {
         // SAFETY: The record holds one `mm_count` reference on the mm
-        // (record_at).
+        // (`sampler::record`).
         unsafe { helpers::rprof_mm_drop(rec.mm.0) };
     }
     kassert!(t, matches!(pushed, Push::Stored(_)));
@@ -1941,7 +1947,9 @@ fn slots_name_each_mapping_once(t: &mut Test) {
     let maps = MapSlots::new();
     let (mm, seq) = current_mm_seq();
     let mut out = [0u64; crate::sampling::maps::TAIL_WORDS];
-    let mut plan = Plan::new(Some(&maps), mm, seq);
+    // SAFETY: This test's own slots, only its thread makes plans on them,
+    // each nested plan dropped before the outer one is used again.
+    let mut plan = unsafe { Plan::new(Some(&maps), mm, seq) };
     plan.leaf(at(0));
     for k in 0..6 {
         plan.frame(k as usize, at(k));
@@ -1953,6 +1961,10 @@ fn slots_name_each_mapping_once(t: &mut Test) {
     plan.take_refs(&mut out, 7);
     plan.commit();
     drop(plan);
+    // The references the entries took (anonymous memory: none on a file,
+    // one on the address space each), given back before any check can
+    // return.
+    crate::resolve::replay::put_entries(&out[..crate::sampling::maps::NEW_MAX * crate::sampling::maps::ENTRY_WORDS], mm);
     let tail = crate::sampling::maps::tail_words(map, 7);
     let nibbles = &out[crate::sampling::maps::NEW_MAX * crate::sampling::maps::ENTRY_WORDS..tail];
     let slots: [u8; 7] = core::array::from_fn(|i| crate::sampling::maps::nibble(nibbles, i));
@@ -1962,7 +1974,9 @@ fn slots_name_each_mapping_once(t: &mut Test) {
     // The next record names the four without entries; the fifth mapping
     // gets a slot this record does not name.
     let mut out2 = [0u64; crate::sampling::maps::TAIL_WORDS];
-    let mut plan = Plan::new(Some(&maps), mm, seq);
+    // SAFETY: This test's own slots, only its thread makes plans on them,
+    // each nested plan dropped before the outer one is used again.
+    let mut plan = unsafe { Plan::new(Some(&maps), mm, seq) };
     for k in 0..5 {
         plan.frame(k as usize, at(k));
     }
@@ -1970,6 +1984,7 @@ fn slots_name_each_mapping_once(t: &mut Test) {
     kassert_eq!(t, crate::sampling::maps::map_entries(map2), 1);
     plan.take_refs(&mut out2, 5);
     drop(plan);
+    crate::resolve::replay::put_entries(&out2[..crate::sampling::maps::ENTRY_WORDS], mm);
     let slot5 = (out2[1] & crate::sampling::maps::ENTRY_SLOT) as u8 + 1;
     kassert!(t, slot5 > 4, "the fifth mapping took slot {} of this record's", slot5);
     // Its nibbles are its own: nothing of the first record's (frame 6's
@@ -1977,10 +1992,6 @@ fn slots_name_each_mapping_once(t: &mut Test) {
     let nibbles2 = &out2[crate::sampling::maps::ENTRY_WORDS..crate::sampling::maps::tail_words(map2, 5)];
     let slots2: [u8; 8] = core::array::from_fn(|i| crate::sampling::maps::nibble(nibbles2, i));
     kassert_eq!(t, &slots2[..], &[1u8, 2, 3, 4, slot5, 0, 0, 0][..]);
-    // The references the entries took (anonymous memory: none on a file,
-    // one on the address space each).
-    crate::resolve::replay::put_entries(&out[..crate::sampling::maps::NEW_MAX * crate::sampling::maps::ENTRY_WORDS], mm);
-    crate::resolve::replay::put_entries(&out2[..crate::sampling::maps::ENTRY_WORDS], mm);
 }
 
 /// A handler that interrupts another while it names mappings (an NMI
@@ -1995,11 +2006,15 @@ fn a_nested_handler_leaves_the_slots_alone(t: &mut Test) {
     };
     let maps = MapSlots::new();
     let (mm, seq) = current_mm_seq();
-    let mut outer = Plan::new(Some(&maps), mm, seq);
+    // SAFETY: This test's own slots, only its thread makes plans on them,
+    // each nested plan dropped before the outer one is used again.
+    let mut outer = unsafe { Plan::new(Some(&maps), mm, seq) };
     outer.leaf(base + 64);
     for _ in 0..2 {
         // Twice: the first nested plan's end must not free the slots.
-        let mut nested = Plan::new(Some(&maps), mm, seq);
+        // SAFETY: This test's own slots, only its thread makes plans on them,
+        // each nested plan dropped before the outer one is used again.
+        let mut nested = unsafe { Plan::new(Some(&maps), mm, seq) };
         nested.leaf(base + 2 * MAP_PAGE + 64);
         kassert_eq!(t, nested.map_byte(), 0);
         kassert!(t, nested.pin(), "a nested handler's sample does not hold its address space");
@@ -2012,14 +2027,17 @@ fn a_nested_handler_leaves_the_slots_alone(t: &mut Test) {
     outer.take_refs(&mut out, 1);
     outer.commit();
     drop(outer);
+    // The references the entries took (anonymous memory: one on the
+    // address space each), given back before any check can return.
+    let ne = crate::sampling::maps::map_entries(map);
+    crate::resolve::replay::put_entries(&out[..ne * crate::sampling::maps::ENTRY_WORDS], mm);
     // Given back: the next plan names the ip through the slot, no entry.
-    let mut next = Plan::new(Some(&maps), mm, seq);
+    // SAFETY: This test's own slots, only its thread makes plans on them,
+    // each nested plan dropped before the outer one is used again.
+    let mut next = unsafe { Plan::new(Some(&maps), mm, seq) };
     next.leaf(base + 64 + 8);
     kassert_eq!(t, next.map_byte(), 1);
     kassert!(t, next.is_plain(), "a named mapping was carried again");
-    drop(next);
-    let ne = crate::sampling::maps::map_entries(map);
-    crate::resolve::replay::put_entries(&out[..ne * crate::sampling::maps::ENTRY_WORDS], mm);
 }
 
 /// A slot a record gives a new mapping is never named in the same record
@@ -2037,7 +2055,9 @@ fn a_replaced_slot_keeps_no_old_name(t: &mut Test) {
     let mut taken = [[0u64; TAIL_WORDS]; 3];
     // Two records fill the eight slots with mappings 0-7.
     for (r, out) in taken.iter_mut().take(2).enumerate() {
-        let mut plan = Plan::new(Some(&maps), mm, seq);
+        // SAFETY: This test's own slots, only its thread makes plans on them,
+        // each nested plan dropped before the outer one is used again.
+        let mut plan = unsafe { Plan::new(Some(&maps), mm, seq) };
         for k in 0..4 {
             plan.frame(k, at((4 * r + k) as u64));
         }
@@ -2046,7 +2066,9 @@ fn a_replaced_slot_keeps_no_old_name(t: &mut Test) {
     }
     // The third: mapping 8 takes the next slot round (mapping 0's); then
     // a frame in mapping 0 must not name that slot.
-    let mut plan = Plan::new(Some(&maps), mm, seq);
+    // SAFETY: This test's own slots, only its thread makes plans on them,
+    // each nested plan dropped before the outer one is used again.
+    let mut plan = unsafe { Plan::new(Some(&maps), mm, seq) };
     plan.frame(0, at(8));
     plan.frame(1, at(0));
     let map = plan.map_byte();

@@ -16,6 +16,8 @@
 #               frame pointers, perf --call-graph dwarf against rprof's
 #               unwind tables (--call-graph dwarf), each against the floor
 #               on that workload
+#   EXITLAT_HZ  the exit and exec latency runs' rate (bench module, CPU
+#               0 alone; empty: none)
 #   PHASE=scale the second boot (more vCPUs): SCALE_CPUS CPUs online in
 #               turn, the others offline, one workload copy per online CPU
 #               of SCALE_ITERATIONS steps: none, floor, perf and rprof at
@@ -263,6 +265,35 @@ for run in 1 2 3; do
 			done
 		done
 		WORK=/tests/bin/work
+		# 2c. Exits and execs of sampled processes (issue 29, item 3):
+		# exitlat's children, with 500 idle processes beside them, each
+		# touch 16 MiB, spin 20 ms and exit (or exec); the time from
+		# exit()/execve() to its end, and until the memory is free again,
+		# under no profiler, perf, rprof and rprof holding every address
+		# space until the drain (the bench module's pin_mm, as rprof did
+		# before it named mappings).
+		if [ -n "${EXITLAT_HZ:-}" ]; then
+			for mode in exit exec; do
+				for prof in none perf rprof rprof-pin; do
+					set -- /tests/bin/exitlat 500 20 20 16
+					[ "$mode" = exec ] && set -- "$@" exec
+					case $prof in
+					none) out=$("$@" 2>&1) ;;
+					perf) out=$($PERF record -a -e cpu-clock -F "$EXITLAT_HZ" -o /tmp/perf.data -- "$@" 2>/dev/null) ;;
+					rprof*)
+						[ "$prof" = rprof-pin ] && echo 1 >/sys/module/rprof/parameters/pin_mm
+						out=$(rprof record -a -F "$EXITLAT_HZ" -o /tmp/rprof.data -- "$@" 2>/dev/null)
+						echo 0 >/sys/module/rprof/parameters/pin_mm
+						;;
+					esac
+					rm -f /tmp/perf.data /tmp/rprof.data
+					case $out in
+					exitlat* | execlat*) echo "B exitlat mode=$mode prof=$prof hz=$EXITLAT_HZ ${out#* }" ;;
+					*) echo "B error exitlat mode=$mode prof=$prof: $(echo "$out" | head -n 3)" ;;
+					esac
+				done
+			done
+		fi
 	fi
 	rmmod rprof
 done

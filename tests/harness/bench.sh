@@ -25,6 +25,8 @@
 # RPROF_BENCH_SCALE_CPUS (the second boot, with as many vCPUs as the
 # largest: "" for none), RPROF_BENCH_SCALE_HZ, RPROF_BENCH_SCALE_ITERATIONS,
 # RPROF_BENCH_RATE_FREQS (its rates for the loss-free maximum),
+# RPROF_BENCH_EXITLAT_HZ (the exit and exec latency runs' rate, "" for
+# none),
 # RPROF_BENCH_PROFILE=HZ (instead of the figures: where rprof's time goes,
 # perf sampling the guest at HZ while rprof records the workload; see
 # tests/bench/README.md).  Figures, never a pass/fail test.
@@ -44,6 +46,9 @@ CHAIN_HZ=${RPROF_BENCH_CHAIN_HZ:-4000}
 # 54.8 user frames a chain in the 4739ae5 run (samples land all along the
 # recursion, not only at its bottom).
 CHAIN_DEPTHS=${RPROF_BENCH_CHAIN_DEPTHS-16 70}
+# Exits and execs of sampled processes (issue 29), at this rate ("" for
+# none).
+EXITLAT_HZ=${RPROF_BENCH_EXITLAT_HZ-4000}
 # The scaling boot: 1, 2 and 4 CPUs online of a 4-vCPU guest, a shorter
 # workload (each copy a third of the main runs': 4 copies under -icount
 # take 4 times as long), and rates up to 40 kHz per CPU.
@@ -83,6 +88,7 @@ SCENARIOS="$SCENARIOS"
 STAGE_FREQS="$STAGE_FREQS"
 CHAIN_HZ=$CHAIN_HZ
 CHAIN_DEPTHS="$CHAIN_DEPTHS"
+EXITLAT_HZ="$EXITLAT_HZ"
 PROFILE_HZ="${RPROF_BENCH_PROFILE:-}"
 EOF
 built=$(date +%s)

@@ -62,6 +62,9 @@ def parse(paths):
         elif kind in ("scale", "rate", "daemon"):
             # The scaling boot (bench-guest.sh, PHASE=scale).
             info.setdefault("_scale", []).append(dict(kv, kind=kind))
+        elif kind == "exitlat":
+            # Exits and execs of sampled processes (issue 29).
+            info.setdefault("_exitlat", []).append(kv)
         elif kind == "scaleinfo":
             info["_scaleinfo"] = kv
         elif kind == "scaledone":
@@ -296,7 +299,26 @@ def compute(info, runs, micro, stages, solo):
         fig.add("symbolize.named_pct", 100 * f("sym_named") / max(n, 1), "% of the addresses named")
         fig.add("symbolize.first_us_per_address", f("sym_first_s") * 1e6 / max(n, 1), "us/address (first report)")
         fig.add("symbolize.cached_us_per_address", f("sym_cached_s") * 1e6 / max(n, 1), "us/address (cached)")
+    exitlat(fig, info)
     return fig
+
+
+EXITLAT_PROFS = ["none", "perf", "rprof", "rprof-pin"]
+
+
+def exitlat(fig, info):
+    """Exits and execs of sampled processes: exitlat's medians and 90th
+    percentiles under each profiler (rprof-pin: every record holding its
+    address space until the drain, as rprof did before issue 29)."""
+    for r in info.get("_exitlat", []):
+        pre = f"exitlat.{r['mode']}.{r['prof']}"
+        for k, unit in (("median_us", "us, median"), ("p90_us", "us, 90th percentile"),
+                        ("freed_median_us", "us until the memory is free, median"),
+                        ("freed_p90_us", "us until the memory is free, 90th percentile")):
+            if k in r:
+                fig.add(f"{pre}.{k}", float(r[k]), unit)
+        if "late" in r:
+            fig.add(f"{pre}.late", int(r["late"]), "children whose memory was not free within 2 s")
 
 
 def scale(fig, info):
@@ -534,6 +556,25 @@ def markdown(fig, meta, info):
                     f"{fmt(g('perf_dwarf.file_bytes_per_sample'), 0)} | {fmt(g('rprof_dwarf.file_bytes_per_sample'), 0)} | "
                     f"{fmt(g('rprof.file_bytes_per_sample'), 0)} |"
                 )
+    modes = [m for m in ("exit", "exec") if any(fig.get(f"exitlat.{m}.{p}.median_us") is not None for p in EXITLAT_PROFS)]
+    if modes:
+        lines.append("")
+        lines.append("Exits and execs of sampled processes, CPU 0 alone (the bench build): with 500 idle processes beside "
+                     "them, 20 children each touch 16 MiB, spin 20 ms and exit (or exec); median (90th percentile) "
+                     "microseconds from `exit()` to the parent's `waitpid()` (from `execve()` to the new image's start), "
+                     "and until the machine's free memory is back. *rprof, pinning* holds every sampled address space "
+                     "until the drain, as rprof did before it named mappings (the bench module's `pin_mm`):")
+        lines.append("")
+        lines.append("| | " + " | ".join(f"{m} latency | {m}: memory free" for m in modes) + " |")
+        lines.append("|---|" + "---:|---:|" * len(modes))
+        names = {"none": "no profiler", "perf": "perf record", "rprof": "rprof record", "rprof-pin": "rprof, pinning"}
+        for p in EXITLAT_PROFS:
+            cells = []
+            for m in modes:
+                g = lambda k: fig.get(f"exitlat.{m}.{p}.{k}")
+                cells.append(f"{fmt(g('median_us'), 0)} ({fmt(g('p90_us'), 0)})")
+                cells.append(f"{fmt(g('freed_median_us'), 0)} ({fmt(g('freed_p90_us'), 0)})")
+            lines.append(f"| {names[p]} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -102,6 +102,24 @@ B scaledone
         self.assertEqual(info.get("cpus"), "1")
         self.assertIn(", 1 vCPUs,", table)
 
+    def test_exit_and_exec_latency(self):
+        lines = ""
+        for mode, word in (("exit", "exitlat"), ("exec", "execlat")):
+            for i, prof in enumerate(("none", "perf", "rprof", "rprof-pin")):
+                lines += (f"B exitlat mode={mode} prof={prof} hz=4000 idle=500 rounds=20 spin_ms=20 mb=16 "
+                          f"median_us={100 + i}.5 p90_us={200 + i}.0 freed_median_us={300 + 10 * i}.0 "
+                          f"freed_p90_us={400 + i}.0 late={i}\n")
+        info, fig = self.figures(LOG.format(r=1) + lines + "B done\n")
+        self.assertAlmostEqual(fig.get("exitlat.exit.none.median_us"), 100.5)
+        self.assertAlmostEqual(fig.get("exitlat.exec.rprof-pin.freed_median_us"), 330.0)
+        self.assertEqual(fig.get("exitlat.exec.rprof.late"), 2)
+        table = bench_report.markdown(fig, {}, info)
+        self.assertIn("| exit latency | exit: memory free | exec latency | exec: memory free |", table)
+        self.assertIn("| rprof, pinning | 104 (203) | 330 (403) | 104 (203) | 330 (403) |", table)
+        # Without the lines, no table.
+        info, fig = self.figures(LOG.format(r=1) + "B done\n")
+        self.assertNotIn("exit latency", bench_report.markdown(fig, {}, info))
+
     def test_slowdown_cost_and_ratio(self):
         info, fig = self.figures(LOG.format(r=1) + LOG.format(r=2).split("\n", 2)[2] + "B done\n")
         self.assertEqual(info.get("complete"), "yes")

@@ -9,9 +9,15 @@
  * machine's free memory back within MB/8 of what it was before the fork;
  * given up after 2 s, counted in `late`):
  *
- *   exitlat IDLE ROUNDS SPIN_MS [MB]
+ *   exitlat IDLE ROUNDS SPIN_MS [MB [exec]]
  *   exitlat idle=N rounds=R spin_ms=S mb=B median_us=M p90_us=P
  *           freed_median_us=F freed_p90_us=G late=L
+ *
+ * With `exec`, the child execs (this program again, which only reads the
+ * clock) instead of exiting, and the line is `execlat ...`: the time from
+ * the child's execve() call to the new image's first clock read, which
+ * is when the old address space has been let go of (exec_mmap()), and
+ * the memory figures are those of the old address space.
  *
  * A profiler that holds a reference on the child's address space keeps
  * it past the exit (its memory, files and tmpfs space with it) until the
@@ -56,6 +62,7 @@ static int cmp(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
+	int exec_mode = argc > 5 && !strcmp(argv[5], "exec");
 	int idle = argc > 1 ? atoi(argv[1]) : 1000;
 	int rounds = argc > 2 ? atoi(argv[2]) : 50;
 	int spin_ms = argc > 3 ? atoi(argv[3]) : 20;
@@ -66,6 +73,14 @@ int main(int argc, char **argv)
 	pid_t *idlers;
 	int i;
 
+	if (argc == 2 && !strcmp(argv[1], "--execd")) {
+		/* The exec'd image: the time it starts, into the file the
+		 * parent shares with it as fd 3 (the MAP_SHARED page does not
+		 * survive the exec). */
+		uint64_t t = now_ns();
+
+		_exit(pwrite(3, &t, sizeof(t), 8) == sizeof(t) ? 0 : 1);
+	}
 	if (idle < 0 || rounds < 1 || spin_ms < 0 || mb < 0)
 		return 2;
 	shared = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -74,6 +89,12 @@ int main(int argc, char **argv)
 	idlers = calloc(idle ? idle : 1, sizeof(*idlers));
 	if (shared == MAP_FAILED || !lat || !freed || !idlers)
 		return 1;
+	if (exec_mode) {
+		int fd = memfd_create("exitlat", 0);
+
+		if (fd < 0 || dup2(fd, 3) != 3)
+			return 1;
+	}
 	for (i = 0; i < idle; i++) {
 		idlers[i] = fork();
 		if (idlers[i] == 0) {
@@ -103,6 +124,14 @@ int main(int argc, char **argv)
 			}
 			while (now_ns() < end)
 				x = x * 6364136223846793005u + 1;
+			if (exec_mode) {
+				uint64_t t0 = now_ns();
+
+				if (pwrite(3, &t0, sizeof(t0), 0) != sizeof(t0))
+					_exit(1);
+				execl("/proc/self/exe", "exitlat", "--execd", (char *)NULL);
+				_exit(1);
+			}
 			shared[0] = now_ns();
 			_exit(0);
 		}
@@ -110,7 +139,17 @@ int main(int argc, char **argv)
 			return 1;
 		waitpid(c, NULL, 0);
 		t = now_ns();
-		lat[i] = t - shared[0];
+		if (exec_mode) {
+			uint64_t ts[2];
+
+			if (pread(3, ts, sizeof(ts), 0) != sizeof(ts) || ts[1] < ts[0])
+				return 1;
+			/* From the execve() call on. */
+			shared[0] = ts[0];
+			lat[i] = ts[1] - ts[0];
+		} else {
+			lat[i] = t - shared[0];
+		}
 		while (mb && free_bytes() + slack < before && now_ns() - t < 2000000000u)
 			usleep(100);
 		if (mb && free_bytes() + slack < before)
@@ -123,8 +162,8 @@ int main(int argc, char **argv)
 		waitpid(idlers[i], NULL, 0);
 	qsort(lat, rounds, sizeof(*lat), cmp);
 	qsort(freed, rounds, sizeof(*freed), cmp);
-	printf("exitlat idle=%d rounds=%d spin_ms=%d mb=%d median_us=%.1f p90_us=%.1f freed_median_us=%.1f freed_p90_us=%.1f late=%d\n",
-	       idle, rounds, spin_ms, mb, lat[rounds / 2] / 1000.0, lat[rounds * 9 / 10] / 1000.0,
+	printf("%s idle=%d rounds=%d spin_ms=%d mb=%d median_us=%.1f p90_us=%.1f freed_median_us=%.1f freed_p90_us=%.1f late=%d\n",
+	       exec_mode ? "execlat" : "exitlat", idle, rounds, spin_ms, mb, lat[rounds / 2] / 1000.0, lat[rounds * 9 / 10] / 1000.0,
 	       freed[rounds / 2] / 1000.0, freed[rounds * 9 / 10] / 1000.0, late);
 	return 0;
 }
