@@ -73,8 +73,9 @@ void rprof_inject_warn(void);
 
 /* Benchmark reference: the ftrace ring buffer (bench builds only). */
 __u64 rprof_bench_ftrace(__u64 records, __u64 batch, __u32 size, __u64 *dropped);
-/* The pin_mm parameter (bench builds only; NMI-safe). */
-bool rprof_bench_pin_mm(void);
+/* The pin_mm parameter (bench builds only), read by the handler: a
+ * variable, so that reading it costs the timed handler no call. */
+extern bool rprof_bench_pin_mm;
 /* current's user ip at kernel entry, pid and tid (bench builds only). */
 __u64 rprof_bench_user_ip(__u32 *pid, __u32 *tid);
 /* Adds ns to a stage's sum (bench builds only; src/resolve/stage.rs, any context). */

@@ -20,14 +20,9 @@
  * 3), so that `make bench` measures what that cost exits and execs beside
  * what the handler does now, in one boot.
  */
-static bool pin_mm;
-module_param(pin_mm, bool, 0644);
+bool rprof_bench_pin_mm;
+module_param_named(pin_mm, rprof_bench_pin_mm, bool, 0644);
 MODULE_PARM_DESC(pin_mm, "Bench builds: every record holds its address space until the drain (as before issue 29)");
-
-bool rprof_bench_pin_mm(void)
-{
-	return READ_ONCE(pin_mm);
-}
 
 /*
  * The reference side of `make bench`: records written through the ftrace

@@ -154,6 +154,53 @@ struct Entry {
     shift: u32,
 }
 
+/// Sorts `entries` by key, in place (a heapsort).  Not the standard
+/// library's sort: its ordering-violation check ends in a panic function
+/// that 6.12's objtool does not know never returns, which it reports as a
+/// fall-through into the next function.
+fn sort_by_key(entries: &mut [Entry]) {
+    /// Moves `entries[root]` down the heap of the first `len` entries.
+    fn sift_down(entries: &mut [Entry], mut root: usize, len: usize) {
+        loop {
+            let mut child = 2 * root + 1;
+            if child >= len {
+                return;
+            }
+            if child + 1 < len && entries[child + 1].key > entries[child].key {
+                child += 1;
+            }
+            if entries[root].key >= entries[child].key {
+                return;
+            }
+            entries.swap(root, child);
+            root = child;
+        }
+    }
+    let len = entries.len();
+    for root in (0..len / 2).rev() {
+        sift_down(entries, root, len);
+    }
+    for end in (1..len).rev() {
+        entries.swap(0, end);
+        sift_down(entries, 0, end);
+    }
+}
+
+/// [`sort_by_key`] on entries with `keys` (KUnit), which it sorts.
+#[cfg(rprof_kunit)]
+pub(crate) fn test_sort_keys(keys: &mut [usize]) -> Result {
+    let mut entries = KVec::with_capacity(keys.len(), GFP_KERNEL)?;
+    for &key in keys.iter() {
+        let null = core::ptr::null();
+        entries.push(Entry { key, rows: null, index: null.cast(), nrows: 0, end: 0, nindex: 0, shift: 0 }, GFP_KERNEL)?;
+    }
+    sort_by_key(&mut entries);
+    for (k, e) in keys.iter_mut().zip(entries.iter()) {
+        *k = e.key;
+    }
+    Ok(())
+}
+
 /// What the handler sees: `n` entries sorted by key, in one allocation
 /// from `rprof_kvmalloc_account` (a header then the entries).
 #[repr(C)]
@@ -285,7 +332,7 @@ impl Store {
                 shift: t.shift,
             };
         }
-        entries.sort_unstable_by_key(|e| e.key);
+        sort_by_key(entries);
         Ok(snap)
     }
 

@@ -466,8 +466,9 @@ pub(crate) const TEST_SRC_NMI: u32 = 3;
 extern "C" {
     pub(crate) fn rprof_bench_ftrace(records: u64, batch: u64, size: u32, dropped: *mut u64) -> u64;
     pub(crate) fn rprof_bench_user_ip(pid: *mut u32, tid: *mut u32) -> u64;
-    /// NMI-safe: the bench module's `pin_mm` parameter.
-    pub(crate) fn rprof_bench_pin_mm() -> bool;
+    /// The bench module's `pin_mm` parameter (written through sysfs at
+    /// any time: read it volatile).
+    pub(crate) static rprof_bench_pin_mm: bool;
 }
 
 #[cfg(rprof_inject_warn)]

@@ -189,7 +189,10 @@ pub(crate) struct Drain {
     chains: Option<KBox<Chains>>,
     /// The continuation words of the record being processed
     /// (`sampler::RECORD_WORDS`: its chain's frames and its mappings).
-    frames: KVec<u64>,
+    /// Taken out while a record is processed (`Drain::take`), which an
+    /// `Option` allows without making and dropping an empty vector each
+    /// record (the drop of even an empty `KVec` calls the allocator).
+    frames: Option<KVec<u64>>,
     /// Chain counters (GET_STATS).
     pub(crate) chain_stats: rprof_chain_stats,
     /// Address-space references of processed records not yet dropped: an
@@ -297,7 +300,7 @@ impl Drain {
             frames: {
                 let mut f = KVec::new();
                 f.extend_with(sampler::RECORD_WORDS, 0u64, GFP_KERNEL)?;
-                f
+                Some(f)
             },
             chain_stats: rprof_chain_stats::default(),
             put: (MmRef(core::ptr::null_mut()), 0),
@@ -347,19 +350,25 @@ impl Drain {
     /// The caller is the ring's only reader (holds the drain lock).
     #[inline(always)]
     pub(crate) unsafe fn take(&mut self, buf: &EventBuffer, cpu: usize, ring: &SampleRing, reserve: u64) -> bool {
-        let mut frames = core::mem::take(&mut self.frames);
+        let Some(mut frames) = self.frames.take() else {
+            // Only while a record is processed, which never takes another.
+            return false;
+        };
+        // The record is processed where it lies in the ring (most records
+        // are one slot, and copying them out cost the drain as much as
+        // their resolution).
         // SAFETY: The only reader (contract).
-        let rec = unsafe { sampler::pop(ring, &mut frames) };
-        if let Some(rec) = &rec {
-            let n = rec.words().min(frames.len());
-            if n == 0 {
-                self.process(buf, cpu, rec, &[], reserve);
-            } else {
-                self.process_with_chain(buf, cpu, rec, &frames[..n], reserve);
-            }
-        }
-        self.frames = frames;
-        rec.is_some()
+        let took = unsafe {
+            sampler::pop_with(ring, &mut frames, |rec, words| {
+                if words.is_empty() {
+                    self.process(buf, cpu, rec, &[], reserve);
+                } else {
+                    self.process_with_chain(buf, cpu, rec, words, reserve);
+                }
+            })
+        };
+        self.frames = Some(frames);
+        took.is_some()
     }
 
     /// [`Drain::process`] out of line, for records with chains: the

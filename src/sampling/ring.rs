@@ -344,39 +344,50 @@ impl<T: Copy, S: Deref<Target = [Slot<T>]>> Ring<T, S> {
     /// Removes the oldest complete record of several slots, if any:
     /// `extra(first)` says how many continuation slots follow the first
     /// value (as its writer passed to [`Ring::push_multi_with`]), and
-    /// `take(first, rest)` gets the first value and a reader of
-    /// continuation slot `i`; its result is returned.
+    /// `take(first, rest)` gets the first value where it lies (no copy)
+    /// and a reader of continuation slot `i`; its result is returned.  The
+    /// record's slots are released to writers only after `take` returns.
     ///
     /// # Safety
     ///
-    /// No other `pop` or `pop_multi` on this ring may run concurrently, and
-    /// `extra(first)` must be what the record's writer passed (for a
-    /// record from [`Ring::push_with`], 0).
+    /// No other `pop`, `pop_with` or `pop_multi` on this ring may run
+    /// concurrently, and `extra(first)` must be what the record's writer
+    /// passed (for a record from [`Ring::push_with`], 0).
     #[inline(always)]
     pub unsafe fn pop_multi<R>(
         &self,
         extra: impl FnOnce(&T) -> u64,
-        take: impl FnOnce(T, &mut dyn FnMut(u64) -> T) -> R,
+        take: impl FnOnce(&T, &mut dyn FnMut(u64) -> T) -> R,
     ) -> Option<R> {
         let tail = self.tail.load(Relaxed);
         let slot = &self.slots[(tail & self.mask) as usize];
         if slot.seq.load(Acquire) != tail + 1 {
             return None;
         }
+        let with_first = |first: &T| {
+            // Its writer reserved `1 + extra` positions, fewer than the
+            // capacity; the bound keeps a broken caller inside the ring.
+            let n = extra(first).min(self.capacity() - 1);
+            let result = take(first, &mut |i| {
+                if i >= n {
+                    // Not part of the record: never read past it.
+                    return *first;
+                }
+                // SAFETY: Continuation slot `i < n` of the published
+                // record, which no writer touches before the tail moves.
+                unsafe { self.read(tail + 1 + i) }
+            });
+            (n, result)
+        };
         // SAFETY: `seq == tail + 1` (acquire): the record at `tail` is
-        // published, its continuation slots with it (module doc).
-        let first = unsafe { self.read(tail) };
-        // Its writer reserved `1 + extra` positions, fewer than the
-        // capacity; the bound keeps a broken caller inside the ring.
-        let n = extra(&first).min(self.capacity() - 1);
-        let result = take(first, &mut |i| {
-            if i >= n {
-                // Not part of the record: never read past it.
-                return first;
-            }
-            // SAFETY: Continuation slot `i < n` of the published record.
-            unsafe { self.read(tail + 1 + i) }
-        });
+        // published, its continuation slots with it (module doc), and no
+        // writer touches them until we release the tail, after `take` is
+        // done with the reference.
+        #[cfg(not(loom))]
+        let (n, result) = with_first(unsafe { (*slot.value.get()).assume_init_ref() });
+        #[cfg(loom)]
+        // SAFETY: As above.
+        let (n, result) = slot.value.with(|v| with_first(unsafe { (*v).assume_init_ref() }));
         self.tail.store(tail + 1 + n, Release);
         Some(result)
     }
@@ -393,22 +404,9 @@ impl<T: Copy, S: Deref<Target = [Slot<T>]>> Ring<T, S> {
     #[allow(dead_code)]
     #[inline(always)]
     pub unsafe fn pop_with<R>(&self, f: impl FnOnce(&T) -> R) -> Option<R> {
-        let tail = self.tail.load(Relaxed);
-        let slot = &self.slots[(tail & self.mask) as usize];
-        if slot.seq.load(Acquire) != tail + 1 {
-            return None;
-        }
-        // SAFETY: `seq == tail + 1` (acquire) means the writer of position
-        // `tail` initialised the value and published it (slot invariant);
-        // no writer touches the slot again until we release the tail,
-        // after `f` is done with the reference.
-        #[cfg(not(loom))]
-        let result = f(unsafe { (*slot.value.get()).assume_init_ref() });
-        #[cfg(loom)]
-        // SAFETY: As above.
-        let result = slot.value.with(|v| f(unsafe { (*v).assume_init_ref() }));
-        self.tail.store(tail + 1, Release);
-        Some(result)
+        // SAFETY: The caller's contract; a single slot has no
+        // continuation.
+        unsafe { self.pop_multi(|_| 0, |first, _| f(first)) }
     }
 
     /// Removes the oldest complete record, if any.

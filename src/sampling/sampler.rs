@@ -128,17 +128,19 @@ pub(crate) fn ring_bytes(records: u32) -> u64 {
 /// Words a record's continuation may hold: a whole chain and its tail.
 pub(crate) const RECORD_WORDS: usize = 2 * uapi::RPROF_MAX_FRAMES as usize + maps::TAIL_WORDS;
 
-/// Takes the oldest record of `ring` with its continuation words, copied
-/// into `frames` (kernel frames first, then user frames, then the
-/// mappings' tail: `RingRecord::words()` of them, at most
-/// `frames.len()`).
+/// Takes the oldest record of `ring`: `f(record, words)` gets it where it
+/// lies in the ring (no copy) and its continuation words, copied into
+/// `frames` (kernel frames first, then user frames, then the mappings'
+/// tail: `RingRecord::words()` of them, at most `frames.len()`); its
+/// result is returned.  The record's slots go back to the writers once
+/// `f` returns.
 ///
 /// # Safety
 ///
 /// The caller is the ring's only reader (the drain lock, or a test's own
 /// ring).
 #[inline(always)]
-pub(crate) unsafe fn pop(ring: &SampleRing, frames: &mut [u64]) -> Option<RingRecord> {
+pub(crate) unsafe fn pop_with<R>(ring: &SampleRing, frames: &mut [u64], f: impl FnOnce(&RingRecord, &[u64]) -> R) -> Option<R> {
     // SAFETY: The caller is the only reader; every record's first slot
     // holds `rec` (`RingSlot` invariant), and its writer reserved
     // `extra_slots()` continuation slots (`push_frames`).
@@ -146,7 +148,7 @@ pub(crate) unsafe fn pop(ring: &SampleRing, frames: &mut [u64]) -> Option<RingRe
         ring.pop_multi(
             |first| first.rec.extra_slots(),
             |first, rest| {
-                let rec = first.rec;
+                let rec = &first.rec;
                 let n = rec.words().min(frames.len());
                 for (i, chunk) in frames[..n].chunks_mut(SLOT_WORDS).enumerate() {
                     let words = rest(i as u64).words;
@@ -154,10 +156,21 @@ pub(crate) unsafe fn pop(ring: &SampleRing, frames: &mut [u64]) -> Option<RingRe
                         *f = *w;
                     }
                 }
-                rec
+                f(rec, &frames[..n])
             },
         )
     }
+}
+
+/// [`pop_with`] that copies the record out.
+///
+/// # Safety
+///
+/// As for [`pop_with`].
+#[inline(always)]
+pub(crate) unsafe fn pop(ring: &SampleRing, frames: &mut [u64]) -> Option<RingRecord> {
+    // SAFETY: The caller's contract.
+    unsafe { pop_with(ring, frames, |rec, _| *rec) }
 }
 
 /// Allocates a ring of `records` slots (a power of two), charged to the
@@ -356,9 +369,10 @@ fn record(
     };
     // Bench builds may hold every address space, as rprof did before it
     // named mappings (`pin_mm`), to measure what that cost.
-    // SAFETY: NMI-safe: reads a module parameter.
+    // SAFETY: NMI-safe: a byte-sized load of a module parameter, which
+    // sysfs writes whole (a bool is 0 or 1 either way).
     #[cfg(rprof_bench)]
-    let pin = pin || unsafe { helpers::rprof_bench_pin_mm() };
+    let pin = pin || unsafe { core::ptr::read_volatile(core::ptr::addr_of!(helpers::rprof_bench_pin_mm)) };
     // SAFETY: NMI-safe: an atomic increment-not-zero on current's mm.
     let pinned = pin && !mm.is_null() && !unsafe { helpers::rprof_current_mm_pin() }.is_null();
     RingSlot {

@@ -266,6 +266,34 @@ fn unwind_index_finds_what_the_search_finds(t: &mut Test) {
 }
 
 /// What an upload is refused for: each check, alone.
+/// The published tables are sorted by key (the handler's lookup is a
+/// binary search): every order of a few keys, duplicates, and a larger
+/// pseudo-random set come out sorted, with the same keys.
+fn unwind_tables_sort_by_key(t: &mut Test) {
+    // (Expected orders written out: the standard library's sort is what
+    // the module avoids.)
+    let cases: [([usize; 5], [usize; 5]); 4] = [
+        ([5, 4, 3, 2, 1], [1, 2, 3, 4, 5]),
+        ([1, 2, 3, 4, 5], [1, 2, 3, 4, 5]),
+        ([3, 1, 3, 0, 3], [0, 1, 3, 3, 3]),
+        ([9, 0, 8, 1, 7], [0, 1, 7, 8, 9]),
+    ];
+    for (mut keys, want) in cases {
+        kassert!(t, crate::chains::tables::test_sort_keys(&mut keys).is_ok(), "allocation failed");
+        kassert_eq!(t, keys, want);
+    }
+    let mut many = [0usize; 257];
+    let mut x = 12345u64;
+    for k in many.iter_mut() {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        *k = (x >> 40) as usize % 100;
+    }
+    let sum: usize = many.iter().sum();
+    kassert!(t, crate::chains::tables::test_sort_keys(&mut many).is_ok(), "allocation failed");
+    kassert!(t, many.windows(2).all(|w| w[0] <= w[1]), "257 keys not sorted");
+    kassert_eq!(t, many.iter().sum::<usize>(), sum);
+}
+
 fn unwind_validate_rejects(t: &mut Test) {
     kassert_eq!(t, unwind::validate(&TABLE, END), Ok(()));
     kassert_eq!(t, unwind::validate(&[], END), Err(Invalid::Empty));
@@ -305,5 +333,6 @@ kunit_suite!(
         unwind_row_lookup,
         unwind_index_finds_what_the_search_finds,
         unwind_validate_rejects,
+        unwind_tables_sort_by_key,
     ]
 );

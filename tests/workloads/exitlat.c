@@ -6,8 +6,9 @@
  * exits; the parent reaps it.  Prints, median and 90th percentile in
  * microseconds, the time from the child's exit() to the parent's
  * waitpid() returning, and to the child's memory being free again (the
- * machine's free memory back within MB/8 of what it was before the fork;
- * given up after 2 s, counted in `late`):
+ * machine's free memory back within MB/8 of what it was before the first
+ * child: a round's own "before" would be low while a holder keeps an
+ * earlier child's memory; given up after 2 s, counted in `late`):
  *
  *   exitlat IDLE ROUNDS SPIN_MS [MB [exec]]
  *   exitlat idle=N rounds=R spin_ms=S mb=B median_us=M p90_us=P
@@ -68,7 +69,7 @@ int main(int argc, char **argv)
 	int spin_ms = argc > 3 ? atoi(argv[3]) : 20;
 	int mb = argc > 4 ? atoi(argv[4]) : 0;
 	volatile uint64_t *shared;
-	uint64_t *lat, *freed;
+	uint64_t *lat, *freed, before;
 	int late = 0;
 	pid_t *idlers;
 	int i;
@@ -106,8 +107,9 @@ int main(int argc, char **argv)
 			break;
 		}
 	}
+	before = free_bytes();
 	for (i = 0; i < rounds; i++) {
-		uint64_t before = free_bytes(), slack = ((uint64_t)mb << 20) / 8, t;
+		uint64_t slack = ((uint64_t)mb << 20) / 8, t;
 		pid_t c = fork();
 
 		if (c == 0) {
