@@ -476,7 +476,8 @@ impl Drain {
     ) -> Option<Result<(u64, u64), usize>> {
         let found = self.replay.find(cpu, nibble, mm, addr)?;
         let target = match found.target {
-            Some(t) => t,
+            // Named already (most samples): nothing to remember.
+            Some(t) => return Some(Ok(Self::slot_where(t, found.offset, addr, back))),
             None if found.file.is_null() => Target::Anon,
             None => {
                 // SAFETY: All-zero is a valid (empty) `struct path` to fill.
@@ -493,11 +494,18 @@ impl Drain {
             }
         };
         self.replay.name(cpu, nibble, target);
-        Some(Ok(match target {
-            Target::File(cookie) => (cookie, found.offset + back),
+        Some(Ok(Self::slot_where(target, found.offset, addr, back)))
+    }
+
+    /// The cookie and offset of `addr` (`ip` less `back`) in a slot's
+    /// `target`, at `offset` in its file; the offset is `ip`'s.
+    #[inline(always)]
+    fn slot_where(target: Target, offset: u64, addr: u64, back: u64) -> (u64, u64) {
+        match target {
+            Target::File(cookie) => (cookie, offset + back),
             // The raw address, as the lookup under the lock gives it.
             Target::Anon => (RPROF_COOKIE_ANON as u64, addr + back),
-        }))
+        }
     }
 
     #[inline(always)]
