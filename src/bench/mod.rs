@@ -51,7 +51,7 @@ fn timed_batches(ring: &SampleRing, mut write: impl FnMut(RawSample)) -> u64 {
 
 /// Nanoseconds for `RECORDS` pushes of rprof's ring.
 fn rprof_ring() -> Result<u64> {
-    let ring = sampler::new_ring(BATCH as u32)?;
+    let ring = crate::device::rings::new_ring(BATCH as u32)?;
     Ok(timed_batches(&ring, |sample| {
         let _ = ring.push(RingRecord::new(sample, 0).into());
     }))
@@ -66,7 +66,7 @@ fn rprof_ring() -> Result<u64> {
 fn rprof_handler(sample: RawSample) -> Result<u64> {
     // Room for a batch and the mapping entry of its first record: a full
     // ring would kick the drain, and `plain`'s kicker is null.
-    let ring = sampler::new_ring(2 * BATCH as u32)?;
+    let ring = crate::device::rings::new_ring(2 * BATCH as u32)?;
     let maps = MapSlots::new();
     let ctx = HandlerCtx::plain(&ring, &maps);
     let user = sample.flags & helpers::RAW_USER != 0;
@@ -101,7 +101,7 @@ fn insmod_sample() -> RawSample {
 fn rprof_drain() -> Result<(u64, u64)> {
     // Room for a batch and the mapping entries its first records carry:
     // a full ring would kick the drain, and `plain`'s kicker is null.
-    let ring = sampler::new_ring(2 * BATCH as u32)?;
+    let ring = crate::device::rings::new_ring(2 * BATCH as u32)?;
     // A batch of SAMPLE records (32 bytes) and their context fits.
     let buf = EventBuffer::new(64, crate::buffer::charge::Charge::new(EventBuffer::bytes(64).ok_or(EINVAL)? as u64)?)?;
     let mut drain = Drain::new(buf.producer(), 1, 64, false)?;

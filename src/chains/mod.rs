@@ -5,11 +5,10 @@
 //! and the table-driven user walk ([`userwalk`], over the pure walker
 //! [`unwind`]).  Process context: a session's uploaded tables ([`tables`]:
 //! upload and publication; the handler reads them through
-//! `Published::read`) and the drain's table of the chains already written
-//! ([`stacks`]).
+//! `Published::read`).  The drain's table of the chains already written
+//! is `crate::resolve::stacks`.
 
 pub(crate) mod scratch;
-pub(crate) mod stacks;
 pub(crate) mod tables;
 pub(crate) mod unwind;
 pub(crate) mod userwalk;

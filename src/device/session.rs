@@ -34,7 +34,7 @@ use crate::resolve::follow::Follow;
 use crate::kapi::helpers::{self, CounterAttr};
 use crate::kapi::kicker::Kicker;
 use crate::sampling::maps::MapSlots;
-use crate::sampling::sampler::{self, HandlerCtx, SampleRing};
+use crate::sampling::sampler::{HandlerCtx, SampleRing};
 use crate::resolve::replay;
 use crate::uapi::*;
 use crate::kapi::waitq::WaitQueue;
@@ -157,7 +157,7 @@ impl Rings {
             slots.push(AtomicPtr::new(core::ptr::null_mut()), GFP_KERNEL)?;
             maps.push(MapSlots::new(), GFP_KERNEL_ACCOUNT)?;
         }
-        let max = (RING_BYTES_MAX / sampler::ring_bytes(records).max(1)) as usize;
+        let max = (RING_BYTES_MAX / crate::device::rings::ring_bytes(records).max(1)) as usize;
         Ok(Self { slots, maps, records, made: AtomicUsize::new(0), max })
     }
 
@@ -187,7 +187,7 @@ impl Rings {
             pr_info!("CPU {}: no ring, the session's rings would pass {} MiB\n", cpu, RING_BYTES_MAX >> 20);
             return Err(ENOMEM);
         }
-        let new = match sampler::new_ring(self.records).and_then(|r| Ok(KBox::new(r, GFP_KERNEL_ACCOUNT)?)) {
+        let new = match crate::device::rings::new_ring(self.records).and_then(|r| Ok(KBox::new(r, GFP_KERNEL_ACCOUNT)?)) {
             Ok(b) => KBox::into_raw(b),
             Err(e) => {
                 self.made.fetch_sub(1, Ordering::Relaxed);
@@ -283,7 +283,7 @@ impl Session {
         // locked memory ([`Charge`]), before anything is allocated.
         // SAFETY: Reads the online count; a snapshot is enough here.
         let online = unsafe { helpers::rprof_num_online_cpus() } as u64;
-        let one_ring = sampler::ring_bytes(config.ring_records).max(1);
+        let one_ring = crate::device::rings::ring_bytes(config.ring_records).max(1);
         let ring_total = one_ring.saturating_mul(online);
         if ring_total > RING_BYTES_MAX {
             pr_info!(

@@ -50,7 +50,7 @@
 //! call at the very end of a mapping resolves to it; their offsets stay the
 //! return addresses.  A frame that does not resolve stays in the chain as
 //! `RPROF_COOKIE_UNRESOLVED` with its raw address.  The chain is written
-//! once as a STACK record (src/chains/stacks.rs), COOKIE and MODULE records for
+//! once as a STACK record (src/resolve/stacks.rs), COOKIE and MODULE records for
 //! its frames before it, and the sample names it.
 
 use crate::resolve::cookies::{CookieTable, Forgotten, Object, PathRef};
@@ -63,7 +63,7 @@ use crate::resolve::modules;
 use crate::resolve::replay::Replay;
 use crate::sampling::maps::{self, ENTRY_WORDS, MAP_LEAF};
 use crate::sampling::sampler::{CHAIN_FLAGS, CHAIN_TAKEN};
-use crate::chains::stacks::{self, RawChains, Stacks};
+use crate::resolve::stacks::{self, RawChains, Stacks};
 use crate::sampling::sampler::{self, MmRef, RingRecord, SampleRing};
 use crate::uapi::*;
 use core::mem::size_of;
@@ -359,7 +359,7 @@ impl Drain {
         // their resolution).
         // SAFETY: The only reader (contract).
         let took = unsafe {
-            sampler::pop_with(ring, &mut frames, |rec, words| {
+            crate::resolve::reader::pop_with(ring, &mut frames, |rec, words| {
                 if words.is_empty() {
                     self.process(buf, cpu, rec, &[], reserve);
                 } else {
@@ -714,7 +714,7 @@ impl Drain {
         let Taken { rec, frames, .. } = *t;
         let nk = (rec.nk as usize).min(frames.len());
         // A raw chain seen before in the same unchanged address space:
-        // its id, without resolving a frame (src/chains/stacks.rs).
+        // its id, without resolving a frame (src/resolve/stacks.rs).
         #[cfg(rprof_bench)]
         let intern_timer = crate::resolve::stage::Timer::start(crate::resolve::stage::Stage::ChainIntern);
         // SAFETY: The record holds a reference on `mm` (or it is null);

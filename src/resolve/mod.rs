@@ -7,7 +7,9 @@
 //! ([`mapcache`] saves most of those lookups) and names files and module
 //! text with [`cookies`].  [`modules`] finds the module an address is in
 //! and drains the rings before a kernel module goes, calling its owner
-//! through [`modules::ModuleEvents`].  [`follow`] keeps a descendants
+//! through [`modules::ModuleEvents`].  [`reader`] takes records from the
+//! per-CPU rings, [`replay`] keeps the drain's copy of the handlers'
+//! mapping slots, [`stacks`] the chains already written.  [`follow`] keeps a descendants
 //! filter's set up to date as processes exit (the `sched_process_exit`
 //! probe); the set itself, with the membership test the overflow handler
 //! runs, is `crate::sampling::followed` (NMI-safe, RCU only).  C glue:
@@ -24,6 +26,8 @@ pub(crate) mod drain;
 pub(crate) mod follow;
 pub(crate) mod mapcache;
 pub(crate) mod modules;
+pub(crate) mod reader;
 pub(crate) mod replay;
+pub(crate) mod stacks;
 #[cfg(rprof_bench)]
 pub(crate) mod stage;

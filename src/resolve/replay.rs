@@ -186,7 +186,7 @@ pub(crate) fn put_entries(entries: &[u64], mm: *mut MmStruct) {
 pub(crate) unsafe fn give_back(ring: &SampleRing) {
     let mut words = [0u64; sampler::RECORD_WORDS];
     // SAFETY: The only consumer (the caller's contract).
-    while let Some(rec) = unsafe { sampler::pop(ring, &mut words) } {
+    while let Some(rec) = unsafe { crate::resolve::reader::pop(ring, &mut words) } {
         let n = (rec.nk as usize + rec.nu as usize).min(words.len());
         let ne = maps::map_entries(rec.sample.map);
         put_entries(&words[n..(n + ne * ENTRY_WORDS).min(words.len())], rec.mm.0);

@@ -120,75 +120,8 @@ impl From<RingRecord> for RingSlot {
 /// The per-CPU ring type.
 pub(crate) type SampleRing = Ring<RingSlot, KVVec<Slot<RingSlot>>>;
 
-/// Bytes one ring of `records` slots takes.
-pub(crate) fn ring_bytes(records: u32) -> u64 {
-    records as u64 * core::mem::size_of::<Slot<RingSlot>>() as u64
-}
-
 /// Words a record's continuation may hold: a whole chain and its tail.
 pub(crate) const RECORD_WORDS: usize = 2 * uapi::RPROF_MAX_FRAMES as usize + maps::TAIL_WORDS;
-
-/// Takes the oldest record of `ring`: `f(record, words)` gets it where it
-/// lies in the ring (no copy) and its continuation words, copied into
-/// `frames` (kernel frames first, then user frames, then the mappings'
-/// tail: `RingRecord::words()` of them, at most `frames.len()`); its
-/// result is returned.  The record's slots go back to the writers once
-/// `f` returns.
-///
-/// # Safety
-///
-/// The caller is the ring's only reader (the drain lock, or a test's own
-/// ring).
-#[inline(always)]
-pub(crate) unsafe fn pop_with<R>(ring: &SampleRing, frames: &mut [u64], f: impl FnOnce(&RingRecord, &[u64]) -> R) -> Option<R> {
-    // SAFETY: The caller is the only reader; every record's first slot
-    // holds `rec` (`RingSlot` invariant), and its writer reserved
-    // `extra_slots()` continuation slots (`push_frames`).
-    unsafe {
-        ring.pop_multi(
-            |first| first.rec.extra_slots(),
-            |first, rest| {
-                let rec = &first.rec;
-                let n = rec.words().min(frames.len());
-                for (i, chunk) in frames[..n].chunks_mut(SLOT_WORDS).enumerate() {
-                    let words = rest(i as u64).words;
-                    for (f, w) in chunk.iter_mut().zip(words.iter()) {
-                        *f = *w;
-                    }
-                }
-                f(rec, &frames[..n])
-            },
-        )
-    }
-}
-
-/// [`pop_with`] that copies the record out.
-///
-/// # Safety
-///
-/// As for [`pop_with`].
-#[inline(always)]
-pub(crate) unsafe fn pop(ring: &SampleRing, frames: &mut [u64]) -> Option<RingRecord> {
-    // SAFETY: The caller's contract.
-    unsafe { pop_with(ring, frames, |rec, _| *rec) }
-}
-
-/// Allocates a ring of `records` slots (a power of two), charged to the
-/// calling task's memory cgroup.
-pub(crate) fn new_ring(records: u32) -> Result<SampleRing> {
-    let mut slots = KVVec::with_capacity(records as usize, GFP_KERNEL_ACCOUNT)?;
-    for i in 0..records {
-        // Cannot fail: the capacity is there.
-        slots.push(Slot::new(), GFP_KERNEL_ACCOUNT)?;
-        if i % 4096 == 4095 {
-            // Up to 2^20 slots: let others run.
-            // SAFETY: Process context (SET_CONFIG, START, the hotplug
-            // callback, tests).
-            unsafe { helpers::rprof_cond_resched() };
-        }
-    }
-    Ring::new(slots).map_err(|_| EINVAL)
-}
 
 /// What one counter's overflow handler needs, at a stable address for the
 /// counter's lifetime.
@@ -515,7 +448,7 @@ pub(crate) fn push_frames(
     make: impl Fn(u32, u32, u8, u8) -> RingSlot,
 ) -> Push {
     // The counts the record carries are the words the ring holds: the
-    // reader consumes `extra_slots()` continuation slots (`pop`), and
+    // reader consumes `extra_slots()` continuation slots (`resolve::reader`), and
     // both counts must fit the record's u8 fields.
     // At most RPROF_MAX_FRAMES of each side (a tail's frame nibbles cover
     // no more): more kernel frames than that cut the user side off.

@@ -18,7 +18,7 @@ use crate::sampling::maps::{MapSlots, Plan};
 use crate::sampling::ring::{Push, Ring, Slot};
 use crate::sampling::sampler::{self, HandlerCtx, RingRecord, SampleRing};
 use crate::device::session::Session;
-use crate::chains::stacks::{self, RawChains};
+use crate::resolve::stacks::{self, RawChains};
 use crate::uapi::*;
 use core::ffi::c_void;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -320,7 +320,7 @@ fn new_stress(session: Option<Arc<Session>>, ring_records: u32) -> Result<KBox<S
     for cpu in 0..nr {
         match &session {
             Some(s) => ctxs.push(s.handler_ctx(cpu)?, GFP_KERNEL)?,
-            None => rings.push(sampler::new_ring(ring_records)?, GFP_KERNEL)?,
+            None => rings.push(crate::device::rings::new_ring(ring_records)?, GFP_KERNEL)?,
         }
         seq.push([AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)], GFP_KERNEL)?;
     }
@@ -351,7 +351,7 @@ unsafe extern "C" fn ring_drain_thread(ctx: *mut c_void) {
         let mut frames = [0u64; 32];
         for r in d.stress.rings.iter() {
             // SAFETY: This thread is the only consumer.
-            while let Some(rec) = unsafe { sampler::pop(r, &mut frames) } {
+            while let Some(rec) = unsafe { crate::resolve::reader::pop(r, &mut frames) } {
                 d.seen.check(rec.sample.cpu.into(), rec.sample.tid, rec.sample.time_ns, rec.sample.ip);
                 let n = rec.nk as u64;
                 if n != rec.sample.time_ns % 23 || (0..n).any(|k| frames[k as usize] != frame_word(rec.sample.ip, k)) {
@@ -1275,7 +1275,7 @@ fn chain_walker_fabricated_stacks(t: &mut Test) {
 /// come out whole and in order, wrap-around included, and a record that
 /// does not fit is dropped whole and counted once.
 fn ring_multi_slot_records(t: &mut Test) {
-    let Ok(ring) = sampler::new_ring(64) else {
+    let Ok(ring) = crate::device::rings::new_ring(64) else {
         kassert!(t, false, "ring allocation failed");
         return;
     };
@@ -1303,7 +1303,7 @@ fn ring_multi_slot_records(t: &mut Test) {
         });
         kassert!(t, matches!(pushed, Push::Stored(_)), "round {}", round);
         // SAFETY: The only reader of this ring.
-        let Some(rec) = (unsafe { sampler::pop(&ring, &mut frames) }) else {
+        let Some(rec) = (unsafe { crate::resolve::reader::pop(&ring, &mut frames) }) else {
             kassert!(t, false, "round {}: nothing popped", round);
             return;
         };
@@ -1324,7 +1324,7 @@ fn ring_multi_slot_records(t: &mut Test) {
     kassert!(t, matches!(ring.push(record(3000, 0, 0).into()), Push::Stored(61)));
     let mut seen = 0;
     // SAFETY: The only reader.
-    while let Some(rec) = unsafe { sampler::pop(&ring, &mut frames) } {
+    while let Some(rec) = unsafe { crate::resolve::reader::pop(&ring, &mut frames) } {
         kassert!(t, rec.sample.time_ns != 2000, "the dropped record came out");
         seen += 1;
     }
@@ -1364,7 +1364,7 @@ fn push_chain_words(
 /// A chain that does not fit keeps its sample, flagged CUT and without
 /// frames; only a ring without room for the sample loses it, counted once.
 fn chain_cut_keeps_the_sample(t: &mut Test) {
-    let Ok(ring) = sampler::new_ring(64) else {
+    let Ok(ring) = crate::device::rings::new_ring(64) else {
         kassert!(t, false, "ring allocation failed");
         return;
     };
@@ -1390,7 +1390,7 @@ fn chain_cut_keeps_the_sample(t: &mut Test) {
     let mut frames = [0u64; 256];
     let (mut first, mut cut, mut seen) = (false, false, 0);
     // SAFETY: The only reader of this ring.
-    while let Some(rec) = unsafe { sampler::pop(&ring, &mut frames) } {
+    while let Some(rec) = unsafe { crate::resolve::reader::pop(&ring, &mut frames) } {
         seen += 1;
         match rec.sample.time_ns {
             1 => {
@@ -1556,7 +1556,7 @@ fn chain_sequence_is_read_before_the_walk(t: &mut Test) {
     // kthread an address space (KUnit's kthread_use_mm).
     let base = unsafe { helpers::rprof_test_user_map(raw, PAGE, 0) };
     kassert!(t, base != 0, "kunit_vm_mmap failed");
-    let Ok(ring) = sampler::new_ring(64) else {
+    let Ok(ring) = crate::device::rings::new_ring(64) else {
         kassert!(t, false, "ring allocation failed");
         return;
     };
@@ -1578,7 +1578,7 @@ fn chain_sequence_is_read_before_the_walk(t: &mut Test) {
     let after = current_mm_seq().1;
     let mut frames = [0u64; 8];
     // SAFETY: This test is the ring's only reader.
-    let rec = unsafe { sampler::pop(&ring, &mut frames) };
+    let rec = unsafe { crate::resolve::reader::pop(&ring, &mut frames) };
     let Some(rec) = rec else {
         kassert!(t, false, "no record");
         return;
@@ -1713,7 +1713,7 @@ fn raw_key_flags_tell_modes_apart(t: &mut Test) {
 /// continuation slots the reader would miscount: `push_frames` derives
 /// them from the words (a kernel count above them is cut to them).
 fn chain_counts_follow_the_words(t: &mut Test) {
-    let Ok(ring) = sampler::new_ring(64) else {
+    let Ok(ring) = crate::device::rings::new_ring(64) else {
         kassert!(t, false, "ring allocation failed");
         return;
     };
@@ -1728,7 +1728,7 @@ fn chain_counts_follow_the_words(t: &mut Test) {
     let mut frames = [0u64; 256];
     let mut seen = KVec::new();
     // SAFETY: The only reader of this ring.
-    while let Some(rec) = unsafe { sampler::pop(&ring, &mut frames) } {
+    while let Some(rec) = unsafe { crate::resolve::reader::pop(&ring, &mut frames) } {
         let _ = seen.push((rec.sample.time_ns, rec.nk, rec.nu), GFP_KERNEL);
     }
     let max = RPROF_MAX_FRAMES as u8;
@@ -1870,7 +1870,7 @@ fn handler_pins_no_address_space(t: &mut Test) {
     // SAFETY: As above; a NUL-terminated path.
     let file = unsafe { helpers::rprof_test_user_map_file(raw, c"/init".as_ptr().cast(), PAGE) };
     kassert!(t, anon != 0 && file != 0, "mappings failed: anon {:#x}, /init {:#x}", anon, file);
-    let Ok(ring) = sampler::new_ring(64) else {
+    let Ok(ring) = crate::device::rings::new_ring(64) else {
         kassert!(t, false, "ring allocation failed");
         return;
     };
