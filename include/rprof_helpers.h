@@ -112,14 +112,8 @@ void rprof_file_path(struct file *file, struct path *path);
 void rprof_cond_resched(void);
 
 /* Resolution of a user ip, process context. */
-struct path;
-#define RPROF_RESOLVE_FILE 0   /* *path holds a reference, *offset in file */
-#define RPROF_RESOLVE_ANON 1   /* anonymous executable memory */
-#define RPROF_RESOLVE_NONE 2   /* no mapping, or one changed since seq */
-#define RPROF_RESOLVE_BUSY 3   /* mmap_lock taken: not looked up (the drain
-				* never waits for a sampled process's lock) */
 /*
- * Where the VMA that rprof_resolve_user() found lies, and the mm's
+ * Where the VMA that the drain found under mmap_lock lies, and the mm's
  * write-lock sequence read under mmap_lock (so even: no writer).  The drain
  * resolves later samples of the same mm and sequence in [start, end)
  * without the lock (src/resolve/mapcache.rs).
@@ -131,22 +125,17 @@ struct rprof_vma_range {
 	__u32 mm_seq;
 	__u32 reserved;
 };
-int rprof_resolve_user(struct mm_struct *mm, __u64 ip, __u32 seq,
-		       struct path *path, __u64 *offset,
-		       struct rprof_vma_range *range, __u64 *wait_ns);
-/* Several ips of one sample's chain, under one mmap_lock round: out[i]
- * is what rprof_resolve_user() would give for ips[i] (how: RPROF_RESOLVE_*,
- * path referenced with RPROF_RESOLVE_FILE). */
-struct rprof_frame_res {
-	struct path path;
-	__u64 offset;
+/* Under mmap_lock held for reading (src/resolve/mm.c, mm.rs). */
+struct rprof_vma_info {
 	struct rprof_vma_range range;
-	__s32 how;
+	struct file *file;  /* no reference: the VMA's, while the lock is held */
+	__u32 lock_seq;     /* vma->vm_lock_seq */
 	__u32 reserved;
 };
-void rprof_resolve_user_frames(struct mm_struct *mm, __u32 seq,
-			       const __u64 *ips, __u32 n,
-			       struct rprof_frame_res *out, __u64 *wait_ns);
+bool rprof_vma_lookup_locked(struct mm_struct *mm, __u64 ip, struct rprof_vma_info *out);
+bool rprof_mmap_read_trylock(struct mm_struct *mm);
+void rprof_mmap_read_unlock(struct mm_struct *mm);
+void rprof_usleep_range(__u32 min_us, __u32 max_us);
 /*
  * Tasks (src/kapi/task.c), for the followed set (src/sampling/followed.rs,
  * src/resolve/follow.rs).  rprof_global_tgid: the initial namespace's id

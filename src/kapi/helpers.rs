@@ -145,8 +145,8 @@ pub(crate) struct ListHead {
     _private: [u8; 0],
 }
 
-/// `struct rprof_vma_range`: where the VMA `rprof_resolve_user` found
-/// lies, and the mm's write-lock sequence under `mmap_lock`.
+/// `struct rprof_vma_range`: where a VMA found under `mmap_lock` lies,
+/// and the mm's write-lock sequence under the lock.
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
 pub(crate) struct VmaRange {
@@ -157,21 +157,23 @@ pub(crate) struct VmaRange {
     pub(crate) reserved: u32,
 }
 
-/// `struct rprof_frame_res`: what `rprof_resolve_user_frames` found for
-/// one frame.
+/// `struct rprof_vma_info`: a VMA found under `mmap_lock`
+/// (`rprof_vma_lookup_locked`).
 #[repr(C)]
-pub(crate) struct FrameRes {
-    pub(crate) path: bindings::path,
-    pub(crate) offset: u64,
+#[derive(Clone, Copy)]
+pub(crate) struct VmaInfo {
     pub(crate) range: VmaRange,
-    pub(crate) how: c_int,
+    /// The VMA's file, not referenced (null: anonymous).
+    pub(crate) file: *mut c_void,
+    pub(crate) lock_seq: u32,
     pub(crate) reserved: u32,
 }
 
-/// `RPROF_RESOLVE_*`: what `rprof_resolve_user` found.
-pub(crate) const RESOLVE_FILE: c_int = 0;
-pub(crate) const RESOLVE_ANON: c_int = 1;
-pub(crate) const RESOLVE_BUSY: c_int = 3;
+impl Default for VmaInfo {
+    fn default() -> Self {
+        Self { range: VmaRange::default(), file: core::ptr::null_mut(), lock_seq: 0, reserved: 0 }
+    }
+}
 
 /// `struct rprof_modtext` (`rprof_module_text`): what the module lookup
 /// reads of one module.
@@ -334,23 +336,11 @@ extern "C" {
     pub(crate) fn rprof_mm_put(mm: *mut MmStruct);
     pub(crate) fn rprof_mm_drop_many(mm: *mut MmStruct, n: u64);
     pub(crate) fn rprof_cond_resched();
-    pub(crate) fn rprof_resolve_user(
-        mm: *mut MmStruct,
-        ip: u64,
-        seq: u32,
-        path: *mut bindings::path,
-        offset: *mut u64,
-        range: *mut VmaRange,
-        wait_ns: *mut u64,
-    ) -> c_int;
-    pub(crate) fn rprof_resolve_user_frames(
-        mm: *mut MmStruct,
-        seq: u32,
-        ips: *const u64,
-        n: u32,
-        out: *mut FrameRes,
-        wait_ns: *mut u64,
-    );
+    /// Process context (`src/resolve/mm.c`, wrapped by `resolve::mm`).
+    pub(crate) fn rprof_vma_lookup_locked(mm: *mut MmStruct, ip: u64, out: *mut VmaInfo) -> bool;
+    pub(crate) fn rprof_mmap_read_trylock(mm: *mut MmStruct) -> bool;
+    pub(crate) fn rprof_mmap_read_unlock(mm: *mut MmStruct);
+    pub(crate) fn rprof_usleep_range(min_us: u32, max_us: u32);
     /// Any context, NMI included: an mm_count reference.
     pub(crate) fn rprof_mm_grab(mm: *mut MmStruct);
     pub(crate) fn rprof_mm_drop(mm: *mut MmStruct);

@@ -45,7 +45,7 @@
 //! A sample of a session with chains carries its frames in the ring.  Its
 //! user frames resolve as its ip does, with the same rules: the mapping
 //! cache first, then one `mmap_lock` round for all the frames it missed
-//! (`rprof_resolve_user_frames`); kernel frames to the kernel or a module.
+//! (`resolve::mm::MmRead`); kernel frames to the kernel or a module.
 //! Return addresses are looked up one byte back, at the call, so that a
 //! call at the very end of a mapping resolves to it; their offsets stay the
 //! return addresses.  A frame that does not resolve stays in the chain as
@@ -56,9 +56,10 @@
 use crate::resolve::cookies::{CookieTable, Forgotten, Object, PathRef};
 use crate::buffer::evbuf::{EventBuffer, Producer, Record};
 use crate::kapi::helpers::{
-    self, FrameRes, MmStruct, VmaRange, RAW_TABLE, RAW_THROTTLED, RAW_USER, RESOLVE_ANON, RESOLVE_BUSY, RESOLVE_FILE,
+    self, MmStruct, VmaRange, RAW_TABLE, RAW_THROTTLED, RAW_USER,
 };
 use crate::resolve::mapcache::{MapCache, Target};
+use crate::resolve::mm::{FrameRes, MmRead, RESOLVE_ANON, RESOLVE_BUSY, RESOLVE_FILE};
 use crate::resolve::modules;
 use crate::resolve::replay::Replay;
 use crate::sampling::maps::{self, ENTRY_WORDS, MAP_LEAF};
@@ -92,7 +93,7 @@ unsafe impl Record for rprof_sample_stack {}
 unsafe impl Record for rprof_reset {}
 
 // `miss_res` holds raw `struct path`s only between the call of
-// `rprof_resolve_user_frames` and the loop after it in `Drain::stack_with`,
+// the lookups under one `MmRead` and the loop after them in `Drain::stack_with`,
 // which moves each reference into a `PathRef`; the rest is plain data.
 // The drain lock keeps every access on one thread at a time.
 // SAFETY: So the buffers may move between the workers that take the lock.
@@ -103,7 +104,7 @@ impl Chains {
         let mut miss_res = KVec::with_capacity(RPROF_MAX_FRAMES as usize, GFP_KERNEL)?;
         for _ in 0..RPROF_MAX_FRAMES {
             // SAFETY: All-zero is a valid result to fill (an empty path).
-            miss_res.push(unsafe { core::mem::zeroed::<FrameRes>() }, GFP_KERNEL)?;
+            miss_res.push(FrameRes::new(), GFP_KERNEL)?;
         }
         Ok(Self {
             stacks: Stacks::new()?,
@@ -163,7 +164,7 @@ pub(crate) struct Drain {
     pub(crate) drains: u64,
     pub(crate) wakeups: u64,
     /// Nanoseconds this pass may still spend waiting for sampled
-    /// processes' `mmap_lock`s (`rprof_resolve_user`).
+    /// processes' `mmap_lock`s (`resolve::mm::MmRead::lock`).
     lock_wait_ns: u64,
     /// RESET records written, those of [`Drain::auto_reset`] too.
     pub(crate) resets: u64,
@@ -217,7 +218,7 @@ struct Chains {
     raw: RawChains,
     /// The resolved frames of the chain being processed.
     resolved: KVec<rprof_frame>,
-    /// `rprof_resolve_user_frames`' input and output.
+    /// the lookups' input and output (`MmRead::resolve`).
     miss_ips: KVec<u64>,
     miss_at: KVec<usize>,
     miss_res: KVec<FrameRes>,
@@ -542,20 +543,14 @@ impl Drain {
             if !unsafe { helpers::rprof_mm_get_live(rec.mm.0) } {
                 return Err(NO_MAPPING);
             }
-            // SAFETY: `mm` is referenced (`mm_users`, just taken); process
-            // context.
-            let how = unsafe {
-                helpers::rprof_resolve_user(
-                    rec.mm.0,
-                    ip,
-                    rec.mm_seq,
-                    &mut path,
-                    &mut offset,
-                    &mut range,
-                    &mut self.lock_wait_ns,
-                )
+            // SAFETY: `mm` is referenced (`mm_users`, just taken) until
+            // the guard is dropped below; process context, no spinlock.
+            let how = match unsafe { MmRead::lock(rec.mm.0, &mut self.lock_wait_ns) } {
+                Some(locked) => locked.resolve(ip, rec.mm_seq, &mut path, &mut offset, &mut range),
+                None => RESOLVE_BUSY,
             };
-            // SAFETY: The reference taken above; process context.
+            // SAFETY: The reference taken above, the lock given back;
+            // process context.
             unsafe { helpers::rprof_mm_put(rec.mm.0) };
             let target = match how {
                 RESOLVE_FILE => {
@@ -804,19 +799,19 @@ impl Drain {
         self.chain_busy |= !ch.miss_ips.is_empty() && !live;
         if live {
             let n = ch.miss_ips.len().min(ch.miss_res.len());
-            // SAFETY: `mm` is referenced (`mm_users`, just taken); `miss_res`
-            // has room for `n` results; process context.
-            unsafe {
-                helpers::rprof_resolve_user_frames(
-                    rec.mm.0,
-                    rec.mm_seq,
-                    ch.miss_ips.as_ptr(),
-                    n as u32,
-                    ch.miss_res.as_mut_ptr(),
-                    &mut self.lock_wait_ns,
-                )
-            };
-            // SAFETY: The reference taken above; process context.
+            // One lock round for all of them.
+            // SAFETY: `mm` is referenced (`mm_users`, just taken) until
+            // the guard is dropped below; process context, no spinlock.
+            let locked = unsafe { MmRead::lock(rec.mm.0, &mut self.lock_wait_ns) };
+            for (res, &ip) in ch.miss_res.iter_mut().zip(ch.miss_ips.iter()).take(n) {
+                res.how = match &locked {
+                    Some(l) => l.resolve(ip, rec.mm_seq, &mut res.path, &mut res.offset, &mut res.range),
+                    None => RESOLVE_BUSY,
+                };
+            }
+            drop(locked);
+            // SAFETY: The reference taken above, the lock given back;
+            // process context.
             unsafe { helpers::rprof_mm_put(rec.mm.0) };
             for k in 0..n {
                 let res = &mut ch.miss_res[k];

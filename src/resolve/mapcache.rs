@@ -17,7 +17,7 @@
 //! `mm->mm_lock_seq` is a sequence count that every `mmap_lock` write
 //! section makes odd on entry and even again on exit, so it changes with
 //! every change to the mappings.  The handler reads it when it takes the
-//! sample (`RingRecord::mm_seq`); [`rprof_resolve_user`] reads it under
+//! sample (`RingRecord::mm_seq`); [`MmRead::resolve`] reads it under
 //! the read lock, where it is even.  The cache is filled only when the
 //! two are equal: then no write section was open when the sample was
 //! taken, and none began between the sample and the lookup.  A later
@@ -32,7 +32,7 @@
 //! `mm_count` reference (`mmgrab`) on it, so the `mm_struct` cannot be
 //! freed and its address reused by another process while cached.
 //!
-//! [`rprof_resolve_user`]: helpers::rprof_resolve_user
+//! [`MmRead::resolve`]: crate::resolve::mm::MmRead::resolve
 
 use crate::kapi::helpers::{self, MmStruct, VmaRange};
 
@@ -56,7 +56,7 @@ pub(crate) const ENTRIES: usize = 4;
 ///
 /// `mm` is null, or holds an `mm_count` reference taken with
 /// `rprof_mm_grab` that this value drops; each of the first `len` entries
-/// is a range and target that `rprof_resolve_user` found in `mm` while its
+/// is a range and target that `MmRead::resolve` found in `mm` while its
 /// sequence was `seq`.
 pub(crate) struct MapCache {
     mm: *mut MmStruct,

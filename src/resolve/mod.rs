@@ -4,7 +4,8 @@
 //!
 //! Process context, may sleep: the [`drain`] runs in a workqueue item
 //! under its session's drain mutex, takes `mmap_lock` to look up VMAs
-//! ([`mapcache`] saves most of those lookups) and names files and module
+//! without ever blocking on it ([`mm`]; [`mapcache`] saves most of those
+//! lookups) and names files and module
 //! text with [`cookies`].  [`modules`] finds the module an address is in
 //! and drains the rings before a kernel module goes, calling its owner
 //! through [`modules::ModuleEvents`].  [`reader`] takes records from the
@@ -13,7 +14,7 @@
 //! filter's set up to date as processes exit (the `sched_process_exit`
 //! probe); the set itself, with the membership test the overflow handler
 //! runs, is `crate::sampling::followed` (NMI-safe, RCU only).  C glue:
-//! `mm.c` (VMA lookups under `mmap_lock`), `path.c` (file names),
+//! `mm.c` (`mmap_lock` and a VMA's fields), `path.c` (file names),
 //! `modules.c` (module list steps and fields, the notifier's
 //! registration), `follow.c` (the exit probe's registration, whose type
 //! depends on the kernel's version); the task fields are
@@ -25,6 +26,7 @@ pub(crate) mod cookies;
 pub(crate) mod drain;
 pub(crate) mod follow;
 pub(crate) mod mapcache;
+pub(crate) mod mm;
 pub(crate) mod modules;
 pub(crate) mod reader;
 pub(crate) mod replay;

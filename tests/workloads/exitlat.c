@@ -6,9 +6,11 @@
  * exits; the parent reaps it.  Prints, median and 90th percentile in
  * microseconds, the time from the child's exit() to the parent's
  * waitpid() returning, and to the child's memory being free again (the
- * machine's free memory back within MB/8 of what it was before the first
- * child: a round's own "before" would be low while a holder keeps an
- * earlier child's memory; given up after 2 s, counted in `late`):
+ * machine's free memory back within MB/8 of what it was before the fork;
+ * given up after 2 s, counted in `late`).  A round starts once the
+ * previous child's memory is back (or 2 s passed): while a holder keeps
+ * it, the round's own "before" would be low and its child's memory would
+ * seem free at once:
  *
  *   exitlat IDLE ROUNDS SPIN_MS [MB [exec]]
  *   exitlat idle=N rounds=R spin_ms=S mb=B median_us=M p90_us=P
@@ -109,7 +111,12 @@ int main(int argc, char **argv)
 	}
 	before = free_bytes();
 	for (i = 0; i < rounds; i++) {
-		uint64_t slack = ((uint64_t)mb << 20) / 8, t;
+		uint64_t slack = ((uint64_t)mb << 20) / 8, t = now_ns();
+
+		/* The previous child's memory back (the wait's own end). */
+		while (mb && free_bytes() + slack < before && now_ns() - t < 2000000000u)
+			usleep(100);
+		before = free_bytes();
 		pid_t c = fork();
 
 		if (c == 0) {
