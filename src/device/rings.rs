@@ -25,8 +25,8 @@ pub(crate) fn new_ring(records: u32) -> Result<SampleRing> {
         slots.push(Slot::new(), GFP_KERNEL_ACCOUNT)?;
         if i % 4096 == 4095 {
             // Up to 2^20 slots: let others run.
-            // SAFETY: Process context (SET_CONFIG, START, the hotplug
-            // callback, tests).
+            // SAFETY: Process context (SET_CONFIG, tests, the benchmark;
+            // never the hotplug callback, which allocates nothing).
             unsafe { helpers::rprof_cond_resched() };
         }
     }

@@ -456,9 +456,9 @@ pub(crate) const TEST_SRC_NMI: u32 = 3;
 extern "C" {
     pub(crate) fn rprof_bench_ftrace(records: u64, batch: u64, size: u32, dropped: *mut u64) -> u64;
     pub(crate) fn rprof_bench_user_ip(pid: *mut u32, tid: *mut u32) -> u64;
-    /// The bench module's `pin_mm` parameter (written through sysfs at
-    /// any time: read it volatile).
-    pub(crate) static rprof_bench_pin_mm: bool;
+    /// The bench module's `pin_mm` parameter, which sysfs writes at any
+    /// time: an atomic for Rust (a `bool`'s layout).
+    pub(crate) static rprof_bench_pin_mm: core::sync::atomic::AtomicBool;
 }
 
 #[cfg(rprof_inject_warn)]

@@ -103,7 +103,6 @@ impl Chains {
     fn new() -> Result<Self> {
         let mut miss_res = KVec::with_capacity(RPROF_MAX_FRAMES as usize, GFP_KERNEL)?;
         for _ in 0..RPROF_MAX_FRAMES {
-            // SAFETY: All-zero is a valid result to fill (an empty path).
             miss_res.push(FrameRes::new(), GFP_KERNEL)?;
         }
         Ok(Self {
@@ -352,7 +351,12 @@ impl Drain {
     #[inline(always)]
     pub(crate) unsafe fn take(&mut self, buf: &EventBuffer, cpu: usize, ring: &SampleRing, reserve: u64) -> bool {
         let Some(mut frames) = self.frames.take() else {
-            // Only while a record is processed, which never takes another.
+            // Only while a record is processed, which never takes another
+            // (a caller would read `false` as an empty ring).
+            // SAFETY: printk_ratelimit() may be called anywhere.
+            if unsafe { helpers::rprof_printk_ratelimit() } {
+                pr_warn!("drain: a record taken while another is processed\n");
+            }
             return false;
         };
         // The record is processed where it lies in the ring (most records
@@ -503,9 +507,10 @@ impl Drain {
     #[inline(always)]
     fn slot_where(target: Target, offset: u64, addr: u64, back: u64) -> (u64, u64) {
         match target {
-            Target::File(cookie) => (cookie, offset + back),
+            // Wrapping: `offset` is user-controlled (`resolve::file_offset`).
+            Target::File(cookie) => (cookie, offset.wrapping_add(back)),
             // The raw address, as the lookup under the lock gives it.
-            Target::Anon => (RPROF_COOKIE_ANON as u64, addr + back),
+            Target::Anon => (RPROF_COOKIE_ANON as u64, addr.wrapping_add(back)),
         }
     }
 
@@ -780,7 +785,7 @@ impl Drain {
                 None => {}
             }
             let f = match self.maps.get(rec.mm.0, rec.mm_seq, at) {
-                Some((Target::File(cookie), offset)) => rprof_frame { cookie, offset: offset + back },
+                Some((Target::File(cookie), offset)) => rprof_frame { cookie, offset: offset.wrapping_add(back) },
                 Some((Target::Anon, _)) => rprof_frame { cookie: RPROF_COOKIE_ANON as u64, offset: ip },
                 None => {
                     let _ = ch.miss_ips.push(at, GFP_ATOMIC);
@@ -835,7 +840,7 @@ impl Drain {
                 // SAFETY: The record holds an `mm_count` reference on `mm`.
                 unsafe { self.maps.fill(rec.mm.0, rec.mm_seq, &res.range, target) };
                 ch.resolved[at] = match target {
-                    Target::File(cookie) => rprof_frame { cookie, offset: res.offset + u64::from(back) },
+                    Target::File(cookie) => rprof_frame { cookie, offset: res.offset.wrapping_add(u64::from(back)) },
                     // The raw address, as for an anonymous leaf.
                     Target::Anon => rprof_frame { cookie: RPROF_COOKIE_ANON as u64, offset: ch.resolved[at].offset },
                 };

@@ -110,7 +110,7 @@ impl MapCache {
     #[inline(always)]
     fn answer(r: &VmaRange, target: &Target, ip: u64) -> (Target, u64) {
         match *target {
-            Target::File(cookie) => (Target::File(cookie), r.pgoff_bytes.wrapping_add(ip.wrapping_sub(r.start))),
+            Target::File(cookie) => (Target::File(cookie), crate::resolve::file_offset(r.pgoff_bytes, r.start, ip)),
             Target::Anon => (Target::Anon, ip),
         }
     }

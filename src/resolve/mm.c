@@ -7,9 +7,7 @@
 #include <linux/delay.h>
 #include <linux/mm.h>
 #include <linux/mmap_lock.h>
-#include <linux/path.h>
 #include <linux/sched/mm.h>
-#include <linux/timekeeping.h>
 #include "rprof_helpers.h"
 
 /*

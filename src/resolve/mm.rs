@@ -114,8 +114,7 @@ impl MmRead {
         if !unsafe { helpers::rprof_vma_lookup_locked(self.mm, ip, &mut v) } {
             return RESOLVE_NONE;
         }
-        // Stamped at or after the sample: perhaps not the VMA it hit.
-        if v.lock_seq.wrapping_sub(seq) as i32 >= 0 {
+        if changed_since(v.lock_seq, seq) {
             return RESOLVE_NONE;
         }
         *range = v.range;
@@ -127,9 +126,17 @@ impl MmRead {
         // lock (type invariant); process context.  The helper takes a
         // reference on the path for the caller.
         unsafe { helpers::rprof_file_path(v.file, path) };
-        *offset = v.range.pgoff_bytes + (ip - v.range.start);
+        *offset = crate::resolve::file_offset(v.range.pgoff_bytes, v.range.start, ip);
         RESOLVE_FILE
     }
+}
+
+/// Whether a VMA whose `vm_lock_seq` is `lock_seq` was write-locked at or
+/// after the sample whose address-space sequence is `seq` (then it may not
+/// be the VMA the sample hit).  Sequences wrap: compared by their
+/// difference, as the kernel compares them.
+pub(crate) fn changed_since(lock_seq: u32, seq: u32) -> bool {
+    lock_seq.wrapping_sub(seq) as i32 >= 0
 }
 
 impl Drop for MmRead {

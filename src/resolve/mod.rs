@@ -22,6 +22,17 @@
 //! `mem.c`.  `stage` holds the bench build's stage timers the data path
 //! calls (their clock, `stage.c`, is compiled into bench builds only).
 
+/// The offset in its file of `addr`, in a mapping that starts at `start`
+/// with file offset `pgoff_bytes`.  Wrapping: a user may map a file at an
+/// offset near the top of the range (`/dev/zero` at page offset 2^52 - 2,
+/// then grown with `mremap`), and an overflow must not panic the drain
+/// (`CONFIG_RUST_OVERFLOW_CHECKS`); such an offset names nothing real
+/// either way.
+#[inline(always)]
+pub(crate) fn file_offset(pgoff_bytes: u64, start: u64, addr: u64) -> u64 {
+    pgoff_bytes.wrapping_add(addr.wrapping_sub(start))
+}
+
 pub(crate) mod cookies;
 pub(crate) mod drain;
 pub(crate) mod follow;

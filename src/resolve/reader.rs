@@ -19,7 +19,8 @@ use crate::sampling::sampler::{RingRecord, SampleRing, SLOT_WORDS};
 /// # Safety
 ///
 /// The caller is the ring's only reader (the drain lock, or a test's own
-/// ring).
+/// ring), and `f` takes nothing from this ring (the record is released
+/// only once `f` returns).
 #[inline(always)]
 pub(crate) unsafe fn pop_with<R>(ring: &SampleRing, frames: &mut [u64], f: impl FnOnce(&RingRecord, &[u64]) -> R) -> Option<R> {
     // SAFETY: The caller is the only reader; every record's first slot

@@ -135,7 +135,7 @@ impl Replay {
         if !s.live || s.mm != mm || addr < s.start || addr >= s.end {
             return None;
         }
-        Some(Found { file: s.file, target: s.target, offset: s.pgoff_bytes + addr - s.start })
+        Some(Found { file: s.file, target: s.target, offset: crate::resolve::file_offset(s.pgoff_bytes, s.start, addr) })
     }
 
     /// The executable file of address space `mm` among `cpu`'s slots (the

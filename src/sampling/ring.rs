@@ -32,7 +32,7 @@
 //!   reader (the drain, any CPU, one at a time)
 //!     1. t = tail (only the reader writes it)
 //!     2. if slot(t).seq (acquire) != t + 1: nothing complete at t, stop
-//!     3. copy the value out of slot t % capacity
+//!     3. read the value in slot t % capacity (in place, or a copy)
 //!     4. tail = t + 1 (release)                 -- frees the slot
 //! ```
 //!
@@ -43,7 +43,7 @@
 //! nested record only after the outer one commits, in position order.
 //! Records are never overwritten: a writer reserves position `h` only when
 //! `h - tail < capacity`, and the tail it read was released by the reader
-//! after it finished copying position `h - capacity` out of that slot.  The
+//! after it finished reading position `h - capacity` in that slot.  The
 //! `seq` of a slot for position `p` is `p + 1`, and a stale slot still holds
 //! `p + 1 - capacity`, so the reader cannot mistake an old lap for a new one.
 //!
@@ -351,8 +351,10 @@ impl<T: Copy, S: Deref<Target = [Slot<T>]>> Ring<T, S> {
     /// # Safety
     ///
     /// No other `pop`, `pop_with` or `pop_multi` on this ring may run
-    /// concurrently, and `extra(first)` must be what the record's writer
-    /// passed (for a record from [`Ring::push_with`], 0).
+    /// concurrently, nor from inside `extra` or `take` (the tail moves only
+    /// once `take` returns: a nested pop would take the same record
+    /// again), and `extra(first)` must be what the record's writer passed
+    /// (for a record from [`Ring::push_with`], 0).
     #[inline(always)]
     pub unsafe fn pop_multi<R>(
         &self,

@@ -302,10 +302,10 @@ fn record(
     };
     // Bench builds may hold every address space, as rprof did before it
     // named mappings (`pin_mm`), to measure what that cost.
-    // SAFETY: NMI-safe: a byte-sized load of a module parameter, which
-    // sysfs writes whole (a bool is 0 or 1 either way).
+    // SAFETY: A module parameter that lives as long as the module; sysfs
+    // stores 0 or 1 into it whole.
     #[cfg(rprof_bench)]
-    let pin = pin || unsafe { core::ptr::read_volatile(core::ptr::addr_of!(helpers::rprof_bench_pin_mm)) };
+    let pin = pin || unsafe { helpers::rprof_bench_pin_mm.load(core::sync::atomic::Ordering::Relaxed) };
     // SAFETY: NMI-safe: an atomic increment-not-zero on current's mm.
     let pinned = pin && !mm.is_null() && !unsafe { helpers::rprof_current_mm_pin() }.is_null();
     RingSlot {

@@ -2040,6 +2040,46 @@ fn a_nested_handler_leaves_the_slots_alone(t: &mut Test) {
     kassert!(t, next.is_plain(), "a named mapping was carried again");
 }
 
+/// A mapping at a file offset near the top of the range (a user may map
+/// `/dev/zero` at page offset 2^52 - 2 and grow it with `mremap`) gives
+/// its addresses offsets that wrap, not an overflow that would panic the
+/// drain (review s19b, finding 1).
+fn replay_offsets_wrap(t: &mut Test) {
+    use crate::sampling::maps::{ENTRY_VALID, ENTRY_WORDS};
+    if mappings_a_page_apart(t, 1).is_none() {
+        kassert!(t, false, "a mapping: kunit_vm_mmap failed");
+        return;
+    }
+    let (mm, _) = current_mm_seq();
+    let Ok(mut replay) = crate::resolve::replay::Replay::new(1) else {
+        kassert!(t, false, "allocation failed");
+        return;
+    };
+    let (start, end, pgoff) = (0x10_0000u64, 0x30_0000u64, u64::MAX - 0xfff);
+    // The entry's reference on the address space, which the slot keeps
+    // (and the replay gives back when it goes).
+    // SAFETY: `mm` is this thread's (kthread_use_mm), alive.
+    unsafe { helpers::rprof_mm_grab(mm) };
+    let entry: [u64; ENTRY_WORDS] = [0, start | ENTRY_VALID, end, pgoff];
+    replay.apply(0, &entry, mm);
+    let found = replay.find(0, 1, mm, start + 0x2000);
+    kassert!(t, found.is_some(), "the slot names its mapping");
+    if let Some(f) = found {
+        kassert_eq!(t, f.offset, pgoff.wrapping_add(0x2000));
+    }
+}
+
+/// The munmap race check: a VMA write-locked at or after the sample's
+/// sequence is not believed, across the sequence's wrap too.
+fn munmap_race_check_compares_sequences(t: &mut Test) {
+    use crate::resolve::mm::changed_since;
+    // (vm_lock_seq, the sample's sequence, changed since).
+    let cases = [(9u32, 10u32, false), (10, 10, true), (11, 10, true), (2, 0xffff_fffe, true), (0xffff_fffe, 2, false)];
+    for (lock_seq, seq, changed) in cases {
+        kassert!(t, changed_since(lock_seq, seq) == changed, "vm_lock_seq {:#x}, sample {:#x}", lock_seq, seq);
+    }
+}
+
 /// A slot a record gives a new mapping is never named in the same record
 /// for the mapping it held before: the drain applies the record's entries
 /// first, so that name would reach the new mapping (review finding).
@@ -2101,7 +2141,9 @@ kunit_suite!(
         handler_pins_no_address_space,
         slots_name_each_mapping_once,
         a_nested_handler_leaves_the_slots_alone,
-        a_replaced_slot_keeps_no_old_name
+        a_replaced_slot_keeps_no_old_name,
+        replay_offsets_wrap,
+        munmap_race_check_compares_sequences
     ]
 );
 

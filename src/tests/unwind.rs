@@ -265,13 +265,24 @@ fn unwind_index_finds_what_the_search_finds(t: &mut Test) {
     }
 }
 
-/// What an upload is refused for: each check, alone.
 /// The published tables are sorted by key (the handler's lookup is a
 /// binary search): every order of a few keys, duplicates, and a larger
 /// pseudo-random set come out sorted, with the same keys.
 fn unwind_tables_sort_by_key(t: &mut Test) {
     // (Expected orders written out: the standard library's sort is what
     // the module avoids.)
+    for n in 0..3 {
+        let mut keys = [2usize, 1, 0];
+        let mut want = [2usize, 1, 0];
+        // Written out: `n` keys, sorted.
+        match n {
+            1 => want[0] = 2,
+            2 => want[..2].copy_from_slice(&[1, 2]),
+            _ => {}
+        }
+        kassert!(t, crate::chains::tables::test_sort_keys(&mut keys[..n]).is_ok(), "allocation failed");
+        kassert_eq!(t, &keys[..n], &want[..n]);
+    }
     let cases: [([usize; 5], [usize; 5]); 4] = [
         ([5, 4, 3, 2, 1], [1, 2, 3, 4, 5]),
         ([1, 2, 3, 4, 5], [1, 2, 3, 4, 5]),
@@ -294,6 +305,7 @@ fn unwind_tables_sort_by_key(t: &mut Test) {
     kassert_eq!(t, many.iter().sum::<usize>(), sum);
 }
 
+/// What an upload is refused for: each check, alone.
 fn unwind_validate_rejects(t: &mut Test) {
     kassert_eq!(t, unwind::validate(&TABLE, END), Ok(()));
     kassert_eq!(t, unwind::validate(&[], END), Err(Invalid::Empty));

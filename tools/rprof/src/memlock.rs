@@ -16,7 +16,7 @@ use std::fmt;
 /// Bytes of one slot of a CPU's ring in the module: a `RingRecord` (the
 /// raw sample, 56 bytes; event, chain counts and flags, 4; the address
 /// space's sequence, 4; its pointer, 8) and the slot's sequence word, 8:
-/// `size_of::<Slot<RingSlot>>()` of `src/sampling/sampler.rs` (`ring_bytes`) and
+/// `size_of::<Slot<RingSlot>>()` of `src/device/rings.rs` (`ring_bytes`) and
 /// `src/sampling/ring.rs`.
 pub const RING_SLOT_BYTES: u64 = 80;
 
