@@ -199,7 +199,7 @@ struct rprof_modtext {
 	__u32 state;       /* enum module_state */
 	__u32 reserved;
 };
-const struct list_head *rprof_module_list_head(void);
+bool rprof_module_is_list_head(const struct list_head *node);
 void rprof_module_area(__u64 *start, __u64 *end);
 const struct list_head *rprof_module_self(void);
 const struct list_head *rprof_module_next(const struct list_head *node);
@@ -310,15 +310,39 @@ unsigned int rprof_poll_mask(bool readable, bool error);
 /* Event buffer memory and its mapping (src/buffer/evbuf.c). */
 void *rprof_vmalloc_account(unsigned long size);
 void rprof_vfree(void *addr);
-/* Maps the control page or the data area of buf; every mapping holds a
- * reference on charge (rprof_charge_new()) until it is unmapped. */
-int rprof_mmap_buffer(struct vm_area_struct *vma, void *buf,
-		      unsigned long buf_pages, bool data_area, void *charge);
-/* The locked-memory charge of pages (src/buffer/memlock.c): NULL with *err
- * -EPERM past the caller's limits, -ENOMEM without memory. */
-void *rprof_charge_new(unsigned long pages, unsigned long allowance_kb, int *err);
+/* What a new mapping asks for: its offset and length in pages, and its
+ * flags, which src/buffer/evbuf.rs judges. */
+struct rprof_vma_req {
+	__u64 pgoff;
+	__u64 pages;
+	bool shared;
+	bool write;
+	bool exec;
+};
+void rprof_vma_req(const struct vm_area_struct *vma, struct rprof_vma_req *out);
+/* Seals a mapping the caller accepted: mprotect() can never add exec (nor
+ * write unless writable), it never grows, it is not dumped. */
+void rprof_vma_seal(struct vm_area_struct *vma, bool writable);
+/* Inserts the vmalloc page at kaddr as the mapping's page index. */
+int rprof_vma_insert(struct vm_area_struct *vma, unsigned long index, void *kaddr);
+/* The mapping holds a reference on charge until it goes: every copy or
+ * split of it takes one (rprof_charge_get()/_put(), src/buffer/charge.rs). */
+void rprof_vma_hold(struct vm_area_struct *vma, void *charge);
 void rprof_charge_get(void *charge);
 void rprof_charge_put(void *charge);
+
+/* The locked-memory charge (src/buffer/memlock.c): the kernel calls the
+ * policy in src/buffer/charge.rs makes.  Process context. */
+struct user_struct;
+struct user_struct *rprof_memlock_user(void);
+void rprof_memlock_user_put(struct user_struct *user);
+long rprof_memlock_user_pages(struct user_struct *user);
+void rprof_memlock_user_add(struct user_struct *user, long pages);
+struct mm_struct *rprof_memlock_mm(void);
+__s64 rprof_memlock_mm_pages(struct mm_struct *mm);
+void rprof_memlock_mm_add(struct mm_struct *mm, __s64 pages);
+unsigned long rprof_memlock_rlimit_pages(void);
+bool rprof_memlock_capable(void);
 
 /* CPU hotplug: one registration; callbacks implemented in Rust
  * (src/kapi/hotplug.rs). */

@@ -1,67 +1,151 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The locked-memory charge of a session's rings and event buffer.
+//! The locked-memory charge of a session's rings, event buffer and unwind
+//! tables.
 //!
-//! One [`Charge`] is made at SET_CONFIG for every byte the session will
-//! allocate (its event buffer and a ring for each possible CPU), before
-//! anything is allocated, and refused past the owner's limits:
-//! `perf_mmap()`'s rule, in `memlock.c` beside it.  It is a counted reference:
-//! the session's rings, the event buffer and every mapping of the buffer
-//! each hold one, so the memory stays charged until the last of them
-//! lets go of it (a replaced session's buffer lives on in its mappings).
-//! Process context only.
+//! A user who may open `/dev/rprof` can make the module allocate memory
+//! that no reclaim can take back, and a replaced session's buffer lives on
+//! for as long as a process maps it.  So every such page is charged as
+//! `perf_mmap()` charges perf's buffers: first to the user's `perf_mlock`
+//! allowance (the module parameter `mlock_kb` per online CPU, perf's
+//! `perf_event_mlock_kb` in spirit, and the counter perf's own buffers
+//! use), the rest to the owner's `mm->pinned_vm` against `RLIMIT_MEMLOCK`,
+//! refused with `EPERM` past it unless the caller has `CAP_IPC_LOCK`.  The
+//! pages themselves are also charged to the caller's memory cgroup
+//! (`GFP_KERNEL_ACCOUNT`).
+//!
+//! One [`Charge`] is made for every byte an allocation will take, before
+//! anything is allocated.  It is a counted reference: the session's rings,
+//! the event buffer and every mapping of the buffer (through
+//! [`rprof_charge_get`]/[`rprof_charge_put`], which `evbuf.c`'s VMA
+//! callbacks call) each hold one, and the last one gives the pages back.
+//! C glue: `memlock.c` (one kernel call each).  Process context only.
 
-use crate::kapi::helpers;
-use core::ffi::{c_int, c_void};
+use crate::kapi::helpers::{self, MmStruct, UserStruct};
+use core::ffi::c_void;
 use core::ptr::NonNull;
 use kernel::bindings;
 use kernel::prelude::*;
+use kernel::sync::Arc;
 
-/// One reference on a charge of `bytes`.
+/// How many of `pages` go past the allowance, to `pinned_vm`, when `used`
+/// pages of an allowance of `limit` are taken already: `perf_mmap()`'s
+/// rule, in which what others put past a smaller limit counts as the
+/// limit (a lowered `mlock_kb` does not make newcomers pay for the past).
+pub(crate) fn past_allowance(pages: usize, used: usize, limit: usize) -> usize {
+    // What is left of the allowance; the rest of `pages` goes past it.
+    pages.saturating_sub(limit - used.min(limit))
+}
+
+/// What one charge took, given back when the last reference goes.
 ///
 /// # Invariants
 ///
-/// `ptr` is a live `struct rprof_charge` on which this value holds one
-/// reference.
-pub(crate) struct Charge {
-    ptr: NonNull<c_void>,
-    bytes: u64,
+/// `user` holds a `get_uid()` reference and `user_pages` of its
+/// `perf_mlock`; `mm`, if not null, holds an `mm_count` reference and
+/// `mm_pages` of its `pinned_vm`.
+struct Held {
+    user: NonNull<UserStruct>,
+    user_pages: usize,
+    mm: *mut MmStruct,
+    mm_pages: usize,
 }
 
-// SAFETY: The charge is a refcounted C object whose counters are atomics;
-// any thread may take or drop a reference.
-unsafe impl Send for Charge {}
-// SAFETY: `&Charge` only reads `ptr` and `bytes`.
-unsafe impl Sync for Charge {}
+// SAFETY: What `Held` points at is reference-counted kernel objects whose
+// counters are atomics; any thread may give them back.
+unsafe impl Send for Held {}
+// SAFETY: `&Held` only reads its fields.
+unsafe impl Sync for Held {}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        // SAFETY: Our pages and reference on `user` (type invariant), given
+        // back once; the page count fits a long (it was added as one).
+        unsafe {
+            helpers::rprof_memlock_user_add(self.user.as_ptr(), (self.user_pages as i64).wrapping_neg() as _);
+            helpers::rprof_memlock_user_put(self.user.as_ptr());
+        }
+        if !self.mm.is_null() {
+            // SAFETY: Our pages and mm_count reference (type invariant),
+            // given back once, in process context (the last reference is
+            // dropped by a session, an event buffer or a VMA's `close`).
+            unsafe {
+                helpers::rprof_memlock_mm_add(self.mm, (self.mm_pages as i64).wrapping_neg());
+                helpers::rprof_mm_drop(self.mm);
+            }
+        }
+    }
+}
+
+/// One reference on a charge of `bytes`.
+pub(crate) struct Charge {
+    held: Arc<Held>,
+    bytes: u64,
+}
 
 impl Charge {
     /// Charges `bytes` (rounded up to pages) to the caller: `EPERM` past
     /// its locked-memory limits (without `CAP_IPC_LOCK`), `ENOMEM`.
     pub(crate) fn new(bytes: u64) -> Result<Self> {
         let page = bindings::PAGE_SIZE as u64;
-        let pages = bytes.div_ceil(page);
-        let pages = usize::try_from(pages).map_err(|_| ENOMEM)?;
+        let pages = usize::try_from(bytes.div_ceil(page)).map_err(|_| ENOMEM)?;
+        if pages > i64::MAX as usize {
+            return Err(ENOMEM);
+        }
         // SAFETY: Reads a module parameter.
         let allowance_kb = unsafe { helpers::rprof_param_mlock_kb() } as usize;
-        let mut err: c_int = 0;
-        // SAFETY: Process context (SET_CONFIG, or a test's thread).
-        let ptr = unsafe { helpers::rprof_charge_new(pages, allowance_kb, &mut err) };
-        match NonNull::new(ptr) {
-            // INVARIANT: a new charge comes with one reference.
-            Some(ptr) => Ok(Self { ptr, bytes: pages as u64 * page }),
-            None => {
+        // SAFETY: Reads the online CPUs' count.
+        let cpus = unsafe { helpers::rprof_num_online_cpus() } as usize;
+        let limit = (allowance_kb >> (bindings::PAGE_SHIFT - 10)).saturating_mul(cpus);
+        // SAFETY: Process context: current's credentials.
+        let user = NonNull::new(unsafe { helpers::rprof_memlock_user() }).ok_or(EINVAL)?;
+        // SAFETY: `user` is live (our reference).
+        let used = unsafe { helpers::rprof_memlock_user_pages(user.as_ptr()) }.max(0) as usize;
+        let mm_pages = past_allowance(pages, used, limit);
+        let mut mm = core::ptr::null_mut();
+        if mm_pages > 0 {
+            // SAFETY: Process context: current's mm, grabbed, or null.
+            mm = unsafe { helpers::rprof_memlock_mm() };
+            // SAFETY: Process context; `mm` is live if not null (grabbed).
+            let over = mm.is_null()
+                || unsafe { helpers::rprof_memlock_mm_pages(mm) }.max(0) as u64 + mm_pages as u64
+                    > unsafe { helpers::rprof_memlock_rlimit_pages() } as u64;
+            // SAFETY: Process context: current's capabilities.
+            if over && !unsafe { helpers::rprof_memlock_capable() } {
+                // SAFETY: The references just taken, given back once.
+                unsafe {
+                    if !mm.is_null() {
+                        helpers::rprof_mm_drop(mm);
+                    }
+                    helpers::rprof_memlock_user_put(user.as_ptr());
+                }
                 // A user may retry in a loop: rate-limited.
                 // SAFETY: printk_ratelimit() may be called anywhere.
-                if err == -(bindings::EPERM as c_int) && unsafe { helpers::rprof_printk_ratelimit() } {
+                if unsafe { helpers::rprof_printk_ratelimit() } {
                     pr_info!(
                         "{} KiB of buffers or unwind tables pass the caller's locked-memory limit (RLIMIT_MEMLOCK beyond mlock_kb={} per CPU; CAP_IPC_LOCK lifts it)\n",
                         pages as u64 * page / 1024,
                         allowance_kb
                     );
                 }
-                Err(Error::from_errno(err))
+                return Err(EPERM);
             }
         }
+        // Without an mm (a kernel thread, which passed only by
+        // `CAP_IPC_LOCK`) the part past the allowance is charged nowhere.
+        let user_pages = pages - mm_pages;
+        // SAFETY: `user` and `mm` are live (our references); the counts fit
+        // a long (`pages` was checked above).
+        unsafe {
+            helpers::rprof_memlock_user_add(user.as_ptr(), user_pages as _);
+            if !mm.is_null() {
+                helpers::rprof_memlock_mm_add(mm, mm_pages as i64);
+            }
+        }
+        // INVARIANT: the references and pages just taken.  On failure
+        // `Arc::new` drops `Held`, which gives them back.
+        let held = Arc::new(Held { user, user_pages, mm, mm_pages }, GFP_KERNEL_ACCOUNT)?;
+        Ok(Self { held, bytes: pages as u64 * page })
     }
 
     /// The bytes charged (whole pages).
@@ -69,24 +153,49 @@ impl Charge {
         self.bytes
     }
 
-    /// The C object, for a mapping to take its own reference on.
+    /// The charge object, for a mapping to take its own reference on
+    /// (`rprof_vma_hold()`, which calls [`rprof_charge_get`]).  Live as
+    /// long as `self`.
     pub(crate) fn as_ptr(&self) -> *mut c_void {
-        self.ptr.as_ptr()
+        // `Arc::into_raw` hands out the same address: the contents.
+        (&*self.held as *const Held).cast_mut().cast()
     }
 }
 
 impl Clone for Charge {
     fn clone(&self) -> Self {
-        // SAFETY: `ptr` is live (type invariant): one more reference.
-        unsafe { helpers::rprof_charge_get(self.ptr.as_ptr()) };
-        // INVARIANT: the reference just taken.
-        Self { ptr: self.ptr, bytes: self.bytes }
+        Self { held: self.held.clone(), bytes: self.bytes }
     }
 }
 
-impl Drop for Charge {
-    fn drop(&mut self) {
-        // SAFETY: Our reference (type invariant), given back once.
-        unsafe { helpers::rprof_charge_put(self.ptr.as_ptr()) };
-    }
+/// One more reference on the charge object `charge`, for a mapping of the
+/// event buffer (`evbuf.c`: `rprof_vma_hold()` and the VMA's `open`).
+///
+/// # Safety
+///
+/// `charge` came from [`Charge::as_ptr`] and a reference on it is held
+/// for the whole call (a live [`Charge`] or a mapping's own).
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rprof_charge_get(charge: *mut c_void) {
+    // SAFETY: `charge` is the contents of a live `Arc<Held>` (the caller's
+    // contract), which is what `into_raw` would have returned; the
+    // reference rebuilt here is handed back to the caller's owner by the
+    // first `into_raw`, the clone is the new one, kept by the mapping.
+    let arc = unsafe { Arc::from_raw(charge.cast_const().cast::<Held>()) };
+    let more = arc.clone();
+    let _ = Arc::into_raw(arc);
+    let _ = Arc::into_raw(more);
+}
+
+/// Gives back one reference on `charge` (a mapping's, as it goes).
+///
+/// # Safety
+///
+/// The caller owns a reference on `charge` taken by [`rprof_charge_get`],
+/// given back once.  Process context (the last reference frees).
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rprof_charge_put(charge: *mut c_void) {
+    // SAFETY: The caller's reference, as `into_raw` left it in
+    // `rprof_charge_get`.
+    drop(unsafe { Arc::from_raw(charge.cast_const().cast::<Held>()) });
 }

@@ -48,7 +48,7 @@
 
 use crate::buffer::charge::Charge;
 
-use crate::kapi::helpers;
+use crate::kapi::helpers::{self, VmaReq};
 use crate::kapi::miscdev::File;
 use crate::uapi::{rprof_mmap_page, rprof_record_header, RPROF_ABI_VERSION};
 use core::ffi::c_void;
@@ -369,30 +369,65 @@ impl EventBuffer {
         Ok(())
     }
 
-    /// Maps the control page (offset 0, one page) or the data area (offset
-    /// one page, exactly the data size, read-only) into `vma`.
+    /// Maps the control page or the data area into `vma`, as
+    /// [`mapping_for`] allows.
     pub(crate) fn mmap(&self, _file: &File<'_>, vma: *mut bindings::vm_area_struct) -> Result {
+        let mut req = VmaReq::default();
         // SAFETY: `vma` is the area being mapped, in `mmap()` under the
-        // mmap lock; the C helper checks offset and size first.
-        let pgoff = unsafe { (*vma).vm_pgoff };
-        let data_area = pgoff != 0;
-        // SAFETY: As above; `base` covers `1 + data_pages` vmalloc pages;
-        // the charge is live (ours), and the mapping takes its own
-        // reference on it, dropped when the mapping goes.
-        let ret = unsafe {
-            helpers::rprof_mmap_buffer(
-                vma,
-                self.base as *mut c_void,
-                1 + self.data_pages,
-                data_area,
-                self.charge.as_ptr(),
-            )
-        };
-        if ret != 0 {
-            return Err(Error::from_errno(ret));
+        // mmap lock; `req` is writable.
+        unsafe { helpers::rprof_vma_req(vma, &mut req) };
+        let (first, pages, writable) = mapping_for(&req, self.data_pages)?;
+        // SAFETY: As above: the area is ours to set up until `mmap()`
+        // returns.
+        unsafe { helpers::rprof_vma_seal(vma, writable) };
+        for i in 0..pages {
+            // SAFETY: `first + pages <= 1 + data_pages` (`mapping_for`), so
+            // the page lies in the vmalloc area `base` covers, live as long
+            // as `self`; once inserted, the VMA holds its own reference on
+            // the page.  `i < pages`, the VMA's length in pages.
+            let ret = unsafe {
+                let kaddr = self.base.add((first + i) * bindings::PAGE_SIZE);
+                helpers::rprof_vma_insert(vma, i, kaddr as *mut c_void)
+            };
+            if ret != 0 {
+                return Err(Error::from_errno(ret));
+            }
         }
+        // Only now: a failed mmap() is torn down without `close`.
+        // SAFETY: The charge is live (ours); the mapping takes its own
+        // reference on it, given back when the last VMA made from this one
+        // goes.
+        unsafe { helpers::rprof_vma_hold(vma, self.charge.as_ptr()) };
         Ok(())
     }
+}
+
+/// The buffer's pages a mapping asking for `req` gets, of a buffer with
+/// `data_pages` data pages, as (first page, pages, may ever be writable):
+///
+/// - offset 0, exactly one page: the control page, any protection but exec
+///   (the kernel writes `data_head` there for the reader and trusts
+///   nothing it reads back);
+/// - offset one page, exactly the data pages: the data area, read-only for
+///   good (`mprotect()` cannot add write or exec later).
+///
+/// Both must be shared: a private mapping would copy the control page on
+/// the reader's first write to `data_tail`, which the kernel would then
+/// never see.  Anything else is `EINVAL`; asking for write on the data
+/// area or exec on either is `EPERM`.
+pub(crate) fn mapping_for(req: &VmaReq, data_pages: usize) -> Result<(usize, usize, bool)> {
+    let (first, pages, writable) = match req.pgoff {
+        0 => (0, 1, true),
+        1 => (1, data_pages, false),
+        _ => return Err(EINVAL),
+    };
+    if req.pages != pages as u64 || !req.shared {
+        return Err(EINVAL);
+    }
+    if req.exec || (req.write && !writable) {
+        return Err(EPERM);
+    }
+    Ok((first, pages, writable))
 }
 
 #[cfg(rprof_bench)]

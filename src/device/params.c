@@ -29,7 +29,7 @@ RPROF_PARAM(buffer_pages, 256, 0444,
 	    "Data pages of the event buffer, a power of 2 in [1, 65536] (256)")
 RPROF_PARAM(max_cookies, 4096, 0444,
 	    "Files and module regions named per session, in [16, 1048576] (4096)")
-/* perf_event_mlock_kb's counterpart (src/buffer/memlock.c). */
+/* perf_event_mlock_kb's counterpart (src/buffer/charge.rs). */
 RPROF_PARAM(mlock_kb, 2048, 0644,
 	    "Locked memory per online CPU a user's sessions may take beyond RLIMIT_MEMLOCK without CAP_IPC_LOCK, in KiB (2048)")
 /* The unwind tables of one session (RPROF_IOC_ADD_UNWIND, issue 31). */

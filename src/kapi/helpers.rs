@@ -133,6 +133,23 @@ pub(crate) struct MmStruct {
     _private: [u8; 0],
 }
 
+/// Opaque `struct user_struct`.
+#[repr(C)]
+pub(crate) struct UserStruct {
+    _private: [u8; 0],
+}
+
+/// `struct rprof_vma_req`: what a new mapping asks for.
+#[repr(C)]
+#[derive(Default)]
+pub(crate) struct VmaReq {
+    pub(crate) pgoff: u64,
+    pub(crate) pages: u64,
+    pub(crate) shared: bool,
+    pub(crate) write: bool,
+    pub(crate) exec: bool,
+}
+
 /// Opaque `struct task_struct` (read through [`crate::kapi::task`]).
 #[repr(C)]
 pub(crate) struct TaskStruct {
@@ -260,16 +277,20 @@ extern "C" {
 
     pub(crate) fn rprof_vmalloc_account(size: usize) -> *mut c_void;
     pub(crate) fn rprof_vfree(addr: *mut c_void);
-    pub(crate) fn rprof_mmap_buffer(
-        vma: *mut bindings::vm_area_struct,
-        buf: *mut c_void,
-        buf_pages: usize,
-        data_area: bool,
-        charge: *mut c_void,
-    ) -> c_int;
-    pub(crate) fn rprof_charge_new(pages: usize, allowance_kb: usize, err: *mut c_int) -> *mut c_void;
-    pub(crate) fn rprof_charge_get(charge: *mut c_void);
-    pub(crate) fn rprof_charge_put(charge: *mut c_void);
+    pub(crate) fn rprof_vma_req(vma: *const bindings::vm_area_struct, out: *mut VmaReq);
+    pub(crate) fn rprof_vma_seal(vma: *mut bindings::vm_area_struct, writable: bool);
+    pub(crate) fn rprof_vma_insert(vma: *mut bindings::vm_area_struct, index: usize, kaddr: *mut c_void) -> c_int;
+    pub(crate) fn rprof_vma_hold(vma: *mut bindings::vm_area_struct, charge: *mut c_void);
+
+    pub(crate) fn rprof_memlock_user() -> *mut UserStruct;
+    pub(crate) fn rprof_memlock_user_put(user: *mut UserStruct);
+    pub(crate) fn rprof_memlock_user_pages(user: *mut UserStruct) -> c_long;
+    pub(crate) fn rprof_memlock_user_add(user: *mut UserStruct, pages: c_long);
+    pub(crate) fn rprof_memlock_mm() -> *mut MmStruct;
+    pub(crate) fn rprof_memlock_mm_pages(mm: *mut MmStruct) -> i64;
+    pub(crate) fn rprof_memlock_mm_add(mm: *mut MmStruct, pages: i64);
+    pub(crate) fn rprof_memlock_rlimit_pages() -> usize;
+    pub(crate) fn rprof_memlock_capable() -> bool;
 
     pub(crate) fn rprof_current_mm_grab(seq: *mut u32) -> *mut MmStruct;
     /// NMI context (`src/sampling/maps.c`): current's address space
@@ -357,7 +378,7 @@ extern "C" {
     ) -> c_int;
     pub(crate) fn rprof_path_put(path: *mut bindings::path);
     // Kernel modules (`src/resolve/modules.c`, for `resolve::modules`).
-    pub(crate) fn rprof_module_list_head() -> *const ListHead;
+    pub(crate) fn rprof_module_is_list_head(node: *const ListHead) -> bool;
     pub(crate) fn rprof_module_area(start: *mut u64, end: *mut u64);
     pub(crate) fn rprof_module_self() -> *const ListHead;
     pub(crate) fn rprof_module_next(node: *const ListHead) -> *const ListHead;

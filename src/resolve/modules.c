@@ -2,10 +2,10 @@
 /*
  * rprof: the C glue of src/resolve/modules.rs, which holds the logic (the
  * lookup of the module whose text holds an address, the notifier's
- * decisions): THIS_MODULE, the module area's bounds (macros), one step on
- * the module list (rcu_dereference), the fields of a module the lookup
- * reads, the list head's discovery through kallsyms, and the notifier's
- * registration.  Process context.
+ * decisions, the search for the list's head): THIS_MODULE, the module
+ * area's bounds (macros), one step on the module list (rcu_dereference),
+ * the fields of a module the lookup reads, what kallsyms calls a node,
+ * and the notifier's registration.  Process context.
  */
 #include <linux/kallsyms.h>
 #include <linux/module.h>
@@ -16,29 +16,17 @@
 #include "rprof_helpers.h"
 
 /*
- * Process context, at load: the module list's head, or NULL if it was not
- * found.  6.12 exports neither the list nor a lookup on it
- * (src/resolve/modules.rs); the head is the one node on the list that is
- * not inside a module, found by asking kallsyms what each node is, from
- * our own entry on.
+ * Process context: @node is the module list's head.  6.12 exports neither
+ * the list nor a lookup on it (src/resolve/modules.rs); the head is the
+ * one node on the list that is not inside a module, and kallsyms names
+ * it.
  */
-const struct list_head *rprof_module_list_head(void)
+bool rprof_module_is_list_head(const struct list_head *node)
 {
-	const struct list_head *node, *head = NULL;
 	char sym[KSYM_SYMBOL_LEN];
 
-	rcu_read_lock();
-	for (node = rcu_dereference(list_next_rcu(&THIS_MODULE->list));
-	     node != &THIS_MODULE->list;
-	     node = rcu_dereference(list_next_rcu((struct list_head *)node))) {
-		sprint_symbol(sym, (unsigned long)node);
-		if (!strncmp(sym, "modules+0x0/", 12)) {
-			head = node;
-			break;
-		}
-	}
-	rcu_read_unlock();
-	return head;
+	sprint_symbol(sym, (unsigned long)node);
+	return !strncmp(sym, "modules+0x0/", 12);
 }
 
 /* Any context: the module area, [MODULES_VADDR, MODULES_END). */

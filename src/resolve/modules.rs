@@ -22,7 +22,7 @@
 //! `list_del_rcu()` and freed after a grace period).  Walking from our own
 //! entry meets the list head once: it is the one node that is not inside a
 //! module, found at load time by asking kallsyms what it is
-//! (`rprof_module_list_head()`).
+//! ([`list_head`]).
 
 use crate::kapi::ctx::ArcCtx;
 use crate::kapi::helpers::{self, ListHead, ModText};
@@ -104,6 +104,26 @@ pub(crate) fn lookup(ip: u64) -> Option<ModInfo> {
     None
 }
 
+/// The module list's head, or null if it was not found: the first node,
+/// from our own entry on, that kallsyms calls `modules`.  Process context.
+fn list_head() -> *const ListHead {
+    let _rcu = rcu::read_lock();
+    // SAFETY: Reads THIS_MODULE's address.
+    let own = unsafe { helpers::rprof_module_self() };
+    // SAFETY: A node of the list, under the RCU read lock (as in `lookup`).
+    let mut node = unsafe { helpers::rprof_module_next(own) };
+    while node != own {
+        // SAFETY: A live node (as above); kallsyms may sleep no more than
+        // an RCU read side allows (it takes no sleeping lock).
+        if unsafe { helpers::rprof_module_is_list_head(node) } {
+            return node;
+        }
+        // SAFETY: As above.
+        node = unsafe { helpers::rprof_module_next(node) };
+    }
+    core::ptr::null()
+}
+
 /// The text region of the module at list node `node` that holds `ip`, if
 /// any.
 ///
@@ -175,8 +195,7 @@ impl<T: ModuleEvents> Registration<T> {
     /// Finds the module list (for [`lookup`]) and registers the notifier.
     /// Module init, process context.
     pub(crate) fn register(owner: Arc<T>) -> Result<Self> {
-        // SAFETY: Process context, at load.
-        let head = unsafe { helpers::rprof_module_list_head() };
+        let head = list_head();
         if head.is_null() {
             pr_warn!("module list not found; module samples resolve to the kernel\n");
         }

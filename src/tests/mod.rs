@@ -72,7 +72,48 @@ fn config_buffer_pages(t: &mut Test) {
     kassert!(t, Config::check(raw, &params).is_ok());
 }
 
-kunit_suite!(PARAMS_SUITE, "rprof-params", [params_accept_powers_of_two, params_reject_bad_values, config_buffer_pages]);
+/// `perf_mmap()`'s rule: the allowance first, the rest to `pinned_vm`;
+/// what others took past a smaller limit counts as the limit; nothing
+/// overflows on absurd counts.
+fn charge_past_allowance(t: &mut Test) {
+    use crate::buffer::charge::past_allowance;
+    kassert_eq!(t, past_allowance(10, 0, 100), 0);
+    kassert_eq!(t, past_allowance(10, 95, 100), 5);
+    kassert_eq!(t, past_allowance(10, 100, 100), 10);
+    kassert_eq!(t, past_allowance(10, 500, 100), 10);
+    kassert_eq!(t, past_allowance(10, 0, 0), 10);
+    kassert_eq!(t, past_allowance(0, 500, 100), 0);
+    kassert_eq!(t, past_allowance(usize::MAX, usize::MAX, 1), usize::MAX);
+    kassert_eq!(t, past_allowance(usize::MAX, 0, usize::MAX), 0);
+}
+
+/// What `mmap()` of the event buffer accepts: the control page at offset
+/// 0 (writable, never exec), the data area at offset 1 (exactly its size,
+/// never writable), both shared; the rest is refused with the errno the
+/// e2e test and the tools expect.
+fn mmap_shapes(t: &mut Test) {
+    use crate::buffer::evbuf::mapping_for;
+    use crate::kapi::helpers::VmaReq;
+    let req = |pgoff, pages, shared, write, exec| VmaReq { pgoff, pages, shared, write, exec };
+    kassert_eq!(t, mapping_for(&req(0, 1, true, true, false), 8), Ok((0, 1, true)));
+    kassert_eq!(t, mapping_for(&req(1, 8, true, false, false), 8), Ok((1, 8, false)));
+    kassert_eq!(t, mapping_for(&req(0, 2, true, true, false), 8).err(), Some(EINVAL));
+    kassert_eq!(t, mapping_for(&req(1, 7, true, false, false), 8).err(), Some(EINVAL));
+    kassert_eq!(t, mapping_for(&req(1, 9, true, false, false), 8).err(), Some(EINVAL));
+    kassert_eq!(t, mapping_for(&req(2, 7, true, false, false), 8).err(), Some(EINVAL));
+    kassert_eq!(t, mapping_for(&req(0, 1, false, true, false), 8).err(), Some(EINVAL));
+    kassert_eq!(t, mapping_for(&req(1, 8, false, false, false), 8).err(), Some(EINVAL));
+    kassert_eq!(t, mapping_for(&req(1, 8, true, true, false), 8).err(), Some(EPERM));
+    kassert_eq!(t, mapping_for(&req(1, 8, true, false, true), 8).err(), Some(EPERM));
+    kassert_eq!(t, mapping_for(&req(0, 1, true, false, true), 8).err(), Some(EPERM));
+    kassert_eq!(t, mapping_for(&req(u64::MAX, 1, true, false, false), 8).err(), Some(EINVAL));
+}
+
+kunit_suite!(
+    PARAMS_SUITE,
+    "rprof-params",
+    [params_accept_powers_of_two, params_reject_bad_values, config_buffer_pages, charge_past_allowance, mmap_shapes]
+);
 
 // ---- the ring, single-threaded -------------------------------------------
 
