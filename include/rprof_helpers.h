@@ -325,8 +325,9 @@ void rprof_vma_req(const struct vm_area_struct *vma, struct rprof_vma_req *out);
 void rprof_vma_seal(struct vm_area_struct *vma, bool writable);
 /* Inserts the vmalloc page at kaddr as the mapping's page index. */
 int rprof_vma_insert(struct vm_area_struct *vma, unsigned long index, void *kaddr);
-/* The mapping holds a reference on charge until it goes: every copy or
- * split of it takes one (rprof_charge_get()/_put(), src/buffer/charge.rs). */
+/* The mapping takes over the reference on charge the caller hands it and
+ * gives it back as it goes; every copy or split of it takes one of its own
+ * (rprof_charge_get()/_put(), src/buffer/charge.rs). */
 void rprof_vma_hold(struct vm_area_struct *vma, void *charge);
 void rprof_charge_get(void *charge);
 void rprof_charge_put(void *charge);

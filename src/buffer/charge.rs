@@ -16,17 +16,18 @@
 //!
 //! One [`Charge`] is made for every byte an allocation will take, before
 //! anything is allocated.  It is a counted reference: the session's rings,
-//! the event buffer and every mapping of the buffer (through
-//! [`rprof_charge_get`]/[`rprof_charge_put`], which `evbuf.c`'s VMA
-//! callbacks call) each hold one, and the last one gives the pages back.
-//! C glue: `memlock.c` (one kernel call each).  Process context only.
+//! the event buffer and every mapping of the buffer (a raw reference from
+//! [`Charge::into_raw_ref`], copied by [`rprof_charge_get`] and given back
+//! by [`rprof_charge_put`], which `evbuf.c`'s VMA callbacks call) each
+//! hold one, and the last one gives the pages back.  C glue: `memlock.c`
+//! (the kernel calls).  Process context only.
 
 use crate::kapi::helpers::{self, MmStruct, UserStruct};
 use core::ffi::c_void;
 use core::ptr::NonNull;
 use kernel::bindings;
 use kernel::prelude::*;
-use kernel::sync::Arc;
+use kernel::sync::{Arc, ArcBorrow, UniqueArc};
 
 /// How many of `pages` go past the allowance, to `pinned_vm`, when `used`
 /// pages of an allowance of `limit` are taken already: `perf_mmap()`'s
@@ -89,27 +90,36 @@ impl Charge {
     pub(crate) fn new(bytes: u64) -> Result<Self> {
         let page = bindings::PAGE_SIZE as u64;
         let pages = usize::try_from(bytes.div_ceil(page)).map_err(|_| ENOMEM)?;
+        // Never on 64 bits (at most 2^52 pages); the counters are signed.
         if pages > i64::MAX as usize {
             return Err(ENOMEM);
         }
+        // The object first, so that failing for memory changes no counter
+        // (and says ENOMEM, not EPERM).
+        let slot = UniqueArc::<Held>::new_uninit(GFP_KERNEL_ACCOUNT)?;
         // SAFETY: Reads a module parameter.
         let allowance_kb = unsafe { helpers::rprof_param_mlock_kb() } as usize;
         // SAFETY: Reads the online CPUs' count.
         let cpus = unsafe { helpers::rprof_num_online_cpus() } as usize;
         let limit = (allowance_kb >> (bindings::PAGE_SHIFT - 10)).saturating_mul(cpus);
-        // SAFETY: Process context: current's credentials.
+        // SAFETY: Process context: current's credentials.  `get_uid()`
+        // never returns null; the check only spares an `unwrap`.
         let user = NonNull::new(unsafe { helpers::rprof_memlock_user() }).ok_or(EINVAL)?;
-        // SAFETY: `user` is live (our reference).
-        let used = unsafe { helpers::rprof_memlock_user_pages(user.as_ptr()) }.max(0) as usize;
+        // SAFETY: `user` is live (our reference).  A negative count (a
+        // counter some other code broke) reads as the whole allowance in
+        // use, as the C it replaces read it (as a huge unsigned).
+        let used = usize::try_from(unsafe { helpers::rprof_memlock_user_pages(user.as_ptr()) }).unwrap_or(limit);
         let mm_pages = past_allowance(pages, used, limit);
         let mut mm = core::ptr::null_mut();
         if mm_pages > 0 {
             // SAFETY: Process context: current's mm, grabbed, or null.
             mm = unsafe { helpers::rprof_memlock_mm() };
             // SAFETY: Process context; `mm` is live if not null (grabbed).
+            // A negative count (broken elsewhere) is over, as in the C it
+            // replaces; the sum cannot overflow (both below 2^63).
             let over = mm.is_null()
-                || unsafe { helpers::rprof_memlock_mm_pages(mm) }.max(0) as u64 + mm_pages as u64
-                    > unsafe { helpers::rprof_memlock_rlimit_pages() } as u64;
+                || u64::try_from(unsafe { helpers::rprof_memlock_mm_pages(mm) })
+                    .map_or(true, |pinned| pinned + mm_pages as u64 > unsafe { helpers::rprof_memlock_rlimit_pages() } as u64);
             // SAFETY: Process context: current's capabilities.
             if over && !unsafe { helpers::rprof_memlock_capable() } {
                 // SAFETY: The references just taken, given back once.
@@ -142,9 +152,8 @@ impl Charge {
                 helpers::rprof_memlock_mm_add(mm, mm_pages as i64);
             }
         }
-        // INVARIANT: the references and pages just taken.  On failure
-        // `Arc::new` drops `Held`, which gives them back.
-        let held = Arc::new(Held { user, user_pages, mm, mm_pages }, GFP_KERNEL_ACCOUNT)?;
+        // INVARIANT: the references and pages just taken.
+        let held = slot.write(Held { user, user_pages, mm, mm_pages }).into();
         Ok(Self { held, bytes: pages as u64 * page })
     }
 
@@ -153,12 +162,11 @@ impl Charge {
         self.bytes
     }
 
-    /// The charge object, for a mapping to take its own reference on
-    /// (`rprof_vma_hold()`, which calls [`rprof_charge_get`]).  Live as
-    /// long as `self`.
-    pub(crate) fn as_ptr(&self) -> *mut c_void {
-        // `Arc::into_raw` hands out the same address: the contents.
-        (&*self.held as *const Held).cast_mut().cast()
+    /// A new reference on the charge object, as a raw pointer, for a
+    /// mapping to own (`rprof_vma_hold()`), given back through
+    /// [`rprof_charge_put`] (or leaked if never handed over).
+    pub(crate) fn into_raw_ref(&self) -> *mut c_void {
+        Arc::into_raw(self.held.clone()).cast_mut().cast()
     }
 }
 
@@ -168,34 +176,31 @@ impl Clone for Charge {
     }
 }
 
-/// One more reference on the charge object `charge`, for a mapping of the
-/// event buffer (`evbuf.c`: `rprof_vma_hold()` and the VMA's `open`).
+/// One more reference on the charge object `charge`, for a copy of a
+/// mapping of the event buffer (`evbuf.c`: the VMA's `open`).
 ///
 /// # Safety
 ///
-/// `charge` came from [`Charge::as_ptr`] and a reference on it is held
-/// for the whole call (a live [`Charge`] or a mapping's own).
+/// `charge` came from [`Charge::into_raw_ref`] and the caller holds that
+/// reference (the mapping copied from) for the whole call.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn rprof_charge_get(charge: *mut c_void) {
-    // SAFETY: `charge` is the contents of a live `Arc<Held>` (the caller's
-    // contract), which is what `into_raw` would have returned; the
-    // reference rebuilt here is handed back to the caller's owner by the
-    // first `into_raw`, the clone is the new one, kept by the mapping.
-    let arc = unsafe { Arc::from_raw(charge.cast_const().cast::<Held>()) };
-    let more = arc.clone();
-    let _ = Arc::into_raw(arc);
-    let _ = Arc::into_raw(more);
+    // SAFETY: `charge` came from `Arc::into_raw` and its reference
+    // outlives the borrow (the caller's contract).
+    let held = unsafe { ArcBorrow::from_raw(charge.cast_const().cast::<Held>()) };
+    // The new reference, the copy's own.
+    let _ = Arc::into_raw(Arc::from(held));
 }
 
 /// Gives back one reference on `charge` (a mapping's, as it goes).
 ///
 /// # Safety
 ///
-/// The caller owns a reference on `charge` taken by [`rprof_charge_get`],
-/// given back once.  Process context (the last reference frees).
+/// The caller owns a reference on `charge` that came from
+/// [`Charge::into_raw_ref`] or [`rprof_charge_get`], given back once.
+/// Process context (the last reference frees).
 #[no_mangle]
 pub(crate) unsafe extern "C" fn rprof_charge_put(charge: *mut c_void) {
-    // SAFETY: The caller's reference, as `into_raw` left it in
-    // `rprof_charge_get`.
+    // SAFETY: The caller's reference, as `Arc::into_raw` made it.
     drop(unsafe { Arc::from_raw(charge.cast_const().cast::<Held>()) });
 }

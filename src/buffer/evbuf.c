@@ -63,7 +63,6 @@ static const struct vm_operations_struct rprof_vm_ops = {
 
 void rprof_vma_hold(struct vm_area_struct *vma, void *charge)
 {
-	rprof_charge_get(charge);
 	vma->vm_private_data = charge;
 	vma->vm_ops = &rprof_vm_ops;
 }

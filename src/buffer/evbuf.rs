@@ -394,10 +394,9 @@ impl EventBuffer {
             }
         }
         // Only now: a failed mmap() is torn down without `close`.
-        // SAFETY: The charge is live (ours); the mapping takes its own
-        // reference on it, given back when the last VMA made from this one
-        // goes.
-        unsafe { helpers::rprof_vma_hold(vma, self.charge.as_ptr()) };
+        // SAFETY: A new reference on the charge, which the mapping owns
+        // from here on and gives back as it goes (`close`).
+        unsafe { helpers::rprof_vma_hold(vma, self.charge.into_raw_ref()) };
         Ok(())
     }
 }

@@ -16,7 +16,8 @@
 #include "rprof_helpers.h"
 
 /*
- * Process context: @node is the module list's head.  6.12 exports neither
+ * Under rcu_read_lock(), process context: @node is the module list's
+ * head (kallsyms' lookups take no sleeping lock).  6.12 exports neither
  * the list nor a lookup on it (src/resolve/modules.rs); the head is the
  * one node on the list that is not inside a module, and kallsyms names
  * it.

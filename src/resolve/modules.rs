@@ -113,8 +113,8 @@ fn list_head() -> *const ListHead {
     // SAFETY: A node of the list, under the RCU read lock (as in `lookup`).
     let mut node = unsafe { helpers::rprof_module_next(own) };
     while node != own {
-        // SAFETY: A live node (as above); kallsyms may sleep no more than
-        // an RCU read side allows (it takes no sleeping lock).
+        // SAFETY: A live node (as above); kallsyms' lookups do not sleep
+        // (RCU and preemption-off sections only).
         if unsafe { helpers::rprof_module_is_list_head(node) } {
             return node;
         }
