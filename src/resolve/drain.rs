@@ -359,9 +359,10 @@ impl Drain {
             }
             return false;
         };
-        // The record is processed where it lies in the ring (most records
-        // are one slot, and copying them out cost the drain as much as
-        // their resolution).
+        // A one-slot record is processed where it lies in the ring (most
+        // records are, and copying them out cost the drain as much as
+        // their resolution); a chain's is copied out and its slots freed
+        // first (`pop_with`).
         // SAFETY: The only reader (contract).
         let took = unsafe {
             crate::resolve::reader::pop_with(ring, &mut frames, |rec, words| {

@@ -1450,6 +1450,34 @@ fn chain_cut_keeps_the_sample(t: &mut Test) {
     kassert_eq!(t, seen, 1 + (64 - (1 + extra) - 1) + 1);
 }
 
+/// The reader hands a chain's record to its consumer only once all its
+/// slots are free again (the drain may then wait for an `mmap_lock` with
+/// no slot of the ring held), and a one-slot record where it lies; both
+/// with the record and words their writer stored.
+fn reader_frees_a_chain_before_processing(t: &mut Test) {
+    let Ok(ring) = crate::device::rings::new_ring(64) else {
+        kassert!(t, false, "ring allocation failed");
+        return;
+    };
+    let words = [0x5678u64; 40];
+    kassert!(t, matches!(push_chain_words(&ring, &words, 10, 0, chain_record(1)), Push::Stored(_)));
+    kassert!(t, matches!(ring.push(RingRecord::new(RawSample { time_ns: 2, ..Default::default() }, 0).into()), Push::Stored(_)));
+    let held = ring.len();
+    kassert_eq!(t, held, 1 + words.len().div_ceil(sampler::SLOT_WORDS) as u64 + 1);
+    let mut frames = [0u64; 256];
+    // SAFETY: The only reader of this ring; the closure pops nothing.
+    let chain = unsafe {
+        crate::resolve::reader::pop_with(&ring, &mut frames, |rec, w| {
+            (ring.len(), rec.sample.time_ns, (rec.nk, rec.nu), w.len(), w.iter().all(|&x| x == 0x5678))
+        })
+    };
+    kassert_eq!(t, chain, Some((1, 1, (10, 30), 40, true)));
+    // SAFETY: As above.
+    let single = unsafe { crate::resolve::reader::pop_with(&ring, &mut frames, |rec, w| (ring.len(), rec.sample.time_ns, w.len())) };
+    kassert_eq!(t, single, Some((1, 2, 0)));
+    kassert_eq!(t, ring.len(), 0);
+}
+
 /// The chain `rprof_callchain` takes from registers of current
 /// interrupted in user mode at `ip`, with `sp`, `bp` and code segment `cs`
 /// (`TEST_CS_*`), with at most `max_u` user frames: its flags, its count of
@@ -1886,6 +1914,7 @@ kunit_suite!(
         chain_walker_fabricated_stacks,
         ring_multi_slot_records,
         chain_cut_keeps_the_sample,
+        reader_frees_a_chain_before_processing,
         chain_user_walk_real_stack,
         chain_user_walk_compat,
         chain_sequence_is_read_before_the_walk,
