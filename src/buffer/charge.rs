@@ -90,7 +90,8 @@ impl Charge {
     pub(crate) fn new(bytes: u64) -> Result<Self> {
         let page = bindings::PAGE_SIZE as u64;
         let pages = usize::try_from(bytes.div_ceil(page)).map_err(|_| ENOMEM)?;
-        // Never on 64 bits (at most 2^52 pages); the counters are signed.
+        // The bytes charged, whole pages; both fit the signed counters.
+        let charged = (pages as u64).checked_mul(page).ok_or(ENOMEM)?;
         if pages > i64::MAX as usize {
             return Err(ENOMEM);
         }
@@ -134,7 +135,7 @@ impl Charge {
                 if unsafe { helpers::rprof_printk_ratelimit() } {
                     pr_info!(
                         "{} KiB of buffers or unwind tables pass the caller's locked-memory limit (RLIMIT_MEMLOCK beyond mlock_kb={} per CPU; CAP_IPC_LOCK lifts it)\n",
-                        pages as u64 * page / 1024,
+                        charged / 1024,
                         allowance_kb
                     );
                 }
@@ -154,7 +155,7 @@ impl Charge {
         }
         // INVARIANT: the references and pages just taken.
         let held = slot.write(Held { user, user_pages, mm, mm_pages }).into();
-        Ok(Self { held, bytes: pages as u64 * page })
+        Ok(Self { held, bytes: charged })
     }
 
     /// The bytes charged (whole pages).

@@ -61,6 +61,7 @@ use crate::kapi::helpers::{
 use crate::resolve::mapcache::{MapCache, Target};
 use crate::resolve::mm::{FrameRes, MmRead, RESOLVE_ANON, RESOLVE_BUSY, RESOLVE_FILE};
 use crate::resolve::modules;
+use crate::resolve::reader;
 use crate::resolve::replay::Replay;
 use crate::sampling::maps::{self, ENTRY_WORDS, MAP_LEAF};
 use crate::sampling::sampler::{CHAIN_FLAGS, CHAIN_TAKEN};
@@ -359,20 +360,17 @@ impl Drain {
             }
             return false;
         };
-        // A one-slot record is processed where it lies in the ring (most
-        // records are, and copying them out cost the drain as much as
-        // their resolution); a chain's is copied out and its slots freed
-        // first (`pop_with`).
+        // A one-slot record is processed where it lies in the ring, a
+        // chain's once copied out and its slots freed (`pop_with`).
+        let mut copy = None;
         // SAFETY: The only reader (contract).
         let took = unsafe {
-            crate::resolve::reader::pop_with(ring, &mut frames, |rec, words| {
-                if words.is_empty() {
-                    self.process(buf, cpu, rec, &[], reserve);
-                } else {
-                    self.process_with_chain(buf, cpu, rec, words, reserve);
-                }
-            })
+            crate::resolve::reader::pop_with(ring, &mut frames, &mut copy, |rec| self.process(buf, cpu, rec, &[], reserve))
         };
+        if let Some(rec) = &copy {
+            let n = reader::copied_words(rec, frames.len());
+            self.process_with_chain(buf, cpu, rec, &frames[..n], reserve);
+        }
         self.frames = Some(frames);
         took.is_some()
     }

@@ -1465,16 +1465,32 @@ fn reader_frees_a_chain_before_processing(t: &mut Test) {
     let held = ring.len();
     kassert_eq!(t, held, 1 + words.len().div_ceil(sampler::SLOT_WORDS) as u64 + 1);
     let mut frames = [0u64; 256];
+    let other = [0x9abcu64; 40];
+    let mut during = 0;
+    let mut copy = None;
     // SAFETY: The only reader of this ring; the closure pops nothing.
-    let chain = unsafe {
-        crate::resolve::reader::pop_with(&ring, &mut frames, |rec, w| {
-            (ring.len(), rec.sample.time_ns, (rec.nk, rec.nu), w.len(), w.iter().all(|&x| x == 0x5678))
-        })
+    let chain = unsafe { crate::resolve::reader::pop_with(&ring, &mut frames, &mut copy, |_| during = ring.len()) };
+    // Copied out, its slots free: a writer may fill them again (as the
+    // handler may while the drain processes), and the copy must not care.
+    let held_after = ring.len();
+    let again = matches!(push_chain_words(&ring, &other, 10, 0, chain_record(3)), Push::Stored(_));
+    let copied = match (chain, copy) {
+        (Some(crate::resolve::reader::Popped::Copied), Some(rec)) => {
+            let n = crate::resolve::reader::copied_words(&rec, frames.len());
+            rec.sample.time_ns == 1 && (rec.nk, rec.nu) == (10, 30) && n == 40 && frames[..n].iter().all(|&x| x == 0x5678)
+        }
+        _ => false,
     };
-    kassert_eq!(t, chain, Some((1, 1, (10, 30), 40, true)));
+    kassert!(t, copied, "the chain was not copied out whole");
+    kassert_eq!(t, (during, held_after, again), (0, 1, true));
+    let mut copy = None;
     // SAFETY: As above.
-    let single = unsafe { crate::resolve::reader::pop_with(&ring, &mut frames, |rec, w| (ring.len(), rec.sample.time_ns, w.len())) };
-    kassert_eq!(t, single, Some((1, 2, 0)));
+    let single = unsafe { crate::resolve::reader::pop_with(&ring, &mut frames, &mut copy, |rec| (ring.len(), rec.sample.time_ns)) };
+    // In place: its slot and the chain written meanwhile are held.
+    kassert!(t, matches!(single, Some(crate::resolve::reader::Popped::Done(x)) if x == (held, 2)) && copy.is_none());
+    // SAFETY: As above.
+    let third = unsafe { crate::resolve::reader::pop(&ring, &mut frames) };
+    kassert!(t, matches!(third, Some(r) if r.sample.time_ns == 3 && frames[..40].iter().all(|&x| x == 0x9abc)));
     kassert_eq!(t, ring.len(), 0);
 }
 
