@@ -49,7 +49,7 @@ copies_of() { # scenario
 # Prints the workload's line with the profiler's figures appended.
 # Usage: run_one PROFILER HZ COPIES [DEPTH]
 run_one() {
-	prof=$1 hz=$2 copies=$3 samples=0 lost=0 out= frames= stacks= file=0 stream=0 capacity=0
+	prof=$1 hz=$2 copies=$3 samples=0 delivered= lost=0 out= frames= stacks= file=0 stream=0 capacity=0
 	set -- "$copies" "$ITERATIONS" ${4:+"$4"}
 	rm -f /tmp/prof.err
 	online=$(grep -c '^processor' /proc/cpuinfo)
@@ -99,6 +99,7 @@ run_one() {
 			awk '$1 > 0 { printf "%.1f", $2 / $1 }')
 		stacks=$(sed -n 's/.*rprof: chains: .*distinct stacks: \([0-9]*\).*/\1/p' /tmp/prof.err)
 		samples=$(sed -n 's/.*module: samples \([0-9]*\),.*/\1/p' /tmp/prof.err | tail -n 1)
+		delivered=$(sed -n 's/.*module: samples [0-9]*, delivered \([0-9]*\),.*/\1/p' /tmp/prof.err | tail -n 1)
 		lost=$(sed -n 's/.*module: samples [0-9]*, delivered [0-9]*, lost \([0-9]*\).*/\1/p' /tmp/prof.err | tail -n 1)
 		# Of them, for want of room (the rings, the event buffer): what
 		# a rate the pipeline cannot keep up with loses.
@@ -119,7 +120,7 @@ run_one() {
 		;;
 	esac
 	rss=$(sed -n 's/^maxrss_kb=\([0-9]*\)$/\1/p' /tmp/prof.err 2>/dev/null | tail -n 1)
-	echo "$out cpus=$online samples=${samples:-0} lost=${lost:-0} lost_capacity=${capacity:-0} file_bytes=${file:-0} stream_bytes=${stream:-0} maxrss_kb=${rss:-0} user_frames=${frames:-0} stacks=${stacks:-0} max_rate=$(cat /proc/sys/kernel/perf_event_max_sample_rate) uptime=$(cut -d" " -f1 /proc/uptime)"
+	echo "$out cpus=$online samples=${samples:-0} delivered=${delivered:-${samples:-0}} lost=${lost:-0} lost_capacity=${capacity:-0} file_bytes=${file:-0} stream_bytes=${stream:-0} maxrss_kb=${rss:-0} user_frames=${frames:-0} stacks=${stacks:-0} max_rate=$(cat /proc/sys/kernel/perf_event_max_sample_rate) uptime=$(cut -d" " -f1 /proc/uptime)"
 }
 
 cpus_online() { # 0|1: every CPU but CPU 0 off or on

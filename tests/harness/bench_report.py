@@ -151,6 +151,33 @@ def compute(info, runs, micro, stages, solo):
                 if prof != "floor":
                     unit = "LOST records in perf.data" if prof == "perf" else "samples lost"
                     fig.add(f"{sc}.{hz}hz.{prof}.lost_max", max(int(r.get("lost", 0)) for r in rs), unit + ", worst round")
+            # Each round on its own: what each tool delivered against the
+            # nominal count, and the spread of the costs and the ratio
+            # (a round's tool run against the same round's floor).
+            per_round = {}
+            for prof in PROFILERS:
+                for r in runs_of(sc, prof, hz):
+                    nominal = window(hz, [r], work_ns(r))
+                    got = int(r.get("delivered") or r.get("samples") or 0)
+                    per_round.setdefault(prof, {})[r.get("round")] = (work_ns(r), nominal, got)
+                if prof in per_round:
+                    pct = min(100.0 * got / nominal for _, nominal, got in per_round[prof].values() if nominal)
+                    fig.add(f"{sc}.{hz}hz.{prof}.delivered_pct_min", pct,
+                            "% of Hz x CPUs x span delivered, lowest round")
+            floor_r = per_round.get("floor", {})
+            cost_r = {}
+            for prof in ("perf", "rprof"):
+                for rnd, (span, nominal, _) in per_round.get(prof, {}).items():
+                    if rnd in floor_r and nominal:
+                        cost_r.setdefault(prof, {})[rnd] = (span - floor_r[rnd][0]) / nominal
+                if cost_r.get(prof):
+                    fig.add(f"{sc}.{hz}hz.{prof}.cost_above_floor_min", min(cost_r[prof].values()), "ns/sample, lowest round")
+                    fig.add(f"{sc}.{hz}hz.{prof}.cost_above_floor_max", max(cost_r[prof].values()), "ns/sample, highest round")
+            ratios = [cost_r["rprof"][k] / cost_r["perf"][k] for k in cost_r.get("rprof", {})
+                      if cost_r.get("perf", {}).get(k, 0) > 0]
+            if ratios:
+                fig.add(f"{sc}.{hz}hz.ratio_rprof_perf_min", min(ratios), "ratio, lowest round")
+                fig.add(f"{sc}.{hz}hz.ratio_rprof_perf_max", max(ratios), "ratio, highest round")
             if "floor" in t:
                 fig.add(f"{sc}.{hz}hz.floor.cost_ns_per_sample", (t["floor"] - base) / w["floor"], "ns/sample")
             for prof in ("perf", "rprof"):
@@ -389,6 +416,27 @@ def fmt(v, digits=1):
     return "-" if v is None else f"{v:.{digits}f}"
 
 
+# A tool that delivered less than this share of the nominal samples in any
+# round did not do what the cell says it measured.
+SHORT_PCT = 95
+
+
+def spread(g, key, digits):
+    """The median of `key` and the rounds' range: `628 (610-650)`."""
+    mid = key if key.startswith("ratio") else key + "_ns_per_sample"
+    lo, hi = g(key + "_min"), g(key + "_max")
+    if lo is None or hi is None:
+        return fmt(g(mid), digits)
+    return f"{fmt(g(mid), digits)} ({fmt(lo, digits)}-{fmt(hi, digits)})"
+
+
+def short_runs(fig):
+    """The cells in which a tool delivered less than SHORT_PCT % of the
+    nominal samples in some round."""
+    return sorted((k.rsplit(".", 1)[0], v["value"]) for k, v in fig.d.items()
+                  if k.endswith(".delivered_pct_min") and v["value"] < SHORT_PCT)
+
+
 def markdown(fig, meta, info):
     d = fig.d
     scen_names = {"one": "one CPU busy", "all": "all CPUs busy"}
@@ -402,8 +450,9 @@ def markdown(fig, meta, info):
         lines.append("")
         lines.append("**The guest did not finish: figures from an incomplete run.**")
     lines.append("")
-    lines.append("| scenario | Hz/CPU | floor | perf record | rprof record | perf ns/sample above floor | rprof ns/sample above floor | rprof/perf |")
-    lines.append("|---|---:|---:|---:|---:|---:|---:|---:|")
+    lines.append("| scenario | Hz/CPU | floor | perf record | rprof record | perf ns/sample above floor (rounds' range) "
+                 "| rprof ns/sample above floor (range) | rprof/perf (range) | delivered, lowest round: perf / rprof |")
+    lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     freqs = sorted({int(k.split(".")[1][:-2]) for k in d if re.match(r"^(one|all)\.\d+hz\.", k)})
     for sc in ("one", "all"):
         for hz in freqs:
@@ -413,9 +462,14 @@ def markdown(fig, meta, info):
             g = lambda k: fig.get(f"{p}.{k}")
             lines.append(
                 f"| {scen_names[sc]} | {hz} | {fmt(g('floor.slowdown_pct'), 2)} % | {fmt(g('perf.slowdown_pct'), 2)} % | "
-                f"{fmt(g('rprof.slowdown_pct'), 2)} % | {fmt(g('perf.cost_above_floor_ns_per_sample'), 0)} | "
-                f"{fmt(g('rprof.cost_above_floor_ns_per_sample'), 0)} | {fmt(g('ratio_rprof_perf'), 2)} |"
+                f"{fmt(g('rprof.slowdown_pct'), 2)} % | {spread(g, 'perf.cost_above_floor', 0)} | "
+                f"{spread(g, 'rprof.cost_above_floor', 0)} | {spread(g, 'ratio_rprof_perf', 2)} | "
+                f"{fmt(g('perf.delivered_pct_min'), 1)} % / {fmt(g('rprof.delivered_pct_min'), 1)} % |"
             )
+    lines.append("")
+    lines.append(f"Delivered: samples each tool handed its reader (perf: written to perf.data; rprof: delivered "
+                 f"by the module), against Hz x online CPUs x the work's span; a session outlasts the span, so "
+                 f"100 % is the floor of a complete run.  A run below {SHORT_PCT} % fails `make bench`.")
     lossy = sorted(k.rsplit(".", 1)[0] for k, v in d.items() if k.endswith(".lost_max") and v["value"])
     if lossy:
         lines.append("")
@@ -610,15 +664,20 @@ def main():
     if a.markdown:
         with open(a.markdown, "w") as f:
             f.write(table)
-    if a.readme and info.get("complete") == "yes":
+    short = short_runs(fig)
+    if a.readme and info.get("complete") == "yes" and not short:
         update_readme(a.readme, table)
     elif a.readme:
-        print(f"{a.readme} left alone: the guest did not finish")
+        print(f"{a.readme} left alone: " + ("the guest did not finish" if info.get("complete") != "yes"
+                                          else "a tool delivered too few samples"))
     print(table)
     for e in errors:
         print("error from the guest:", e)
     if not runs:
         sys.exit("no runs in " + " ".join(a.log))
+    if short:
+        sys.exit("make bench: delivered less than %d %% of the nominal samples in a round: %s" % (
+            SHORT_PCT, ", ".join(f"{k} {v:.1f} %" for k, v in short)))
 
 
 if __name__ == "__main__":

@@ -194,6 +194,39 @@ B scaledone
         table = bench_report.markdown(fig, {}, {})
         self.assertIn("| 1000 | 14 | 21.0 | 9881 | 1992 | 0.20 | 1.33 | 2500 | 8400 | 90 | 80 |", table)
 
+    def test_spreads_and_short_deliveries(self):
+        # Round 2's perf run delivers 600 of ~1002 nominal samples and its
+        # span is shorter: the spread shows it, the run is short.
+        r2 = LOG.format(r=2).split("\n", 2)[2].replace(
+            "prof=perf hz=1000 copies=1 ns=1002000000 span_ns=1002000000 reader_cpu_ns=5 cpus=1 samples=1002",
+            "prof=perf hz=1000 copies=1 ns=1001500000 span_ns=1001500000 reader_cpu_ns=5 cpus=1 samples=600").replace(
+            "cpus=1 samples=1003", "cpus=1 samples=1003 delivered=990")
+        info, fig = self.figures(LOG.format(r=1) + r2 + "B done\n")
+        self.assertAlmostEqual(fig.get("one.1000hz.perf.cost_above_floor_max"), 1e6 / 1002, places=1)
+        self.assertAlmostEqual(fig.get("one.1000hz.perf.cost_above_floor_min"), 0.5e6 / 1001.5, places=1)
+        self.assertAlmostEqual(fig.get("one.1000hz.perf.delivered_pct_min"), 100 * 600 / 1001.5, places=2)
+        # rprof's delivered count, where the guest gives one, not its taken.
+        self.assertAlmostEqual(fig.get("one.1000hz.rprof.delivered_pct_min"), 100 * 990 / 1003, places=2)
+        self.assertEqual([k for k, _ in bench_report.short_runs(fig)], ["one.1000hz.perf"])
+        table = bench_report.markdown(fig, {}, info)
+        self.assertIn("| 749 (499-998) |", table)
+        self.assertIn("| 59.9 % / 98.7 % |", table)
+        log = write_log(LOG.format(r=1) + r2 + "B done\n")
+        out = tempfile.mkdtemp()
+        readme = os.path.join(out, "README.md")
+        with open(readme, "w") as f:
+            f.write("a\n<!-- bench-table:begin -->\nold\n<!-- bench-table:end -->\nb\n")
+        try:
+            run = subprocess.run([sys.executable, os.path.join(HERE, "bench_report.py"), log,
+                                  "--json", os.path.join(out, "b.json"), "--readme", readme],
+                                 capture_output=True, text=True)
+            self.assertNotEqual(run.returncode, 0)
+            self.assertIn("one.1000hz.perf 59.9 %", run.stderr)
+            with open(readme) as f:
+                self.assertIn("\nold\n", f.read())
+        finally:
+            os.unlink(log)
+
     def test_an_unfinished_guest_is_marked_and_the_readme_kept(self):
         log = write_log(LOG.format(r=1))
         out = tempfile.mkdtemp()
