@@ -349,7 +349,7 @@ pub fn tick(usec: Option<i64>) -> Outcome {
     // SAFETY: An all-zero timex is a valid argument (modes 0: read only).
     let mut tx: libc::timex = unsafe { std::mem::zeroed() };
     if let Some(u) = usec {
-        tx.modes = libc::ADJ_TICK as u32;
+        tx.modes = libc::ADJ_TICK;
         tx.tick = u;
     }
     // SAFETY: `tx` is a valid timex the call reads and fills in.

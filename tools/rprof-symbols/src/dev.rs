@@ -38,6 +38,8 @@ mod tests {
     use super::*;
 
     #[test]
+    // `| 0`: the low minor bits, spelled out.
+    #[allow(clippy::identity_op)]
     fn encodings_agree() {
         // sda1 (8:1), a tmpfs (0:23), a large minor (259:65536).
         assert_eq!(new_decode_dev(0x801), (8, 1));
