@@ -276,6 +276,28 @@ impl Aggregate {
         }
     }
 
+    /// An empty aggregate that reads on from where this one is in the
+    /// same stream: the stream's state (cookie names, the current task
+    /// and cookie, stacks) copied, no counts, no losses, no intervals.
+    /// It counts only the samples passing `filter`'s per-sample parts
+    /// (`tids`, `cpus`, `time`), threads apart or not as this one does.
+    /// Fed the records this one is fed from now on, it counts what a
+    /// scrape of a continuous session asks for (the daemon's pull
+    /// endpoint: one per scrape, beside the session's own).
+    pub fn fork(&self, filter: &Filter) -> Aggregate {
+        Aggregate {
+            resolver: self.resolver.clone(),
+            by_thread: self.by_thread,
+            sample_filter: Filter {
+                tids: filter.tids.clone(),
+                cpus: filter.cpus.clone(),
+                time: filter.time,
+                ..Filter::default()
+            },
+            ..Aggregate::default()
+        }
+    }
+
     /// Takes the next record of the stream.
     pub fn feed(&mut self, record: &Record) {
         match record {
@@ -569,6 +591,49 @@ mod tests {
         for bad in ["", "1-", "3-1", "x", "0-4294967295", "1,,2"] {
             assert!(parse_cpu_list(bad).is_err(), "{bad}");
         }
+    }
+
+    /// A fork reads on in the same stream (it knows the task and the
+    /// file named before it), counts only what its filter's time span
+    /// keeps, and leaves the aggregate it came from as it was.
+    #[test]
+    fn a_fork_reads_on_with_the_streams_state() {
+        let mut agg = Aggregate::new();
+        let named = Record::Cookie {
+            cookie: 16,
+            flags: 0,
+            dev: 1,
+            ino: 2,
+            path: "/bin/w".into(),
+        };
+        for r in [
+            task_w(),
+            named,
+            Record::Switch { cookie: 16 },
+            sample_at(5, 1),
+        ] {
+            agg.feed(&r);
+        }
+        let window = Filter {
+            time: Some(TimeRange {
+                start: Some(10),
+                end: Some(20),
+            }),
+            ..Filter::default()
+        };
+        let mut fork = agg.fork(&window);
+        assert_eq!(fork.samples, 0);
+        for t in [9, 10, 15, 19, 20] {
+            let r = sample_at(t, 2);
+            agg.feed(&r);
+            fork.feed(&r);
+        }
+        assert_eq!((agg.samples, fork.samples, fork.filtered_out), (6, 3, 2));
+        let keys: Vec<&Key> = fork.counts().keys().collect();
+        assert_eq!(keys.len(), 1);
+        assert_eq!((keys[0].pid, &*keys[0].comm, keys[0].cookie), (7, "w", 16));
+        assert_eq!(fork.counts()[keys[0]].period, 6);
+        assert!(fork.resolver().name(16).is_some(), "the file's name");
     }
 
     /// Threads, CPUs and a time span are applied as samples are counted;
