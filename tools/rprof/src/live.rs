@@ -18,6 +18,10 @@ pub struct AggregateSink {
     /// The unwind-table uploader's eyes on the stream, if tables are
     /// uploaded.
     pub watch: Option<crate::unwind::Watch>,
+    /// More aggregates fed every record after `agg`, each under its
+    /// owner's number: the daemon's scrapes in progress, each counting
+    /// its own window ([`Aggregate::fork`]).
+    pub taps: Vec<(u64, Aggregate)>,
 }
 
 impl AggregateSink {
@@ -43,12 +47,16 @@ impl Sink for AggregateSink {
         let agg = &mut self.agg;
         let resets = &mut self.resets;
         let watch = &mut self.watch;
+        let taps = &mut self.taps;
         self.framer.feed(bytes, |r| {
             *resets += u64::from(matches!(r, rprof_decode::Record::Reset { .. }));
             if let Some(w) = watch {
                 w.record(r);
             }
             agg.feed(r);
+            for (_, tap) in taps.iter_mut() {
+                tap.feed(r);
+            }
             Ok(())
         })
     }

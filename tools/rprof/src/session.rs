@@ -176,6 +176,25 @@ impl<'dev> Session<'dev> {
         })
     }
 
+    /// Bytes of stream the module has written that this session has not
+    /// taken yet (the reader's lag; 0 when records come by `read()`,
+    /// which does not tell).
+    pub fn unread(&self) -> u64 {
+        match &self.source {
+            Source::Mmap { reader } => reader.pending(),
+            Source::Read { .. } => 0,
+        }
+    }
+
+    /// The size of the mapped event buffer in bytes (0 when records come
+    /// by `read()`).
+    pub fn buffer_size(&self) -> u64 {
+        match &self.source {
+            Source::Mmap { reader } => reader.data_size() as u64,
+            Source::Read { .. } => 0,
+        }
+    }
+
     /// The device.
     pub fn device(&self) -> &'dev Device {
         self.dev

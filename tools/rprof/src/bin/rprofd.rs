@@ -2,7 +2,11 @@
 //!
 //! ```text
 //! rprofd --dir /var/lib/rprof [--interval 60] [--keep 10] [-e EVENT]...
+//!        [--listen 127.0.0.1:6060]
 //! ```
+//!
+//! `--listen` also serves `/debug/pprof/profile?seconds=N` and
+//! `/metrics` over HTTP (see `rprof::daemon`).
 //!
 //! SIGHUP starts a new module session at once (the files the old one
 //! pinned are let go once its profiles are written).

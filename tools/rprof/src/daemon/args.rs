@@ -2,6 +2,7 @@
 
 use crate::sampling::SamplingArgs;
 use clap::Args;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -34,9 +35,23 @@ pub struct DaemonArgs {
           value_parser = clap::value_parser!(i32).range(1..))]
     pub pid: Option<i32>,
 
+    /// Also serve, over HTTP on ADDR (IP:PORT, such as 127.0.0.1:6060),
+    /// `/debug/pprof/profile?seconds=N` (a CPU profile of the next N
+    /// seconds, as Go's net/http/pprof) and `/metrics` (Prometheus).
+    /// Profiles show code paths and command names: bind it to loopback
+    /// unless the network is trusted.
+    #[arg(long, value_name = "ADDR", value_parser = parse_listen)]
+    pub listen: Option<SocketAddr>,
+
     #[command(flatten)]
     /// What to sample.
     pub sampling: SamplingArgs,
+}
+
+/// Parses `--listen`'s IP:PORT.
+pub fn parse_listen(s: &str) -> Result<SocketAddr, String> {
+    s.parse()
+        .map_err(|_| format!("'{s}': expected IP:PORT, such as 127.0.0.1:6060 or [::1]:6060"))
 }
 
 /// Parses a positive, finite number of seconds.
@@ -67,5 +82,14 @@ mod tests {
         // Positive, but nothing as a Duration: intervals would not advance.
         assert!(parse_seconds("1e-12").is_err());
         assert!(parse_seconds("x").is_err());
+    }
+
+    #[test]
+    fn listen_addresses() {
+        assert_eq!(parse_listen("127.0.0.1:6060").map(|a| a.port()), Ok(6060));
+        assert!(parse_listen("[::1]:0").is_ok());
+        for bad in ["localhost:6060", ":6060", "127.0.0.1", "x"] {
+            assert!(parse_listen(bad).unwrap_err().contains("IP:PORT"), "{bad}");
+        }
     }
 }

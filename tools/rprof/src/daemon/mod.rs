@@ -44,13 +44,43 @@
 //! samples it read are written first, unless the writer thread died (a
 //! bug): the profiles queued to it then are counted as lost and the exit
 //! status is 1.
+//!
+//! With `--listen ADDR` the daemon also serves HTTP ([`http`], tiny_http
+//! on threads of its own): `GET /debug/pprof/profile?seconds=N` (30 by
+//! default, 1 to 3600; `&pid=P` for one process) answers, as Go's
+//! net/http/pprof does, a gzip'd pprof of the CPU samples taken in the
+//! next N seconds of the stream's clock, built as the interval profiles
+//! are.  The reader takes each scrape ([`pull`]) between reads: it
+//! forks the session's aggregate (the stream's state, no counts) with
+//! the window as its filter and feeds it every record after the
+//! session's own, so that scrapes at once each count their own window
+//! from the one module session; [`GRACE`](schedule::GRACE) past the
+//! window's end it flushes the rings, reads, and hands the counts to the
+//! scrape's thread, which symbolizes and encodes them: the reader never
+//! waits for a client.  A session that ends (a renewal, the stop) ends
+//! its scrapes with it, cut short (their profile says so).  At most
+//! [`MAX_SCRAPES`](scrape::MAX_SCRAPES) scrapes and
+//! [`MAX_REQUESTS`](http::MAX_REQUESTS) requests at once; more get 503.
+//! `GET /metrics` ([`metrics`]) shows, in Prometheus' text format, the
+//! module's statistics (samples taken, delivered and lost by cause, per
+//! CPU), the reader's lag, the cookie table's fill, the profiles written
+//! and the scrapes served, as the reader publishes them every second,
+//! and the daemon's CPU time, measured by getrusage when asked.
+//! `--dir` stays required with `--listen`: the files are what is left of
+//! the times no one scraped, and a scrape only sees what comes after it.
 
 mod args;
+mod http;
+#[cfg(test)]
+mod http_tests;
+mod metrics;
 mod module;
 mod profile;
+mod pull;
 mod reader;
 mod renewal;
 mod schedule;
+mod scrape;
 mod tally;
 #[cfg(test)]
 mod tests;
@@ -58,15 +88,18 @@ mod tests;
 mod testutil;
 mod writer;
 
-pub use args::{parse_seconds, DaemonArgs};
+pub use args::{parse_listen, parse_seconds, DaemonArgs};
 pub use profile::{remove_temporaries, rotate, write_profile, Interval};
 
 use crate::pidfd::Watch;
 use crate::{signal, Device, Error};
+use http::{Context, Listener};
+use metrics::Shared;
 use reader::{module_list, Daemon};
 use renewal::max_cookies;
 use rprof_symbols::Kallsyms;
 use schedule::Profiles;
+use scrape::Pull;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -147,6 +180,21 @@ pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
     }
     signal::install_stop_handler().map_err(|e| Error::io("installing a SIGTERM handler", e))?;
     signal::install_renew_handler().map_err(|e| Error::io("installing a SIGHUP handler", e))?;
+    // The listener before the first session: an address that cannot be
+    // had stops the daemon before it samples.
+    let (asks_to_reader, asks) = std::sync::mpsc::channel();
+    let shared = Arc::new(Shared::default());
+    let listener = match args.listen {
+        Some(addr) => Some(Listener::start(
+            addr,
+            Context {
+                asks: asks_to_reader,
+                shared: shared.clone(),
+                config,
+            },
+        )?),
+        None => None,
+    };
     let kallsyms = Arc::new(Kallsyms::parse(&crate::snapshot::read_kallsyms()));
     let modules = module_list();
     // A quarter: the table is checked between reads (at least every
@@ -163,6 +211,9 @@ pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
     d.renew_at = renew_at;
     d.target = target;
     d.tables = uploader.as_ref().map(|u| u.watch());
+    if listener.is_some() {
+        d.pull = Some(Pull::new(asks, shared, max_cookies()));
+    }
     d.begin(first)?;
     eprintln!(
         "rprof daemon: profiling into {} every {:?}, keeping {}",
@@ -170,6 +221,12 @@ pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
         args.interval,
         args.keep
     );
+    if let Some(l) = &listener {
+        eprintln!(
+            "rprof daemon: serving http://{}/debug/pprof/profile and /metrics",
+            l.addr
+        );
+    }
     std::thread::scope(|scope| {
         let config = &config;
         let tally = &tally;
@@ -188,6 +245,10 @@ pub fn run(device: &Path, args: &DaemonArgs) -> Result<(), Error> {
             let ended = d.take_ended();
             d.send(Job::Ended(ended));
         }
+        // Scrapes still waiting for the reader are answered 503; the
+        // listener waits for the answers being sent.
+        d.pull = None;
+        drop(listener);
         let Daemon {
             out,
             session_no,

@@ -30,7 +30,20 @@ pub(super) trait Running {
     /// STOPs (if running) and takes everything up to the STOP record;
     /// returns whether it came.
     fn stop_and_drain(&mut self, sink: &mut dyn Sink) -> Result<bool, Error>;
+    /// The session's statistics (`RPROF_IOC_GET_STATS`), in total and
+    /// per CPU, for `/metrics`; a fake without any says so.
+    fn stats(&self) -> Result<ModuleStats, Error> {
+        Err(Error::Protocol("this module has no statistics".into()))
+    }
+    /// Bytes of stream written and not read yet, and the event buffer's
+    /// size (both 0 if not known).
+    fn buffer(&self) -> (u64, u64) {
+        (0, 0)
+    }
 }
+
+/// What GET_STATS says: the totals and each CPU's counters.
+pub(super) type ModuleStats = (rprof_abi::rprof_stats, Vec<rprof_abi::rprof_cpu_stats>);
 
 impl<'dev> Module for &'dev Device {
     type Session = Session<'dev>;
@@ -59,5 +72,13 @@ impl Running for Session<'_> {
 
     fn stop_and_drain(&mut self, sink: &mut dyn Sink) -> Result<bool, Error> {
         Session::stop_and_drain(self, sink)
+    }
+
+    fn stats(&self) -> Result<ModuleStats, Error> {
+        self.device().stats(true)
+    }
+
+    fn buffer(&self) -> (u64, u64) {
+        (self.unread(), self.buffer_size())
     }
 }

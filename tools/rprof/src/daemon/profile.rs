@@ -34,24 +34,8 @@ pub fn write_profile(
     sym: &mut rprof_report::Symbolizer,
     keep: u64,
 ) -> Result<PathBuf, Error> {
-    let mut comment = format!(
-        "rprof daemon: {} samples, lost {}",
-        agg.samples,
-        agg.lost_line()
-    );
-    if agg.late > 0 {
-        comment.push_str(&format!(
-            "; {} samples of earlier intervals read too late for them",
-            agg.late
-        ));
-    }
-    let opts = rprof_report::pprof::Options {
-        time_nanos: interval.start.as_nanos() as i64,
-        duration_nanos: interval.length.as_nanos() as i64,
-        comments: vec![comment],
-    };
-    let profile =
-        rprof_report::pprof::build(agg, sym, &rprof_report::Filter::default(), config, &opts);
+    let filter = rprof_report::Filter::default();
+    let profile = build_profile(interval, agg, config, sym, &filter, Vec::new());
     let name = format!(
         "{PREFIX}{:010}-{:06}{SUFFIX}",
         interval.start.as_secs(),
@@ -84,6 +68,40 @@ pub fn write_profile(
     }
     eprintln!("rprof daemon: wrote {}", summary(&path, agg));
     Ok(path)
+}
+
+/// The pprof profile of `interval` (an interval's, or a scrape's
+/// window: `seq` is not used), of what `agg` counted that `filter`
+/// accepts, symbolized with `sym`; its first comment says how many
+/// samples and losses `agg` counted (all of them, whatever `filter`),
+/// `notes` follow it.
+pub(super) fn build_profile(
+    interval: Interval,
+    agg: &rprof_report::Aggregate,
+    config: &rprof_abi::rprof_config,
+    sym: &mut rprof_report::Symbolizer,
+    filter: &rprof_report::Filter,
+    notes: Vec<String>,
+) -> rprof_report::pprof::profile::Profile {
+    let mut comment = format!(
+        "rprof daemon: {} samples, lost {}",
+        agg.samples,
+        agg.lost_line()
+    );
+    if agg.late > 0 {
+        comment.push_str(&format!(
+            "; {} samples of earlier intervals read too late for them",
+            agg.late
+        ));
+    }
+    let mut comments = vec![comment];
+    comments.extend(notes);
+    let opts = rprof_report::pprof::Options {
+        time_nanos: interval.start.as_nanos() as i64,
+        duration_nanos: interval.length.as_nanos() as i64,
+        comments,
+    };
+    rprof_report::pprof::build(agg, sym, filter, config, &opts)
 }
 
 /// `PATH: N samples, L lost (ring R, buffer B, ...)`: one interval's

@@ -5,6 +5,7 @@ use super::module::{Module, Running};
 use super::schedule::{
     nanos, now_unix, Profiles, StreamClock, GRACE, POLL_INTERVAL, RETRY_FIRST, RETRY_MAX,
 };
+use super::scrape::Pull;
 use super::tally::{Tally, Written};
 use super::writer::{Job, Live, Syms, WRITER_BACKLOG};
 use crate::pidfd::Watch;
@@ -25,6 +26,22 @@ pub(super) fn module_list() -> String {
 /// cookie table was last reset: what that table holds.
 pub(super) fn named(sink: &live::AggregateSink) -> u64 {
     sink.agg.resolver().names_since_reset() as u64
+}
+
+/// Everything the module's rings hold now, then what the buffer has
+/// (up to 64 reads while more comes): what an interval or a scrape
+/// that ended needs before it is taken.
+pub(super) fn read_rings<S: Running>(
+    session: &mut S,
+    sink: &mut live::AggregateSink,
+) -> Result<(), Error> {
+    session.flush()?;
+    for _ in 0..64 {
+        if session.pump(Duration::ZERO, sink)? == 0 {
+            break;
+        }
+    }
+    Ok(())
 }
 
 /// The daemon's state: the session it reads and the interval it fills.
@@ -75,13 +92,16 @@ pub(super) struct Daemon<'a, M: Module> {
     pub(super) target: Option<Watch>,
     pub(super) to_writer: SyncSender<Job>,
     /// What the writer thread has done, and been handed.
-    tally: &'a Tally,
+    pub(super) tally: &'a Tally,
     /// The last job had to wait for room in the writer's queue.
     writer_behind: bool,
     /// The unwind-table uploader's watch (`--call-graph dwarf`, `-g`
     /// where the module takes tables); each session's sink gets its own
     /// ([`Self::begin`]).
     pub(super) tables: Option<crate::unwind::Watch>,
+    /// The listener's side in this thread (`--listen`): scrapes and
+    /// the statistics `/metrics` shows ([`Self::pull`]).
+    pub(super) pull: Option<Pull>,
 }
 
 impl<'a, M: Module> Daemon<'a, M> {
@@ -130,6 +150,7 @@ impl<'a, M: Module> Daemon<'a, M> {
             tally,
             writer_behind: false,
             tables: None,
+            pull: None,
         }
     }
 
@@ -280,6 +301,8 @@ impl<'a, M: Module> Daemon<'a, M> {
     pub(super) fn step(&mut self) -> Result<(), Error> {
         let step_ns = self.step_ns();
         let grace_ns = nanos(GRACE);
+        // Scrapes to start or answer, statistics to publish (--listen).
+        self.pull()?;
         if self.session.is_none() {
             // Without a session, the end of the process of --pid is not
             // seen by a failed start (that may be a minute away): here.
@@ -367,13 +390,7 @@ impl<'a, M: Module> Daemon<'a, M> {
         let Some(end) = self.sink.agg.cutoff() else {
             return Ok(());
         };
-        // Everything the rings hold now, then what the buffer has.
-        session.flush()?;
-        for _ in 0..64 {
-            if session.pump(Duration::ZERO, &mut self.sink)? == 0 {
-                break;
-            }
-        }
+        read_rings(session, &mut self.sink)?;
         let now_loaded = module_list();
         if now_loaded != self.modules {
             self.modules = now_loaded;

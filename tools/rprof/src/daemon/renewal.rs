@@ -23,6 +23,8 @@ impl<'a, M: Module> Daemon<'a, M> {
     /// next session's profiles are numbered after them.
     pub(super) fn take_ended(&mut self) -> Ended {
         let until = session_end(&self.sink, &self.clock);
+        // Scrapes read this session's stream: they end with it.
+        self.end_scrapes(until);
         let fresh = self.new_sink();
         let sink = std::mem::replace(&mut self.sink, fresh);
         let left = profiles_left(&sink.agg, self.step_ns(), until);
