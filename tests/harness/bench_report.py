@@ -469,7 +469,10 @@ def markdown(fig, meta, info):
     lines.append("")
     lines.append(f"Delivered: samples each tool handed its reader (perf: written to perf.data; rprof: delivered "
                  f"by the module), against Hz x online CPUs x the work's span; a session outlasts the span, so "
-                 f"100 % is the floor of a complete run.  A run below {SHORT_PCT} % fails `make bench`.")
+                 f"100 % is the floor of a complete run.  A run below {SHORT_PCT} % fails `make bench`.  "
+                 f"Ranges are the rounds' own figures (each tool run against the same round's floor); the "
+                 f"headline ratio is that of the median costs, so it can fall outside the range of the "
+                 f"rounds' ratios.")
     lossy = sorted(k.rsplit(".", 1)[0] for k, v in d.items() if k.endswith(".lost_max") and v["value"])
     if lossy:
         lines.append("")
