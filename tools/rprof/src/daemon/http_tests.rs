@@ -7,13 +7,13 @@
 //! `go tool pprof -raw` (Debian's golang-go, as `tests/consumers.rs`)
 //! and the prometheus-parse crate.
 
-use super::args::DaemonArgs;
 use super::http::{Context, Listener};
 use super::metrics::{cpu_time, Shared};
 use super::module::{Module, ModuleStats, Running};
 use super::reader::{named, Daemon};
 use super::scrape::{Ask, Pull};
 use super::tally::Tally;
+use super::testutil::test_args;
 use super::writer::WRITER_BACKLOG;
 use crate::session::Sink;
 use crate::Error;
@@ -153,12 +153,9 @@ impl Running for Ticking {
     }
 }
 
-/// A fresh directory for a test.
+/// A directory for a test (`test_args` makes it afresh).
 fn test_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("rprof-http-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    std::env::temp_dir().join(format!("rprof-http-{}-{name}", std::process::id()))
 }
 
 /// `go tool pprof ARGS`: its stdout (`PPROF_TMPDIR`, where it keeps a
@@ -259,14 +256,8 @@ fn read_until_done<T>(d: &mut Daemon<'_, Clocked>, clients: &[&ScopedJoinHandle<
 /// cookie table, the scrapes and the daemon's own CPU time.
 #[test]
 fn scrapes_and_metrics_over_http() {
-    use clap::Parser;
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        d: DaemonArgs,
-    }
     let dir = test_dir("scrapes");
-    let args = Cli::parse_from(["d", "--dir", dir.to_str().unwrap(), "--interval", "60"]).d;
+    let args = test_args(&dir, "60");
     let config = args.sampling.config(None).unwrap();
     let tally = Tally::default();
     let (to_writer, _from_daemon) = std::sync::mpsc::sync_channel(WRITER_BACKLOG);
@@ -424,14 +415,8 @@ fn scrapes_and_metrics_over_http() {
 /// tap leaves the sink.
 #[test]
 fn a_renewal_cuts_a_scrape_short() {
-    use clap::Parser;
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        d: DaemonArgs,
-    }
     let dir = test_dir("cut");
-    let args = Cli::parse_from(["d", "--dir", dir.to_str().unwrap(), "--interval", "60"]).d;
+    let args = test_args(&dir, "60");
     let config = args.sampling.config(None).unwrap();
     let tally = Tally::default();
     let (to_writer, _from_daemon) = std::sync::mpsc::sync_channel(WRITER_BACKLOG);

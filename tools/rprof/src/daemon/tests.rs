@@ -8,7 +8,7 @@ use super::profile::{names_in, Interval, SUFFIX};
 use super::reader::{named, Daemon};
 use super::schedule::{POLL_INTERVAL, RETRY_FIRST};
 use super::tally::Tally;
-use super::testutil::stream;
+use super::testutil::{stream, test_args};
 use super::writer::{writer, Job, Live, WRITER_BACKLOG};
 use crate::pidfd::Watch;
 use crate::session::Sink;
@@ -130,19 +130,6 @@ impl Running for FakeSession<'_> {
     }
 }
 
-/// Daemon options for a test, profiles into a fresh `dir`.
-fn test_args(dir: &Path) -> DaemonArgs {
-    use clap::Parser;
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        d: DaemonArgs,
-    }
-    let _ = std::fs::remove_dir_all(dir);
-    std::fs::create_dir_all(dir).unwrap();
-    Cli::parse_from(["d", "--dir", dir.to_str().unwrap(), "--interval", "1"]).d
-}
-
 /// What a test daemon needs around it: a directory of its own,
 /// options and a configuration for it, and the writer's tally.
 struct Setup {
@@ -155,7 +142,7 @@ struct Setup {
 impl Setup {
     fn new(name: &str) -> Self {
         let dir = test_dir(name);
-        let args = test_args(&dir);
+        let args = test_args(&dir, "1");
         let config = args.sampling.config(None).unwrap();
         Setup {
             dir,
